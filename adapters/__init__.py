@@ -1,0 +1,1 @@
+"""Engine adapters shipped with the harness: one module per engine, registered by entry point."""

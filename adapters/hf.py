@@ -1,0 +1,176 @@
+"""``hf``: transformers + PyTorch. The reference engine, and the CPU/CUDA/XPU/MPS baseline.
+
+- ``max_seq_len`` sizes a static KV cache, so every decode step attends over the whole window (the
+  static-shape cost model of NPU pipelines); without it the cache grows with the sequence.
+- ``beam_width`` maps to ``num_beams``; ``moe_chunk_size`` to chunked prefill.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from typing import Optional, Sequence
+
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+class HFAdapter(Adapter):
+    name = "hf"
+    devices = ("cpu", "cuda", "xpu", "mps")
+    supports_beams = True
+    supports_batch = True
+    supports_chunked_prefill = True
+    supports_max_seq_len = True
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        missing = [m for m in ("torch", "transformers") if find_spec(m) is None]
+        if missing:
+            return False, f"{', '.join(missing)} not installed: pip install 'harness[hf]'"
+        return True, "transformers + torch"
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        ok, why = cls.available()
+        if not ok:
+            return why
+        if device == "cpu":
+            return None
+        import torch  # only non-CPU devices need torch to answer
+
+        backend = getattr(torch, device, None)
+        if backend is None or not backend.is_available():
+            return f"torch {torch.__version__} sees no {device} device"
+        return None
+
+    def load(self, model, point, settings: LoadSettings) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, StoppingCriteria
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        self._torch = torch
+        self.point, self.settings = point, settings
+        self.device = torch.device(point.device)
+        self.dtype = getattr(torch, _DTYPES[settings.dtype])
+        self.model = AutoModelForCausalLM.from_pretrained(
+            str(model.hf_dir), dtype=self.dtype, attn_implementation="sdpa"
+        ).to(self.device).eval()
+        self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
+        self._step_cache = None
+
+        adapter = self
+
+        class StepClock(StoppingCriteria):
+            """Runs once per step, right after the step's tokens are chosen: one timestamp, nothing else."""
+
+            def __init__(self):
+                self.times: list[int] = []
+                self._never = None
+
+            def __call__(self, input_ids, scores, **kwargs):
+                if adapter.device.type != "cpu":
+                    adapter.synchronize()
+                self.times.append(now_ns())
+                if self._never is None or self._never.shape[0] != input_ids.shape[0]:
+                    self._never = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+                return self._never
+
+        self._clock_cls = StepClock
+
+    def _new_cache(self):
+        if self.point.max_seq_len is None:
+            return None  # transformers' default dynamic cache
+        from transformers import StaticCache
+
+        return StaticCache(config=self.model.config, max_cache_len=self.point.max_seq_len)
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        torch = self._torch
+        lengths = {len(p) for p in prompts}
+        if len(lengths) != 1:
+            raise ValueError(f"hf adapter batches prompts of equal length only, got lengths {sorted(lengths)}")
+        input_ids = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+        kwargs = dict(
+            max_new_tokens=max_new_tokens,
+            min_new_tokens=max_new_tokens,  # EOS must not shorten timed runs
+            do_sample=False,
+            num_beams=self.point.beam_width,
+            attention_mask=torch.ones_like(input_ids),
+        )
+        if self.point.moe_chunk_size:
+            kwargs["prefill_chunk_size"] = self.point.moe_chunk_size
+        cache = self._new_cache()
+        if cache is not None:
+            kwargs["past_key_values"] = cache
+        clock = self._clock_cls()
+        with torch.inference_mode():
+            self.synchronize()
+            start = now_ns()
+            output = self.model.generate(input_ids, stopping_criteria=[clock], **kwargs)
+        prompt_tokens = input_ids.shape[1]
+        return GenerationTrace(
+            start_ns=start,
+            token_ns=clock.times,
+            prompt_tokens=prompt_tokens,
+            batch_size=input_ids.shape[0],
+            output_ids=output[:, prompt_tokens:].tolist(),
+        )
+
+    def _forward(self, ids: Sequence[int]):
+        torch = self._torch
+        with torch.inference_mode():
+            tensor = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
+            out = self.model(input_ids=tensor, past_key_values=self._step_cache, use_cache=True)
+            self._step_cache = out.past_key_values
+            return out.logits[0, -1].float().cpu().numpy()
+
+    def prefill(self, tokens: Sequence[int]):
+        from transformers import DynamicCache
+
+        self._step_cache = DynamicCache(config=self.model.config)
+        return self._forward(tokens)
+
+    def decode(self, token: int):
+        if self._step_cache is None:
+            raise RuntimeError("decode() before prefill()")
+        return self._forward([token])
+
+    def synchronize(self) -> None:
+        backend = getattr(self._torch, self.device.type, None)
+        if self.device.type != "cpu" and backend is not None:
+            backend.synchronize()
+
+    def describe(self) -> dict:
+        import torch
+        import transformers
+
+        return {
+            "engine": "transformers",
+            "engine_version": transformers.__version__,
+            "torch_version": torch.__version__,
+            "device": self.point.device,
+            "device_name": _device_name(torch, self.device),
+            "dtype": self.settings.dtype,
+            "attn_implementation": self.model.config._attn_implementation,
+            "threads": torch.get_num_threads(),
+            "kv_cache": f"static({self.point.max_seq_len})" if self.point.max_seq_len else "dynamic",
+        }
+
+    def close(self) -> None:
+        self.model = None
+        self._step_cache = None
+
+
+def _device_name(torch, device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "xpu":
+        return torch.xpu.get_device_name(device)
+    from harness.environment import cpu_model
+
+    return cpu_model() if device.type == "cpu" else device.type

@@ -1,0 +1,129 @@
+"""The adapter protocol: what every engine implements so that a new engine is one file.
+
+Timestamps are host ``time.perf_counter_ns()`` values, taken by the adapter right before it starts
+the engine (``GenerationTrace.start_ns``) and as soon as each generated token is available on the
+host (``token_ns``). Adapters do nothing else per token during a timed ``generate``.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from harness.models import ResolvedModel
+    from harness.sweep import Point
+
+now_ns = time.perf_counter_ns  # the one clock every timestamp comes from
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """What ``load`` needs besides the point: scenario-level settings."""
+
+    dtype: str = "bf16"
+    threads: Optional[int] = None
+    max_new_tokens: int = 32
+    cache_dir: Optional[str] = None
+
+
+@dataclass
+class GenerationTrace:
+    start_ns: int
+    token_ns: list[int]  # one per decoding step (a step yields one token per sequence in the batch)
+    prompt_tokens: int  # per sequence
+    batch_size: int = 1
+    output_ids: Optional[list[list[int]]] = None  # generated ids per sequence, when cheap to return
+    engine_metrics: dict = field(default_factory=dict)  # the engine's own figures, if it reports any
+
+    @property
+    def n_generated(self) -> int:
+        return len(self.token_ns)
+
+
+class Adapter(ABC):
+    """Base class for engine adapters. Subclasses set the class attributes and implement the methods.
+
+    Class-level methods (``available``, ``device_status``, ``supports``) must not import the engine
+    beyond a cheap ``find_spec``; the engine is imported in ``load``.
+    """
+
+    name: ClassVar[str]
+    devices: ClassVar[tuple[str, ...]]  # every device name this adapter understands
+    quantizations: ClassVar[frozenset[str]] = frozenset({"none"})
+    supports_beams: ClassVar[bool] = False
+    supports_batch: ClassVar[bool] = False
+    supports_chunked_prefill: ClassVar[bool] = False
+    supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
+
+    @classmethod
+    def knows_device(cls, device: str) -> bool:
+        return device in cls.devices
+
+    @classmethod
+    @abstractmethod
+    def available(cls) -> tuple[bool, str]:
+        """(True, engine description) when the engine can be imported here, else (False, why not)."""
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        """None when ``device`` is usable here, else the reason it is not. Override per engine."""
+        ok, why = cls.available()
+        return None if ok else why
+
+    @classmethod
+    def device_status(cls) -> dict[str, Optional[str]]:
+        return {device: cls.device_reason(device) for device in cls.devices}
+
+    @classmethod
+    def supports(cls, point: Point) -> Optional[str]:
+        """Why this adapter cannot run ``point`` here (decided before anything loads), or None."""
+        if not cls.knows_device(point.device):
+            return f"{cls.name} has no device {point.device!r} (its devices: {', '.join(cls.devices)})"
+        reason = cls.device_reason(point.device)
+        if reason:
+            return f"{cls.name}:{point.device} unavailable: {reason}"
+        if point.quantization not in cls.quantizations:
+            return f"{cls.name} does not support quantization {point.quantization!r} (supports: {', '.join(sorted(cls.quantizations))})"
+        if point.beam_width > 1 and not cls.supports_beams:
+            return f"{cls.name} has no beam search (beam_width={point.beam_width})"
+        if point.batch_size > 1 and not cls.supports_batch:
+            return f"{cls.name} runs batch size 1 only (batch_size={point.batch_size})"
+        if point.moe_chunk_size is not None and not cls.supports_chunked_prefill:
+            return f"{cls.name} has no chunked prefill (moe_chunk_size={point.moe_chunk_size})"
+        if point.max_seq_len is not None and not cls.supports_max_seq_len:
+            return f"{cls.name} cannot fix the KV cache size (max_seq_len={point.max_seq_len})"
+        return None
+
+    @abstractmethod
+    def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
+        """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """Generate exactly ``max_new_tokens`` per prompt (EOS does not stop it), timing every step.
+
+        ``prompts`` holds one prompt per sequence of the batch.
+        """
+
+    @abstractmethod
+    def prefill(self, tokens: Sequence[int]) -> np.ndarray:
+        """Reset state, run the prompt, return fp32 logits of the last position, shape [vocab]."""
+
+    @abstractmethod
+    def decode(self, token: int) -> np.ndarray:
+        """Append one token to the state from ``prefill``/``decode``; return its fp32 logits [vocab]."""
+
+    def synchronize(self) -> None:
+        """Wait until the device has finished queued work (no-op for synchronous engines)."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """Engine and driver versions, device name, precision settings actually in use."""
+
+    def close(self) -> None:
+        """Release the model and device memory."""

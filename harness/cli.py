@@ -1,0 +1,125 @@
+"""The ``harness`` command line. ``main(argv)`` returns the exit code: 0 ok, 1 failures, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from harness import __version__
+from harness.errors import HarnessError
+
+
+def add_run_options(add, prefix: str = "") -> None:
+    """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
+    add(f"--{prefix}results", dest="harness_results", metavar="DIR", default="results",
+        help="directory for result records (default: results)")
+    add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
+        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description="LLM inference benchmarking and correctness harness")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the sweep points of scenario files")
+    run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
+    add_run_options(run.add_argument)
+    run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
+
+    check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
+    check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"run": _run, "devices": _devices, "check": _check}[args.command](args)
+    except HarnessError as exc:
+        print(f"ERROR {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _load_all(paths: Sequence[str]):
+    from harness import scenario
+    from harness.errors import ScenarioErrors
+
+    loaded, errors = [], []
+    for path in paths:
+        try:
+            loaded.append(scenario.load(path))
+        except ScenarioErrors as exc:
+            errors += exc.errors
+    if errors:
+        raise ScenarioErrors(errors)
+    return loaded
+
+
+def _check(args) -> int:
+    from harness.sweep import expand
+
+    for scenario in _load_all(args.scenarios):
+        for point in expand(scenario):
+            print(f"{scenario.path}::{point.id}")
+    return 0
+
+
+def _run(args) -> int:
+    from harness.runner import Runner
+
+    scenarios = _load_all(args.scenarios)
+    runner = Runner(results_dir=Path(args.harness_results),
+                    cache_dir=Path(args.harness_cache_dir) if args.harness_cache_dir else None)
+    select = (lambda point: args.select in point.id) if args.select else None
+    records = runner.run(scenarios, progress=not args.no_progress, select=select)
+    if not records:
+        print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
+        return 2
+    _print_table(records)
+    print(f"records written under {args.harness_results}/")
+    return 1 if any(r.status == "failed" for r in records) else 0
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _print_table(records) -> None:
+    header = f"{'point':<40} {'status':<8} {'TTFT ms':>9} {'ms/token':>9} {'p90':>7} {'decode tok/s':>13} {'RSS MiB':>8}"
+    print(header)
+    print("-" * len(header))
+    for r in records:
+        m = r.metrics
+        name = f"{r.scenario}::{r.point_id}"
+        print(f"{name:<40} {r.status:<8} {_fmt(m.get('ttft_ms')):>9} {_fmt(m.get('tpot_ms')):>9} "
+              f"{_fmt(m.get('ms_per_token_p90')):>7} {_fmt(m.get('decode_tokens_per_s')):>13} {_fmt(m.get('peak_rss_mb'), 0):>8}")
+        if r.status != "ok":
+            print(f"    {r.reason}")
+
+
+def _devices(args) -> int:
+    from harness import registry
+
+    for name in registry.names():
+        try:
+            cls = registry.get(name)
+        except HarnessError as exc:
+            print(f"{name:<12} error: {exc}")
+            continue
+        for device, reason in cls.device_status().items():
+            state = "available" if reason is None else f"unavailable: {reason}"
+            print(f"{name}:{device:<10} {state}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

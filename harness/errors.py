@@ -1,0 +1,44 @@
+"""Typed errors. The CLI prints them as one line; nothing here carries a traceback to users."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class for errors the harness reports to users without a traceback."""
+
+    exit_code = 1
+
+
+class ScenarioError(HarnessError):
+    """A scenario file is malformed: names the file, the line and the field."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, message: str, line: int | None = None, field: str | None = None):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+class ScenarioErrors(HarnessError):
+    """Several problems in one or more scenario files, reported together."""
+
+    exit_code = 2
+
+    def __init__(self, errors: list[ScenarioError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+class AdapterUnavailable(HarnessError):
+    """An adapter's engine is not installed or cannot run here."""
+
+
+class UnknownAdapter(HarnessError):
+    exit_code = 2
+
+
+class ModelError(HarnessError):
+    """A model source cannot be resolved (missing path, checksum mismatch, ...)."""
+
+    exit_code = 2

@@ -1,0 +1,105 @@
+"""pytest plugin: every scenario YAML becomes one test per sweep point, timed with pytest-benchmark.
+
+Hooks only: loading, running and recording live in ``harness.scenario``, ``harness.runner`` and
+``harness.results``. ``pytest scenarios/ --benchmark-json out.json`` writes one benchmark per point
+whose stats are seconds per generated token and whose ``extra_info`` holds every harness metric.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.cli import add_run_options
+from harness.runner import Runner
+
+RUNNER = pytest.StashKey[Runner]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("harness", "LLM inference harness")
+    add_run_options(group.addoption, prefix="harness-")
+
+
+def pytest_configure(config):
+    results = config.getoption("harness_results")
+    cache = config.getoption("harness_cache_dir")
+    config.stash[RUNNER] = Runner(results_dir=Path(results), cache_dir=Path(cache) if cache else None)
+    from harness import registry
+
+    for name in registry.names():
+        config.addinivalue_line("markers", f"{marker_name(name)}: points run by the {name} adapter")
+
+
+def marker_name(text: str) -> str:
+    return re.sub(r"\W", "_", text).lower()
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix in (".yaml", ".yml") and _is_scenario(file_path, parent.config):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _is_scenario(path: Path, config) -> bool:
+    if "scenarios" in path.parts:
+        return True
+    given = {Path(str(arg).split("::")[0]).resolve() for arg in config.args}
+    return path.resolve() in given
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        from harness import scenario
+        from harness.errors import ScenarioErrors
+        from harness.sweep import expand
+
+        try:
+            loaded = scenario.load(self.path)
+        except ScenarioErrors as exc:
+            raise self.CollectError(str(exc)) from None
+        for point in expand(loaded):
+            item = pytest.Function.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
+            for label in (point.adapter, point.device, *loaded.markers):
+                name = marker_name(label)
+                self.config.addinivalue_line("markers", f"{name}: harness scenario marker")
+                item.add_marker(name)
+            yield item
+
+
+def _point_test(scenario, point):
+    def run_point(benchmark, request):
+        record = request.config.stash[RUNNER].run_point(scenario, point)
+        report_to_benchmark(benchmark, record)
+
+    return run_point
+
+
+def report_to_benchmark(benchmark, record) -> None:
+    """Turn a record into pytest's outcome and pytest-benchmark's entry (seconds per generated token)."""
+    benchmark.extra_info.update(
+        scenario=record.scenario,
+        point_id=record.point_id,
+        status=record.status,
+        model=record.model.get("name"),
+        model_checksum=record.model.get("checksum"),
+        **record.point,
+        **record.metrics,
+    )
+    if record.status == "skipped":
+        pytest.skip(record.reason)
+    if record.status == "failed":
+        detail = record.details.get("traceback", "")
+        pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
+    if benchmark.disabled:
+        return
+    gaps = [gap for r in record.samples["rounds"] for gap in r["gaps_s"]] or [
+        r["ttft_s"] for r in record.samples["rounds"]
+    ]
+    # pytest-benchmark times callables itself; our samples come from the engine's own token stream,
+    # so they are added through the fixture's stats object (one sample = one decode step).
+    stats = benchmark._make_stats(1)
+    for gap in gaps:
+        stats.update(gap)

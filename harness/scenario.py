@@ -1,0 +1,236 @@
+"""Scenario files: schema, safe YAML loading, and errors that name file, line and field.
+
+A scenario names a model, prompts, generation and measurement settings, and the axes to sweep.
+``harness.sweep`` expands it into points.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from harness.errors import ScenarioError, ScenarioErrors
+
+QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
+AXES = (
+    "adapter",
+    "device",
+    "max_seq_len",
+    "quantization",
+    "prompt_len",
+    "beam_width",
+    "batch_size",
+    "moe_chunk_size",
+)
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+# Written for this project: neutral starters that any base model can continue.
+DEFAULT_PROMPTS = (
+    "The capital of France is",
+    "A good way to keep bread fresh for longer is to",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Strict):
+    source: str = Field(description="built-in name (gemma3-270m, tiny-llama, ...), HF directory or .gguf path")
+    dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    seed: NonNegativeInt = Field(0, description="seed for built-in tiny models")
+    trust_remote_code: bool = False
+
+
+class Generation(_Strict):
+    max_new_tokens: PositiveInt = 32
+
+
+class Measurement(_Strict):
+    warmup_rounds: NonNegativeInt = Field(1, description="untimed runs before measuring")
+    min_rounds: PositiveInt = Field(3, description="measure at least this many rounds ...")
+    min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
+    max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
+    threads: Optional[PositiveInt] = Field(None, description="engine threads; default: the engine's own")
+
+    @model_validator(mode="after")
+    def _rounds_consistent(self):
+        if self.max_rounds < self.min_rounds:
+            raise ValueError(f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
+        return self
+
+
+class Sweep(_Strict):
+    adapter: list[str] = Field(min_length=1)
+    device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
+    max_seq_len: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    quantization: list[Literal[QUANTIZATIONS]] = Field(default_factory=lambda: ["none"], min_length=1)  # type: ignore[valid-type]
+    prompt_len: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    beam_width: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
+    batch_size: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
+    moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+
+
+class Scenario(_Strict):
+    name: str = Field(pattern=SAFE_NAME)
+    description: str = ""
+    model: ModelSpec
+    prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_PROMPTS), min_length=1)
+    synthetic_prompts: PositiveInt = Field(1, description="distinct corpus prompts per point when prompt_len is swept")
+    generation: Generation = Field(default_factory=Generation)
+    measurement: Measurement = Field(default_factory=Measurement)
+    sweep: Sweep
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    include: list[dict[str, Any]] = Field(default_factory=list)
+    markers: list[str] = Field(default_factory=list)
+    path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_shorthand(cls, value):
+        return {"source": value} if isinstance(value, str) else value
+
+    @property
+    def explicit_axes(self) -> frozenset[str]:
+        """Axes the file names explicitly: these appear in point ids."""
+        return frozenset(self.sweep.model_fields_set)
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def load(path: str | Path) -> Scenario:
+    """Load and validate one scenario file; raise ScenarioErrors naming file, line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioErrors([ScenarioError(str(path), f"cannot read: {exc.strerror or exc}")]) from None
+    return loads(text, str(path), default_name=path.stem)
+
+
+def loads(text: str, path: str = "<string>", default_name: str = "scenario") -> Scenario:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=yaml.SafeLoader)  # SafeLoader: no object-construction tags
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioErrors([ScenarioError(path, f"invalid YAML: {problem}", line)]) from None
+    if not isinstance(data, dict):
+        raise ScenarioErrors([ScenarioError(path, "expected a mapping of scenario fields at the top level", 1)])
+    data = dict(data)
+    data.setdefault("name", default_name)
+    data["path"] = path
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioErrors([_to_scenario_error(err, root, path) for err in exc.errors()]) from None
+    _check_semantics(scenario, root, path)
+    return scenario
+
+
+def line_of(root: yaml.Node | None, loc: tuple) -> int | None:
+    """Line (1-based) of the YAML node at ``loc``; the nearest enclosing node when it is absent."""
+    if root is None:
+        return None
+    node, line = root, root.start_mark.line + 1
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            for knode, vnode in node.value:
+                if knode.value == str(key):
+                    node, line = vnode, knode.start_mark.line + 1
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _model_for(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model that owns the last key of ``loc`` (for typo suggestions)."""
+    model: type[BaseModel] | None = Scenario
+    for key in loc[:-1]:
+        field = model.model_fields.get(key) if model else None
+        annotation = field.annotation if field else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return model
+
+
+def _to_scenario_error(err: dict, root, path: str) -> ScenarioError:
+    loc = tuple(part for part in err["loc"] if isinstance(part, (str, int)))
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    line = line_of(root, loc)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        owner = _model_for(loc)
+        valid = [n for n in owner.model_fields if n != "path"] if owner else []
+        close = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return ScenarioError(path, f"unknown field; {hint}valid fields: {', '.join(valid)}", line, field)
+    if kind == "missing":
+        return ScenarioError(path, "required field is missing", line, field)
+    message = err["msg"][0].lower() + err["msg"][1:]
+    if "input" in err and kind not in ("too_short",):
+        message += f", got {err['input']!r}"
+    return ScenarioError(path, message, line, field)
+
+
+def _check_semantics(scenario: Scenario, root, path: str) -> None:
+    """Checks that span fields or need the registry; pydantic handles types."""
+    from harness import models, registry
+    from harness.errors import HarnessError
+
+    errors: list[ScenarioError] = []
+    adapter_classes = {}
+    for i, name in enumerate(scenario.sweep.adapter):
+        try:
+            adapter_classes[name] = registry.get(name)
+        except HarnessError as exc:
+            errors.append(ScenarioError(path, str(exc), line_of(root, ("sweep", "adapter", i)), f"sweep.adapter.{i}"))
+    for i, device in enumerate(scenario.sweep.device):
+        if adapter_classes and not any(cls.knows_device(device) for cls in adapter_classes.values()):
+            known = sorted({d for cls in adapter_classes.values() for d in cls.devices})
+            errors.append(ScenarioError(
+                path, f"no adapter in this sweep has device {device!r} (known: {', '.join(known)})",
+                line_of(root, ("sweep", "device", i)), f"sweep.device.{i}",
+            ))
+    for section in ("exclude", "include"):
+        for i, entry in enumerate(getattr(scenario, section)):
+            for key in entry:
+                if key not in AXES:
+                    close = difflib.get_close_matches(str(key), AXES, n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    errors.append(ScenarioError(
+                        path, f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
+                        line_of(root, (section, i, key)), f"{section}.{i}.{key}",
+                    ))
+    problem = models.check_source(scenario.model)
+    if problem:
+        errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
+    if not errors:
+        from harness.sweep import expand
+
+        if not expand(scenario):
+            errors.append(ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep"))
+    if errors:
+        raise ScenarioErrors(errors)

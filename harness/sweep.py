@@ -1,0 +1,74 @@
+"""Expand a scenario's axes into sweep points with readable, stable ids."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Optional
+
+from harness.scenario import AXES
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
+
+# Axis -> prefix used in point ids (adapter, device and precision always lead the id).
+_ID_PARTS = {
+    "max_seq_len": "seq",
+    "prompt_len": "prompt",
+    "beam_width": "beam",
+    "batch_size": "bs",
+    "moe_chunk_size": "chunk",
+}
+
+
+@dataclass(frozen=True)
+class Point:
+    adapter: str
+    device: str
+    max_seq_len: Optional[int]
+    quantization: str
+    prompt_len: Optional[int]
+    beam_width: int
+    batch_size: int
+    moe_chunk_size: Optional[int]
+    id: str = ""
+
+    def axes(self) -> dict:
+        data = asdict(self)
+        data.pop("id")
+        return data
+
+
+def point_id(axes: dict, dtype: str, explicit: frozenset[str]) -> str:
+    precision = dtype if axes["quantization"] == "none" else axes["quantization"]
+    parts = [axes["adapter"], axes["device"], precision]
+    for axis, prefix in _ID_PARTS.items():
+        if axis in explicit:
+            value = axes[axis]
+            parts.append(f"{prefix}{'auto' if value is None else value}")
+    return "-".join(str(p) for p in parts)
+
+
+def _matches(axes: dict, pattern: dict) -> bool:
+    return all(axes.get(key) == value for key, value in pattern.items())
+
+
+def expand(scenario: Scenario) -> list[Point]:
+    """The product of the sweep's axes, minus ``exclude`` matches, plus ``include`` entries.
+
+    ``include`` entries fill the axes they omit with each axis's first value. Duplicate ids are kept
+    once, in first-seen order.
+    """
+    sweep = scenario.sweep
+    values = [getattr(sweep, axis) for axis in AXES]
+    combos = [dict(zip(AXES, combo)) for combo in itertools.product(*values)]
+    combos = [c for c in combos if not any(_matches(c, pattern) for pattern in scenario.exclude)]
+    defaults = {axis: getattr(sweep, axis)[0] for axis in AXES}
+    combos += [{**defaults, **entry} for entry in scenario.include]
+    explicit = scenario.explicit_axes | {k for entry in scenario.include for k in entry}
+
+    points: dict[str, Point] = {}
+    for axes in combos:
+        pid = point_id(axes, scenario.model.dtype, explicit)
+        points.setdefault(pid, Point(**axes, id=pid))
+    return list(points.values())

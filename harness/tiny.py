@@ -1,0 +1,78 @@
+"""Tiny seeded random models, built locally for fast tests (no download, a few seconds to build).
+
+A tiny model is a real transformers checkpoint of a real architecture with a byte-level BPE tokenizer
+trained on the project's corpus; only its size and its (seeded) weights are made up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TOKENIZER_VOCAB = 512
+SPECIAL = ["<pad>", "<bos>", "<eos>", "<unk>"]
+
+_COMMON = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=8192,
+    initializer_range=0.2,  # peaked distributions, so greedy decoding is not a coin toss between ties
+    tie_word_embeddings=False,
+)
+
+ARCHITECTURES: dict[str, dict] = {
+    "llama": dict(model_type="llama", **_COMMON),
+    "qwen2": dict(model_type="qwen2", **_COMMON),
+    "gemma3_text": dict(model_type="gemma3_text", head_dim=16, sliding_window=32, **_COMMON),
+}
+
+
+def corpus_text() -> str:
+    return (Path(__file__).parent / "data" / "corpus.txt").read_text(encoding="utf-8")
+
+
+def build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=TOKENIZER_VOCAB,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus_text().splitlines(), trainer=trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", tokenizer.token_to_id("<bos>"))]
+    )
+    return tokenizer
+
+
+def build(arch: str, seed: int, out_dir: Path) -> None:
+    """Write a tiny random checkpoint of ``arch`` (weights drawn with ``seed``) into ``out_dir``."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown tiny architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
+    raw = build_tokenizer()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
+    )
+    spec = dict(ARCHITECTURES[arch])
+    config = AutoConfig.for_model(
+        spec.pop("model_type"),
+        vocab_size=raw.get_vocab_size(),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **spec,
+    )
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
