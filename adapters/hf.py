@@ -83,11 +83,13 @@ class HFAdapter(Adapter):
         self._clock_cls = StepClock
 
     def _new_cache(self):
-        if self.point.max_seq_len is None:
-            return None  # transformers' default dynamic cache
-        from transformers import StaticCache
+        from transformers import DynamicCache, StaticCache
 
-        return StaticCache(config=self.model.config, max_cache_len=self.point.max_seq_len)
+        if self.point.max_seq_len is not None:
+            return StaticCache(config=self.model.config, max_cache_len=self.point.max_seq_len)
+        if self.point.moe_chunk_size:  # chunked prefill needs the cache up front
+            return DynamicCache(config=self.model.config)
+        return None  # transformers creates its default dynamic cache
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         torch = self._torch

@@ -41,7 +41,7 @@ class Round:
         )
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "gaps_s": list(self.gaps_s)}  # lists, as JSON gives them back
 
 
 @dataclass(frozen=True)

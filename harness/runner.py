@@ -137,8 +137,8 @@ class Runner:
                 record = self.run_point(scenario, point)
                 records.append(record)
                 bar.update()
-                if record.status != "ok":
-                    bar.write(f"{record.status.upper()} {scenario.name}::{point.id}: {record.reason}")
+                if record.status != "ok" and progress:
+                    bar.write(f"{record.status.upper()} {scenario.name}::{point.id}: {record.reason}", file=sys.stderr)
         return records
 
 

@@ -189,6 +189,8 @@ def _to_scenario_error(err: dict, root, path: str) -> ScenarioError:
         return ScenarioError(path, f"unknown field; {hint}valid fields: {', '.join(valid)}", line, field)
     if kind == "missing":
         return ScenarioError(path, "required field is missing", line, field)
+    if kind == "value_error":  # our own validators already say what they got
+        return ScenarioError(path, err["msg"].removeprefix("Value error, "), line, field)
     message = err["msg"][0].lower() + err["msg"][1:]
     if "input" in err and kind not in ("too_short",):
         message += f", got {err['input']!r}"

@@ -39,13 +39,18 @@ class Point:
         return data
 
 
-def point_id(axes: dict, dtype: str, explicit: frozenset[str]) -> str:
+def point_id(axes: dict, dtype: str, explicit: frozenset[str], defaults: dict) -> str:
+    """``adapter-device-precision`` plus a part for each axis the sweep names or the point changes.
+
+    Unset (None) values have no part: ``hf-cpu-bf16`` runs a dynamic cache, ``hf-cpu-bf16-seq128`` a
+    static one of 128.
+    """
     precision = dtype if axes["quantization"] == "none" else axes["quantization"]
     parts = [axes["adapter"], axes["device"], precision]
     for axis, prefix in _ID_PARTS.items():
-        if axis in explicit:
-            value = axes[axis]
-            parts.append(f"{prefix}{'auto' if value is None else value}")
+        value = axes[axis]
+        if value is not None and (axis in explicit or value != defaults[axis]):
+            parts.append(f"{prefix}{value}")
     return "-".join(str(p) for p in parts)
 
 
@@ -65,10 +70,8 @@ def expand(scenario: Scenario) -> list[Point]:
     combos = [c for c in combos if not any(_matches(c, pattern) for pattern in scenario.exclude)]
     defaults = {axis: getattr(sweep, axis)[0] for axis in AXES}
     combos += [{**defaults, **entry} for entry in scenario.include]
-    explicit = scenario.explicit_axes | {k for entry in scenario.include for k in entry}
-
     points: dict[str, Point] = {}
     for axes in combos:
-        pid = point_id(axes, scenario.model.dtype, explicit)
+        pid = point_id(axes, scenario.model.dtype, scenario.explicit_axes, defaults)
         points.setdefault(pid, Point(**axes, id=pid))
     return list(points.values())

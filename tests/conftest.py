@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import models
+from harness.scenario import ModelSpec
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="session")
+def cache_dir() -> Path:
+    """The real model cache (``$HARNESS_CACHE_DIR`` or ~/.cache/harness): conversions are reused."""
+    return models.cache_dir()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(cache_dir):
+    return models.resolve(ModelSpec(source="tiny-llama"), cache_dir)
+
+
+@pytest.fixture
+def write_scenario(tmp_path):
+    """Write a scenario YAML under tmp_path/scenarios/ and return its path."""
+
+    def write(text: str, name: str = "scenario.yaml") -> Path:
+        path = tmp_path / "scenarios" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+
+    return write
+
+
+TINY_SCENARIO = """
+model: tiny-llama
+prompts: ["The river", "A bakery on the corner"]
+generation: {max_new_tokens: 6}
+measurement: {warmup_rounds: 1, min_rounds: 2, threads: 2}
+sweep:
+  adapter: [hf]
+  device: [cpu]
+"""
+
+
+@pytest.fixture
+def fake_adapters():
+    """Register the fake adapters for one test."""
+    from harness import registry
+
+    from .fakes import FailingAdapter, FakeAdapter, TruncatingAdapter
+
+    classes = (FakeAdapter, FailingAdapter, TruncatingAdapter)
+    for cls in classes:
+        registry.register_adapter(cls)
+    yield classes
+    for cls in classes:
+        registry.unregister_adapter(cls.name)

@@ -1,0 +1,58 @@
+"""Adapters registered only in tests: deterministic, engine-free, and able to misbehave on purpose."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.adapter import Adapter, GenerationTrace, now_ns
+
+
+class FakeAdapter(Adapter):
+    """Emits token ``i % 7`` at step i; ``fail_at`` raises mid-generation, ``truncate_to`` stops early."""
+
+    name = "fake"
+    devices = ("cpu", "npu")
+    supports_batch = True
+    supports_max_seq_len = True
+    fail_at: int | None = None
+    truncate_to: int | None = None
+
+    @classmethod
+    def available(cls):
+        return True, "fake engine"
+
+    @classmethod
+    def device_reason(cls, device):
+        return None if device == "cpu" else "no fake NPU on this machine"
+
+    def load(self, model, point, settings):
+        self.point = point
+
+    def generate(self, prompts, max_new_tokens):
+        start = now_ns()
+        times = []
+        for step in range(self.truncate_to or max_new_tokens):
+            if self.fail_at is not None and step == self.fail_at:
+                raise RuntimeError(f"fake engine fault at step {step}")
+            times.append(now_ns())
+        return GenerationTrace(start, times, len(prompts[0]), len(prompts),
+                               [[i % 7 for i in range(len(times))] for _ in prompts])
+
+    def prefill(self, tokens):
+        return np.zeros(8, dtype=np.float32)
+
+    def decode(self, token):
+        return np.zeros(8, dtype=np.float32)
+
+    def describe(self):
+        return {"engine": "fake", "engine_version": "0"}
+
+
+class FailingAdapter(FakeAdapter):
+    name = "fake-failing"
+    fail_at = 3
+
+
+class TruncatingAdapter(FakeAdapter):
+    name = "fake-truncating"
+    truncate_to = 2
