@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
+import numpy  # noqa: F401 - imported before any pytester inline run, which cannot re-import numpy
 import pytest
 
 from harness import models
 from harness.scenario import ModelSpec
 
 pytest_plugins = ["pytester"]
+
+# pytester points HOME at a temporary directory; keep every test on the one real model cache.
+os.environ.setdefault("HARNESS_CACHE_DIR", str(models.cache_dir()))
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +52,7 @@ sweep:
 
 
 @pytest.fixture
-def fake_adapters():
+def fake_adapters(tiny_llama):
     """Register the fake adapters for one test."""
     from harness import registry
 

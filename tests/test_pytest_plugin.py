@@ -1,0 +1,88 @@
+"""``pytest scenarios/ --benchmark-json out.json``: one test and one benchmark per sweep point."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+FAKE_SWEEP = """
+model: tiny-llama
+prompts: ["The river"]
+generation: {max_new_tokens: 5}
+measurement: {warmup_rounds: 0, min_rounds: 3}
+markers: [nightly]
+sweep:
+  adapter: [fake, fake-failing]
+  device: [cpu, npu]
+"""
+
+
+def write(pytester, text, name="sweep.yaml"):
+    path = pytester.path / "scenarios" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapters):
+    write(pytester, FAKE_SWEEP)
+    result = pytester.runpytest("scenarios/", "-v", "-ra", "-p", "no:cacheprovider", "--benchmark-json", "out.json")
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    result.stdout.fnmatch_lines([
+        "*scenarios/sweep.yaml::fake-cpu-bf16 PASSED*",
+        "*scenarios/sweep.yaml::fake-failing-cpu-bf16 FAILED*",
+        "*_ fake-failing-cpu-bf16 _*",
+        "RuntimeError: fake engine fault at step 3",
+        "*SKIPPED*fake:npu unavailable: no fake NPU on this machine*",
+    ])
+    (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
+    assert bench["name"] == "fake-cpu-bf16"
+    info = bench["extra_info"]
+    for key in ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "adapter", "device", "max_seq_len", "quantization"):
+        assert key in info
+    assert info["adapter"] == "fake" and info["status"] == "ok"
+    # stats are seconds per generated token: every inter-token gap of every round
+    record = json.loads((pytester.path / "results" / "sweep" / "fake-cpu-bf16.json").read_text())
+    gaps = [g for r in record["samples"]["rounds"] for g in r["gaps_s"]]
+    assert bench["stats"]["rounds"] == len(gaps) == 3 * 4
+    assert bench["stats"]["mean"] == pytest.approx(sum(gaps) / len(gaps))
+
+
+def test_markers_select_by_adapter_device_and_scenario(pytester, fake_adapters):
+    write(pytester, FAKE_SWEEP)
+    result = pytester.runpytest("scenarios/", "-m", "fake and cpu and nightly", "--strict-markers")
+    result.assert_outcomes(passed=1)
+    result = pytester.runpytest("scenarios/", "-k", "failing and npu")
+    result.assert_outcomes(skipped=1)
+
+
+def test_malformed_scenario_is_a_collection_error_naming_file_line_and_field(pytester, fake_adapters):
+    write(pytester, "model: tiny-llama\nsweep:\n  adapter: [fake]\n  beam_width: [one]\n", "broken.yaml")
+    result = pytester.runpytest("scenarios/")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*scenarios/broken.yaml:4: sweep.beam_width.0: *"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_yaml_outside_scenario_directories_is_not_collected(pytester, fake_adapters):
+    (pytester.path / "config.yaml").write_text("not: a scenario\n")
+    pytester.makepyfile(test_plain="def test_ok(): pass")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_real_engine_end_to_end_in_a_fresh_process(pytester, tiny_llama):
+    write(pytester, """
+        model: tiny-llama
+        generation: {max_new_tokens: 4}
+        measurement: {warmup_rounds: 1, min_rounds: 2, threads: 2}
+        sweep:
+          adapter: [hf]
+          prompt_len: [16]
+        """, "tiny.yaml")
+    result = pytester.runpytest_subprocess("scenarios/tiny.yaml", "--benchmark-json", "out.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
+    assert bench["name"] == "hf-cpu-bf16-prompt16"
+    assert bench["extra_info"]["prompt_tokens"] == 16 and bench["extra_info"]["tpot_ms"] > 0
