@@ -17,6 +17,23 @@ def add_run_options(add, prefix: str = "") -> None:
         help="directory for result records (default: results)")
     add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
         help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)")
+    add(f"--{prefix}reference-dir", dest="harness_reference_dir", metavar="DIR", default=None,
+        help="store of HF references for the gate (default: <results>/references)")
+    add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
+        help="recompute gate references even when a stored one matches")
+
+
+def runner_from(options, **overrides):
+    """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
+    from harness.runner import Runner
+
+    def path(value):
+        return Path(value) if value else None
+
+    results = path(options.harness_results) or Path("results")
+    return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
+                  reference_dir=path(options.harness_reference_dir) or results / "references",
+                  refresh_reference=options.harness_refresh_reference, **overrides)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+    verify = commands.add_parser("verify", help="run only the correctness gate of scenario files; exit 1 on any failure")
+    verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    add_run_options(verify.add_argument)
+    verify.add_argument("--prompts", default=None, metavar="ci|all|N",
+                        help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)")
+    verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
+
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
 
     check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
@@ -40,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"run": _run, "devices": _devices, "check": _check}[args.command](args)
+        return {"run": _run, "verify": _verify, "devices": _devices, "check": _check}[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         return exc.exit_code
@@ -74,11 +98,8 @@ def _check(args) -> int:
 
 
 def _run(args) -> int:
-    from harness.runner import Runner
-
     scenarios = _load_all(args.scenarios)
-    runner = Runner(results_dir=Path(args.harness_results),
-                    cache_dir=Path(args.harness_cache_dir) if args.harness_cache_dir else None)
+    runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
     records = runner.run(scenarios, progress=not args.no_progress, select=select)
     if not records:
@@ -86,7 +107,45 @@ def _run(args) -> int:
         return 2
     _print_table(records)
     print(f"records written under {args.harness_results}/")
-    return 1 if any(r.status == "failed" for r in records) else 0
+    return 1 if any(r.status == "failed" or r.correctness.get("verdict") == "fail" for r in records) else 0
+
+
+def _parse_prompts(value: Optional[str]):
+    if value is None or value in ("ci", "all"):
+        return value
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    raise HarnessError(f"--prompts: expected ci, all or a positive count, got {value!r}")
+
+
+def _verify(args) -> int:
+    scenarios = _load_all(args.scenarios)
+    without = [s.path for s in scenarios if s.gate is None]
+    if without:
+        print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
+        return 2
+    runner = runner_from(args, timing=False, gate_prompts=_parse_prompts(args.prompts),
+                         log=lambda message: print(message))
+    runner.results_dir = None  # verification does not overwrite timing records (references still stored)
+    select = (lambda point: args.select in point.id) if args.select else None
+    failed = False
+    for scenario in scenarios:
+        for record in runner.run([scenario], progress=False, select=select):
+            gate = record.correctness
+            name = f"{record.scenario}::{record.point_id}"
+            if record.status != "ok":
+                print(f"{record.status.upper():<6} {name}: {record.reason}")
+                failed |= record.status == "failed"
+                continue
+            ratio = gate.get("kl_ratio")
+            print(f"{gate['verdict'].upper():<6} {name}: top-{gate['k']} {gate['mode']}, "
+                  f"top-1 match {gate['top1_match_rate']:.0%}, mean KL {gate['kl_mean']:.3g} "
+                  f"({ratio:.1f}x noise floor {gate['noise_floor']:.3g}), "
+                  f"first divergence {gate['free_divergence_index']}")
+            if gate.get("report"):
+                print(gate["report"])
+            failed |= gate["verdict"] == "fail"
+    return 1 if failed else 0
 
 
 def _fmt(value, digits=1) -> str:
@@ -94,16 +153,20 @@ def _fmt(value, digits=1) -> str:
 
 
 def _print_table(records) -> None:
-    header = f"{'point':<40} {'status':<8} {'TTFT ms':>9} {'ms/token':>9} {'p90':>7} {'decode tok/s':>13} {'RSS MiB':>8}"
+    header = (f"{'point':<40} {'status':<8} {'TTFT ms':>9} {'ms/token':>9} {'p90':>7} {'decode tok/s':>13} "
+              f"{'RSS MiB':>8} {'gate':>6}")
     print(header)
     print("-" * len(header))
     for r in records:
         m = r.metrics
         name = f"{r.scenario}::{r.point_id}"
         print(f"{name:<40} {r.status:<8} {_fmt(m.get('ttft_ms')):>9} {_fmt(m.get('tpot_ms')):>9} "
-              f"{_fmt(m.get('ms_per_token_p90')):>7} {_fmt(m.get('decode_tokens_per_s')):>13} {_fmt(m.get('peak_rss_mb'), 0):>8}")
+              f"{_fmt(m.get('ms_per_token_p90')):>7} {_fmt(m.get('decode_tokens_per_s')):>13} "
+              f"{_fmt(m.get('peak_rss_mb'), 0):>8} {r.correctness.get('verdict', '-'):>6}")
         if r.status != "ok":
             print(f"    {r.reason}")
+        elif r.correctness.get("report"):
+            print("    " + r.correctness["report"].replace("\n", "\n    "))
 
 
 def _devices(args) -> int:

@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# Gemma's turn format, for Gemma GGUFs that carry no template of their own (llama.cpp knows it too).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<start_of_turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
+    "{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
 # GGUF token types (llama.cpp's llama_token_type)
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 
@@ -106,6 +114,11 @@ def convert(gguf_path: Path, out_dir: Path, dtype: str = "bf16") -> None:
         tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, **special)
     else:  # BPE (gpt2-style) vocabularies convert correctly in transformers
         tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    template = _scalar(reader, "tokenizer.chat_template")
+    if template is None and str(_scalar(reader, "general.architecture", "")).startswith("gemma"):
+        template = GEMMA_CHAT_TEMPLATE
+    if template:
+        tokenizer.chat_template = template
     del reader
 
     # float32 dequantizes exactly; the requested dtype is applied after.

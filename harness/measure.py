@@ -164,4 +164,5 @@ UNITS = {
     "convert_s": "s",
     "load_s": "s",
     "first_call_s": "s",
+    "gate_s": "s",
 }

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gemma3-270m"
 TINY_PREFIX = "tiny-"
 _PROVENANCE = "harness-model.json"
+CONVERTER_VERSION = 2  # bump when conversion output changes, so caches rebuild
 
 
 def cache_dir(override: str | Path | None = None) -> Path:
@@ -105,7 +106,7 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     if path.is_file():
         checksum = _sha256(path)
         return _cached_build(
-            cache, f"gguf-{path.stem}-{checksum[:16]}", source, checksum,
+            cache, f"gguf-{path.stem}-{checksum[:16]}-v{CONVERTER_VERSION}", source, checksum,
             lambda out: _convert_gguf(path, out), gguf_path=path,
         )
     return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
@@ -121,7 +122,7 @@ def _resolve_default(cache: Path) -> ResolvedModel:
         package.assemble(gguf_path)  # checks its own sha256
     checksum = package.EXPECTED_SHA256
     return _cached_build(
-        cache, f"{DEFAULT_MODEL}-bf16-{checksum[:16]}", DEFAULT_MODEL, checksum,
+        cache, f"{DEFAULT_MODEL}-bf16-{checksum[:16]}-v{CONVERTER_VERSION}", DEFAULT_MODEL, checksum,
         lambda out: _convert_gguf(gguf_path, out), gguf_path=gguf_path,
     )
 

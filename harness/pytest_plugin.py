@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import add_run_options
+from harness.cli import add_run_options, runner_from
 from harness.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
@@ -24,9 +24,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    results = config.getoption("harness_results")
-    cache = config.getoption("harness_cache_dir")
-    config.stash[RUNNER] = Runner(results_dir=Path(results), cache_dir=Path(cache) if cache else None)
+    config.stash[RUNNER] = runner_from(config.option)
     from harness import registry
 
     for name in registry.names():
@@ -107,11 +105,12 @@ def report_to_benchmark(benchmark, record) -> None:
     if record.status == "failed":
         detail = record.details.get("traceback", "")
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
-    if benchmark.disabled:
-        return
-    gaps = [gap for r in record.samples["rounds"] for gap in r["gaps_s"]] or [
-        r["ttft_s"] for r in record.samples["rounds"]
-    ]
-    stats = benchmark._make_stats(1)
-    for gap in gaps:
-        stats.update(gap)
+    if not benchmark.disabled:
+        gaps = [gap for r in record.samples["rounds"] for gap in r["gaps_s"]] or [
+            r["ttft_s"] for r in record.samples["rounds"]
+        ]
+        stats = benchmark._make_stats(1)
+        for gap in gaps:
+            stats.update(gap)
+    if record.correctness.get("verdict") == "fail":  # timings are kept; the point still fails
+        pytest.fail(record.correctness["report"], pytrace=False)

@@ -29,6 +29,7 @@ class Record:
     metrics: dict = field(default_factory=dict)
     units: dict = field(default_factory=dict)
     samples: dict = field(default_factory=dict)  # raw per-round timings, so stats can be recomputed
+    correctness: dict = field(default_factory=dict)  # the gate's result, when the scenario has a gate
     adapter: dict = field(default_factory=dict)  # adapter.describe()
     details: dict = field(default_factory=dict)  # generated text, traceback tail, ...
     environment: dict = field(default_factory=dict)
@@ -119,6 +120,11 @@ def load(paths: str | Path | Iterable[str | Path]):
             "reason": record.reason,
             **record.point,
             **record.metrics,
+            "gate_verdict": record.correctness.get("verdict"),
+            "gate_kl_mean": record.correctness.get("kl_mean"),
+            "gate_kl_ratio": record.correctness.get("kl_ratio"),
+            "gate_top1_match_rate": record.correctness.get("top1_match_rate"),
+            "gate_divergence_index": record.correctness.get("free_divergence_index"),
             "model": record.model.get("name"),
             "model_checksum": record.model.get("checksum"),
             "engine": record.adapter.get("engine"),

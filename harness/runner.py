@@ -5,10 +5,10 @@ from __future__ import annotations
 import resource
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 from harness import environment, measure, models, prompts, registry, results
 from harness.adapter import LoadSettings, now_ns
@@ -28,13 +28,24 @@ def _peak_rss_mb() -> float:
 
 @dataclass
 class Runner:
-    """Runs points and writes their records. Holds resolved models so a sweep converts each once."""
+    """Runs points and writes their records. Holds resolved models so a sweep converts each once.
+
+    ``timing=False`` runs only the correctness gate (``harness verify``); ``gate_prompts`` overrides
+    the scenarios' gate prompt selection; references live in ``reference_dir`` (default
+    ``<results_dir>/references``).
+    """
 
     results_dir: Optional[Path] = Path("results")
     cache_dir: Optional[Path] = None
+    reference_dir: Optional[Path] = None
+    timing: bool = True
+    gate_prompts: Union[str, int, None] = None
+    refresh_reference: bool = False
+    log: Callable[[str], None] = field(default=lambda message: None)
 
     def __post_init__(self):
         self._models: dict[str, models.ResolvedModel] = {}
+        self._references: dict[Path, object] = {}
         self._environment: Optional[dict] = None
 
     def _resolve(self, scenario: Scenario) -> models.ResolvedModel:
@@ -53,13 +64,14 @@ class Runner:
             point_id=point.id,
             point=point.axes(),
             status="ok",
-            settings=scenario.model_dump(include={"model", "generation", "measurement", "prompts", "synthetic_prompts"}),
+            settings=scenario.model_dump(include={"model", "generation", "measurement", "prompts",
+                                                  "synthetic_prompts", "gate"}),
             environment=self._environment,
             scenario_path=scenario.path,
             started_at=_now(),
         )
         try:
-            self._measure(scenario, point, record, on_round)
+            self._run(scenario, point, record, on_round)
         except _Skip as skip:
             record.status, record.reason = "skipped", str(skip)
         except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
@@ -71,11 +83,13 @@ class Runner:
             results.write(record, self.results_dir)
         return record
 
-    def _measure(self, scenario: Scenario, point: Point, record: results.Record, on_round) -> None:
+    def _run(self, scenario: Scenario, point: Point, record: results.Record, on_round) -> None:
         adapter_cls = registry.get(point.adapter)
         reason = adapter_cls.supports(point)
         if reason:
             raise _Skip(reason)
+        if not self.timing and scenario.gate is None:
+            raise _Skip("the scenario has no gate section")
         model = self._resolve(scenario)
         record.model = {"name": model.name, "checksum": model.checksum, "hf_dir": str(model.hf_dir),
                         "gguf": str(model.gguf_path) if model.gguf_path else None}
@@ -84,11 +98,11 @@ class Runner:
             prompt_ids = prompts.synthetic(tokenizer, point.prompt_len, scenario.synthetic_prompts)
         else:
             prompt_ids = prompts.encode_texts(tokenizer, scenario.prompts)
-        count = len(prompt_ids)
         max_new = scenario.generation.max_new_tokens
         longest = max(len(p) for p in prompt_ids)
         if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
             raise _Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
+        reference = self._reference(scenario, model) if scenario.gate else None  # before the device loads
 
         adapter = adapter_cls()
         settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads,
@@ -97,32 +111,68 @@ class Runner:
         adapter.load(model, point, settings)
         load_s = (now_ns() - start) / 1e9
         try:
-            outputs: dict[int, list[int]] = {}
-
-            def generate(index: int):
-                trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
-                if trace.output_ids:
-                    outputs[index] = trace.output_ids[0]
-                return trace
-
-            m = scenario.measurement
-            stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
-            warmups, rounds = measure.run_rounds(generate, count, stopping, max_new, on_round)
+            if self.timing:
+                self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)
+            if reference is not None:
+                self._gate(scenario, adapter, reference, tokenizer, record)
             record.adapter = adapter.describe()
         finally:
             adapter.close()
-
-        record.metrics = {
-            **measure.summarize(rounds),
-            "peak_rss_mb": _peak_rss_mb(),
-            "convert_s": model.convert_s,
-            "load_s": load_s,
-            "first_call_s": warmups[0] if warmups else None,
-        }
+        record.metrics.update({"peak_rss_mb": _peak_rss_mb(), "convert_s": model.convert_s, "load_s": load_s})
         record.units = {k: measure.UNITS[k] for k in record.metrics if k in measure.UNITS}
+
+    def _time(self, scenario, point, adapter, prompt_ids, tokenizer, record, on_round) -> None:
+        max_new = scenario.generation.max_new_tokens
+        outputs: dict[int, list[int]] = {}
+
+        def generate(index: int):
+            trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
+            if trace.output_ids:
+                outputs[index] = trace.output_ids[0]
+            return trace
+
+        m = scenario.measurement
+        stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
+        warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round)
+        record.metrics.update(measure.summarize(rounds))
+        record.metrics["first_call_s"] = warmups[0] if warmups else None
         record.samples = {"rounds": [r.to_dict() for r in rounds], "warmup_s": warmups}
         record.details["outputs"] = {str(i): tokenizer.decode(ids) for i, ids in sorted(outputs.items())}
         record.details["prompt_lengths"] = [len(p) for p in prompt_ids]
+
+    def _reference(self, scenario: Scenario, model):
+        from harness.reference import ReferenceSettings, ReferenceStore
+
+        spec = scenario.gate
+        selection = self.gate_prompts if self.gate_prompts is not None else spec.prompts
+        pairs = prompts.select_gate_prompts(selection)
+        settings = ReferenceSettings(tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype,
+                                     threads=scenario.measurement.threads)
+        store = ReferenceStore(self.reference_dir or Path("results") / "references")
+        path = store.path_for(model.name, pairs, settings)
+        if path not in self._references:
+            reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=self.refresh_reference)
+            if reused:
+                self.log(f"reference: reused {path}")
+            else:
+                self.log(f"reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+            self._references[path] = reference
+        return self._references[path]
+
+    def _gate(self, scenario: Scenario, adapter, reference, tokenizer, record) -> None:
+        from harness import gate
+
+        spec = scenario.gate
+        config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
+                                 fail_factor=spec.fail_factor, fail_on_drift=spec.fail_on_drift)
+        start = now_ns()
+        result = gate.evaluate(adapter, reference, config)
+        record.correctness = result.to_dict()
+        record.correctness["reference"] = {"created_at": reference.created_at, "versions": reference.versions,
+                                           "noise_floor": reference.noise_floor, "prompts": len(reference.prompts),
+                                           "tokens": reference.settings["tokens"]}
+        record.correctness["report"] = gate.format_failures(result, reference, tokenizer) if result.reasons else ""
+        record.metrics["gate_s"] = (now_ns() - start) / 1e9
 
     def run(self, scenarios: Iterable[Scenario], progress: bool = True,
             select: Optional[Callable[[Point], bool]] = None) -> list[results.Record]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import yaml
 from pydantic import (
@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -74,6 +75,26 @@ class Measurement(_Strict):
         return self
 
 
+class Gate(_Strict):
+    """Correctness gate against the HF reference (see harness.gate)."""
+
+    k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
+    tokens: PositiveInt = Field(32, description="greedy tokens per prompt")
+    prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
+        "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts")
+    mode: Literal["free", "forced", "both"] = "both"
+    drift_factor: PositiveFloat = Field(10.0, description="mean KL above this x noise floor: drift")
+    fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
+    fail_on_drift: bool = False
+    reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+
+    @model_validator(mode="after")
+    def _factors_ordered(self):
+        if self.fail_factor < self.drift_factor:
+            raise ValueError(f"fail_factor ({self.fail_factor:g}) must be >= drift_factor ({self.drift_factor:g})")
+        return self
+
+
 class Sweep(_Strict):
     adapter: list[str] = Field(min_length=1)
     device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
@@ -93,6 +114,7 @@ class Scenario(_Strict):
     synthetic_prompts: PositiveInt = Field(1, description="distinct corpus prompts per point when prompt_len is swept")
     generation: Generation = Field(default_factory=Generation)
     measurement: Measurement = Field(default_factory=Measurement)
+    gate: Optional[Gate] = None
     sweep: Sweep
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     include: list[dict[str, Any]] = Field(default_factory=list)
