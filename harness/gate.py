@@ -10,7 +10,10 @@ Two checks per prompt, on the device's step-wise ``prefill``/``decode`` logits:
   two-way top-k inclusion, top-1 agreement, KL(reference || device) and cosine of the log-probabilities.
 
 Verdict: ``fail`` when a top-k check fails or the mean KL exceeds ``fail_factor`` x the noise floor;
-``drift`` when it exceeds ``drift_factor`` x the floor (expected for quantization); else ``pass``.
+``drift`` when it exceeds ``drift_factor`` x the floor; else ``pass``. Drift is expected of quantized
+points and reported; on an unquantized point it fails (by default), because there it means a bug:
+measured on Gemma 3 270M, HF fp32 sits at 1x the floor, while a decode step that reuses the previous
+position id sits at ~11x and a swapped pair of attention heads at ~70x, with identical top-1 tokens.
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every diff
 class GateConfig:
     k: int = 5
     mode: str = "both"  # free | forced | both
-    drift_factor: float = 10.0
+    drift_factor: float = 5.0
     fail_factor: float = 100.0
-    fail_on_drift: bool = False
+    fail_on_drift: bool = True  # the runner sets False for quantized points, where drift is expected
 
 
 @dataclass
@@ -182,9 +185,10 @@ def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:
     verdict = "fail" if reasons else "pass"
     if verdict == "pass" and ratio is not None and ratio > config.drift_factor:
         verdict = "drift"
-        reasons.append(f"mean KL {kl_mean:.3g} is {ratio:.0f}x the noise floor {floor:.3g} (drift above {config.drift_factor:g}x)")
+        reasons.append(f"mean KL {kl_mean:.3g} is {ratio:.1f}x the noise floor {floor:.3g} (drift above {config.drift_factor:g}x)")
         if config.fail_on_drift:
             verdict = "fail"
+            reasons[-1] += "; drift fails this point"
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
     return GateResult(

@@ -114,7 +114,7 @@ class Runner:
             if self.timing:
                 self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)
             if reference is not None:
-                self._gate(scenario, adapter, reference, tokenizer, record)
+                self._gate(scenario, point, adapter, reference, tokenizer, record)
             record.adapter = adapter.describe()
         finally:
             adapter.close()
@@ -159,12 +159,13 @@ class Runner:
             self._references[path] = reference
         return self._references[path]
 
-    def _gate(self, scenario: Scenario, adapter, reference, tokenizer, record) -> None:
+    def _gate(self, scenario: Scenario, point: Point, adapter, reference, tokenizer, record) -> None:
         from harness import gate
 
         spec = scenario.gate
+        fail_on_drift = point.quantization == "none" if spec.fail_on_drift == "auto" else spec.fail_on_drift
         config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
-                                 fail_factor=spec.fail_factor, fail_on_drift=spec.fail_on_drift)
+                                 fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
         start = now_ns()
         result = gate.evaluate(adapter, reference, config)
         record.correctness = result.to_dict()

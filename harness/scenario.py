@@ -83,9 +83,10 @@ class Gate(_Strict):
     prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
         "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts")
     mode: Literal["free", "forced", "both"] = "both"
-    drift_factor: PositiveFloat = Field(10.0, description="mean KL above this x noise floor: drift")
+    drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
     fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
-    fail_on_drift: bool = False
+    fail_on_drift: Union[bool, Literal["auto"]] = Field(
+        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones")
     reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
 
     @model_validator(mode="after")

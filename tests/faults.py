@@ -1,0 +1,125 @@
+"""Faults that real ports suffer, injected as small wrappers around the HF model.
+
+Each fault is an ``HFAdapter`` subclass that changes the loaded model (hooks) or its step-wise cache;
+the gate's code is the same for all of them.
+"""
+
+from __future__ import annotations
+
+from adapters.hf import HFAdapter
+
+
+def _middle_layer(model) -> int:
+    return model.config.num_hidden_layers // 2
+
+
+def _decoder(model):
+    return model.model
+
+
+class InterleavedRope(HFAdapter):
+    """RoPE applied in the interleaved convention to weights laid out for the half-split one."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+        head_dim = self.model.config.head_dim
+        half = head_dim // 2
+        # new[i] = old[2i], new[i + half] = old[2i + 1]: half-split rotation of `new` is the
+        # interleaved rotation of `old`.
+        perm = torch.empty(head_dim, dtype=torch.long)
+        perm[:half] = torch.arange(0, head_dim, 2)
+        perm[half:] = torch.arange(1, head_dim, 2)
+
+        def permute(module, args, output):
+            shape = output.shape
+            return output.view(*shape[:-1], -1, head_dim)[..., perm].reshape(shape)
+
+        for layer in _decoder(self.model).layers:
+            attention = layer.self_attn
+            for name in ("q_norm", "k_norm") if hasattr(attention, "q_norm") else ("q_proj", "k_proj"):
+                getattr(attention, name).register_forward_hook(permute)
+
+
+class PositionOffByOne(HFAdapter):
+    """Decode steps reuse the previous token's position (the counter is not advanced).
+
+    A uniform offset of every position would be harmless under RoPE, which sees only differences.
+    """
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+
+        def shift(module, args, kwargs):
+            input_ids = kwargs.get("input_ids")
+            cache = kwargs.get("past_key_values")
+            past = cache.get_seq_length() if cache is not None else 0
+            if input_ids.shape[1] == 1 and past > 0:
+                kwargs["position_ids"] = torch.tensor([[past - 1]])
+            return args, kwargs
+
+        _decoder(self.model).register_forward_pre_hook(shift, with_kwargs=True)
+
+
+class StaleKVCache(HFAdapter):
+    """Decode steps never write their own key/value entries (the slots stay zero)."""
+
+    def prefill(self, tokens):
+        from transformers import DynamicCache
+
+        class UnwrittenCache(DynamicCache):
+            def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+                if key_states.shape[-2] == 1:
+                    key_states, value_states = key_states * 0, value_states * 0
+                return super().update(key_states, value_states, layer_idx, cache_kwargs)
+
+        self._step_cache = UnwrittenCache(config=self.model.config)
+        return self._forward(tokens)
+
+
+class RightPadding(HFAdapter):
+    """Fixed-length prefill padded on the right, logits read at the last (padding) position."""
+
+    block = 16
+
+    def prefill(self, tokens):
+        from transformers import DynamicCache
+
+        pad = self.model.config.pad_token_id or 0
+        padded = list(tokens) + [pad] * (self.block - len(tokens) % self.block)
+        self._step_cache = DynamicCache(config=self.model.config)
+        return self._forward(padded)
+
+
+class SkippedLayer(HFAdapter):
+    """One decoder layer (the middle one) passes its input through unchanged."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+
+        def identity(module, args, kwargs, output):
+            hidden = args[0] if args else kwargs["hidden_states"]
+            return hidden if not isinstance(output, tuple) else (hidden, *output[1:])
+
+        _decoder(self.model).layers[_middle_layer(self.model)].register_forward_hook(identity, with_kwargs=True)
+
+
+class HeadMapping(HFAdapter):
+    """In one layer, the outputs of attention heads 0 and 1 reach the output projection swapped."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        head_dim = self.model.config.head_dim
+
+        def swap(module, args):
+            (hidden,) = args
+            heads = hidden.view(*hidden.shape[:-1], -1, head_dim).clone()
+            heads[..., [0, 1], :] = heads[..., [1, 0], :]
+            return (heads.reshape(hidden.shape),)
+
+        layer = _decoder(self.model).layers[_middle_layer(self.model)]
+        layer.self_attn.o_proj.register_forward_pre_hook(swap)
+
+
+FAULTS = [InterleavedRope, PositionOffByOne, StaleKVCache, RightPadding, SkippedLayer, HeadMapping]

@@ -1,0 +1,226 @@
+"""Gate mechanics on crafted logits and on the tiny model: top-k, KL, tiers, the reference store."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness import cli, gate, models
+from harness.prompts import select_gate_prompts
+from harness.reference import (
+    PromptReference,
+    Reference,
+    ReferenceMismatch,
+    ReferenceSettings,
+    ReferenceStore,
+    coarse_kl,
+    log_softmax,
+    top_ids,
+)
+
+VOCAB = 8
+
+
+def test_top_ids_break_ties_toward_the_lower_id():
+    logprobs = np.array([0.1, 0.5, 0.5, 0.2, 0.5], dtype=np.float32)
+    assert top_ids(logprobs, 3).tolist() == [1, 2, 4]
+    assert top_ids(logprobs, 4).tolist() == [1, 2, 4, 3]
+
+
+def test_coarse_kl_is_zero_for_identical_and_never_above_the_true_kl():
+    rng = np.random.default_rng(0)
+    ref, dev = log_softmax(rng.normal(size=50) * 3), log_softmax(rng.normal(size=50) * 3)
+    ids = top_ids(ref, 10)
+    assert coarse_kl(ids, ref[ids], ref) == pytest.approx(0, abs=1e-9)
+    true_kl = float(np.sum(np.exp(ref) * (ref - dev)))
+    assert 0 < coarse_kl(ids, ref[ids], dev) <= true_kl + 1e-9
+
+
+class Scripted:
+    """A device whose logits at each position are given: ``table[position]`` (prompt ignored)."""
+
+    def __init__(self, table):
+        self.table, self.position = table, 0
+
+    def prefill(self, tokens):
+        self.position = 0
+        return self.table[0]
+
+    def decode(self, token):
+        self.position += 1
+        return self.table[self.position]
+
+
+def logits(order: list[int]) -> np.ndarray:
+    """Logits ranking ``order`` first to last; unlisted ids get the lowest scores."""
+    values = np.full(VOCAB, -10.0, dtype=np.float32)
+    for rank, token in enumerate(order):
+        values[token] = 5.0 - rank
+    return values
+
+
+def reference_from(table, kind="plain") -> Reference:
+    tokens, tops, lps = [], [], []
+    for row in table:
+        lp = log_softmax(row)
+        best = top_ids(lp, VOCAB)
+        tokens.append(int(best[0]))
+        tops.append(best.tolist())
+        lps.append(lp[best].tolist())
+    prompt = PromptReference(kind, "x", [0], tokens, tops, lps)
+    return Reference(model={}, settings={"top_m": VOCAB, "eos_ids": [7], "tokens": len(table)}, versions={},
+                     noise_floor={"kl_mean": 1e-3}, prompts=[prompt])
+
+
+REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 4, 5])]
+
+
+def test_identical_device_passes_everything():
+    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    assert result.verdict == "pass" and result.top1_match_rate == 1 and result.free_divergence_index is None
+
+
+def test_divergence_inside_both_top_k_passes_the_free_running_check():
+    device = [REF_TABLE[0], logits([1, 2, 3, 4, 5]), logits([3, 1, 2, 4, 5])]  # swaps 1st and 2nd at step 1
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    (prompt,) = result.prompts
+    assert prompt.free_ok and prompt.free_divergence == 1 and prompt.free_matched_tokens == 1
+
+
+def test_divergence_outside_top_k_fails_and_names_both_tokens():
+    device = [REF_TABLE[0], logits([5, 4, 3, 2, 1]), logits([3, 1, 2, 4, 5])]
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    assert result.verdict == "fail" and result.free_divergence_index == 1
+    (failure,) = result.prompts[0].failures
+    assert (failure.reference_token, failure.device_token) == (2, 5)
+    assert "device token 5 not in reference top-2" in failure.why
+    assert [i for i, _ in failure.device_topk] == [5, 4]
+
+
+def test_early_eos_on_the_device_is_a_length_mismatch_caught_at_its_position():
+    device = [REF_TABLE[0], logits([7, 2, 1]), logits([3])]
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    assert result.verdict == "fail" and result.prompts[0].free_divergence == 1
+
+
+def test_teacher_forced_checks_every_position_after_a_divergence():
+    # step 0 diverges harmlessly (within top-2), step 2 is broken: free-running stops at step 0
+    device = [logits([2, 1, 3]), REF_TABLE[1], logits([6, 5, 4])]
+    reference = reference_from(REF_TABLE)
+    free = gate.evaluate(Scripted(device), reference, gate.GateConfig(k=2, mode="free"))
+    assert free.verdict != "fail"
+    forced = gate.evaluate(Scripted(device), reference, gate.GateConfig(k=2, mode="forced"))
+    assert forced.verdict == "fail" and forced.prompts[0].forced_first_violation == 2
+    assert forced.prompts[0].top1_match_rate == pytest.approx(1 / 3)
+
+
+def test_kl_tiers_relative_to_the_noise_floor():
+    reference = reference_from(REF_TABLE)
+    reference.noise_floor["kl_mean"] = 0.01
+    nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]  # same ranking, shifted mass
+    kl = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced")).kl_mean
+    assert kl > 0
+
+    def verdict(drift, fail, fail_on_drift=False):
+        config = gate.GateConfig(k=2, mode="forced", drift_factor=drift, fail_factor=fail, fail_on_drift=fail_on_drift)
+        return gate.evaluate(Scripted(nudged), reference, config).verdict
+
+    ratio = kl / 0.01
+    assert verdict(ratio * 2, ratio * 4) == "pass"
+    assert verdict(ratio / 2, ratio * 4) == "drift"
+    assert verdict(ratio / 2, ratio * 4, fail_on_drift=True) == "fail"
+    assert verdict(ratio / 4, ratio / 2) == "fail"
+
+
+def test_gate_prompt_selection():
+    assert [kind for kind, _ in select_gate_prompts("ci")] == ["plain", "chat"]
+    selected = select_gate_prompts("all")
+    assert len(selected) == 16 and sum(kind == "chat" for kind, _ in selected) == 8
+    assert len(select_gate_prompts(5)) == 5
+
+
+# --- the reference store, on the tiny model ----------------------------------------------------
+
+
+def test_reference_is_stored_reused_and_refused_when_stale(tmp_path, tiny_llama):
+    store = ReferenceStore(tmp_path)
+    pairs = select_gate_prompts(2)
+    settings = ReferenceSettings(tokens=6, threads=2)
+    first, path, reused = store.get_or_compute(tiny_llama, pairs, settings)
+    assert not reused and path.exists()
+    assert [len(p.tokens) for p in first.prompts] == [6, 6]
+    assert len(first.prompts[0].top_ids[0]) == 64 and first.noise_floor["kl_mean"] > 0
+    second, _, reused = store.get_or_compute(tiny_llama, pairs, settings)
+    assert reused and second.prompts[0].tokens == first.prompts[0].tokens
+
+    data = json.loads(path.read_text())
+    data["model"]["checksum"] = "0" * 64
+    path.write_text(json.dumps(data))
+    with pytest.raises(ReferenceMismatch, match="model checksum 000000000000… != .*--refresh-reference"):
+        store.get_or_compute(tiny_llama, pairs, settings)
+    _, _, reused = store.get_or_compute(tiny_llama, pairs, settings, refresh=True)
+    assert not reused
+
+
+def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir):
+    from harness.scenario import ModelSpec
+
+    other = models.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
+    store = ReferenceStore(tmp_path)
+    settings = ReferenceSettings(tokens=3, threads=2)
+    _, path, _ = store.get_or_compute(tiny_llama, select_gate_prompts(1), settings)
+    renamed = models.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
+    with pytest.raises(ReferenceMismatch, match="model checksum"):
+        store.get_or_compute(renamed, select_gate_prompts(1), settings)
+
+
+GATED = """
+model: tiny-llama
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 8, prompts: 2}
+sweep:
+  adapter: [hf]
+"""
+
+
+def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_path, capsys, tiny_llama):
+    path = write_scenario(GATED)
+    args = ["verify", str(path), "--results", str(tmp_path / "results")]
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "reference: computed in" in out and "PASS   scenario::hf-cpu-bf16: top-5 both" in out
+    assert cli.main(args) == 0
+    assert "reference: reused" in capsys.readouterr().out
+    assert not (tmp_path / "results" / "scenario").exists()  # verify writes no timing records
+
+
+def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):
+    from harness import registry, results
+
+    from .faults import StaleKVCache
+
+    class Broken(StaleKVCache):
+        name = "hf-broken"
+
+    registry.register_adapter(Broken)
+    try:
+        path = write_scenario(GATED.replace("adapter: [hf]", "adapter: [hf, hf-broken]"))
+        assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    finally:
+        registry.unregister_adapter("hf-broken")
+    out = capsys.readouterr().out
+    assert "gate FAIL" in out and "reference top-k" in out
+    df = results.load(tmp_path / "scenario").set_index("point_id")
+    assert df.loc["hf-cpu-bf16", "gate_verdict"] == "pass"
+    assert df.loc["hf-broken-cpu-bf16", "gate_verdict"] == "fail"
+    assert df.loc["hf-broken-cpu-bf16", "status"] == "ok"  # it ran; it is wrong
+    assert df.loc["hf-broken-cpu-bf16", "tpot_ms"] > 0
+
+
+def test_verify_refuses_scenarios_without_a_gate(write_scenario, capsys, tiny_llama):
+    path = write_scenario(GATED.replace("gate: {tokens: 8, prompts: 2}\n", ""))
+    assert cli.main(["verify", str(path)]) == 2
+    assert "no gate section" in capsys.readouterr().err

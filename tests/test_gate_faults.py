@@ -1,0 +1,69 @@
+"""The gate has teeth: on Gemma 3 270M it passes benign variants and fails faults real ports suffer.
+
+The faults (tests/faults.py) wrap the HF model; the gate's code is the same for every case. Free-running
+top-5 alone — the field's standard gate — lets two of them through; the teacher-forced KL tier does not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.hf import HFAdapter
+from harness import gate, models
+from harness.adapter import LoadSettings
+from harness.prompts import select_gate_prompts
+from harness.reference import ReferenceSettings, ReferenceStore
+from harness.scenario import ModelSpec
+from harness.sweep import Point
+
+from . import faults
+
+pytestmark = pytest.mark.slow
+POINT = Point("hf", "cpu", None, "none", None, 1, 1, None, "gate-test")
+
+
+@pytest.fixture(scope="module")
+def gemma(cache_dir):
+    return models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+
+
+@pytest.fixture(scope="module")
+def reference(gemma, tmp_path_factory):
+    store = ReferenceStore(tmp_path_factory.mktemp("references"))
+    ref, _, _ = store.get_or_compute(gemma, select_gate_prompts("ci"), ReferenceSettings(tokens=32, threads=2))
+    return ref
+
+
+def check(adapter_cls, gemma, reference, dtype="bf16", threads=2, **config):
+    adapter = adapter_cls()
+    adapter.load(gemma, POINT, LoadSettings(dtype=dtype, threads=threads))
+    try:
+        return gate.evaluate(adapter, reference, gate.GateConfig(**config))
+    finally:
+        adapter.close()
+
+
+def test_reference_noise_floor_is_bf16_noise(reference):
+    assert 1e-5 < reference.noise_floor["kl_mean"] < 5e-3
+
+
+@pytest.mark.parametrize("dtype, threads", [("fp32", 2), ("bf16", 1)], ids=["fp32-vs-bf16", "one-thread"])
+def test_benign_variants_pass(gemma, reference, dtype, threads):
+    result = check(HFAdapter, gemma, reference, dtype=dtype, threads=threads)
+    assert result.verdict == "pass", result.reasons
+    assert result.kl_ratio < 3
+
+
+@pytest.mark.parametrize("fault", faults.FAULTS, ids=lambda f: f.__name__)
+def test_injected_faults_fail(gemma, reference, fault):
+    result = check(fault, gemma, reference)
+    assert result.verdict == "fail", (result.kl_ratio, result.reasons)
+    assert result.kl_ratio > 5
+
+
+@pytest.mark.parametrize("fault", [faults.HeadMapping, faults.SkippedLayer], ids=lambda f: f.__name__)
+def test_free_running_top5_alone_misses_what_the_kl_tier_catches(gemma, reference, fault):
+    free_only = check(fault, gemma, reference, mode="free")
+    assert free_only.verdict == "pass"  # the field's gate lets it through...
+    assert free_only.free_divergence_index is not None  # ...although the output diverged
+    assert check(fault, gemma, reference).verdict == "fail"
