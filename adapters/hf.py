@@ -22,6 +22,7 @@ class HFAdapter(Adapter):
     supports_batch = True
     supports_chunked_prefill = True
     supports_max_seq_len = True
+    supports_hidden_states = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -141,6 +142,13 @@ class HFAdapter(Adapter):
         if self._step_cache is None:
             raise RuntimeError("decode() before prefill()")
         return self._forward([token])
+
+    def hidden_states(self, tokens: Sequence[int]):
+        torch = self._torch
+        with torch.inference_mode():
+            tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+            out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
+        return [h[0].float().cpu().numpy() for h in out.hidden_states]
 
     def synchronize(self) -> None:
         backend = getattr(self._torch, self.device.type, None)

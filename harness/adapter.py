@@ -59,6 +59,7 @@ class Adapter(ABC):
     supports_batch: ClassVar[bool] = False
     supports_chunked_prefill: ClassVar[bool] = False
     supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
+    supports_hidden_states: ClassVar[bool] = False  # True: implements hidden_states() for diagnosis
 
     @classmethod
     def knows_device(cls, device: str) -> bool:
@@ -117,6 +118,11 @@ class Adapter(ABC):
     @abstractmethod
     def decode(self, token: int) -> np.ndarray:
         """Append one token to the state from ``prefill``/``decode``; return its fp32 logits [vocab]."""
+
+    def hidden_states(self, tokens: Sequence[int]) -> list[np.ndarray]:
+        """Optional (``supports_hidden_states``): fp32 hidden states [seq, hidden] of one forward over
+        ``tokens``: the embeddings first, then each decoder layer's output."""
+        raise NotImplementedError(f"{self.name} does not expose hidden states")
 
     def synchronize(self) -> None:
         """Wait until the device has finished queued work (no-op for synchronous engines)."""

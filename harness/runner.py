@@ -173,7 +173,27 @@ class Runner:
                                            "noise_floor": reference.noise_floor, "prompts": len(reference.prompts),
                                            "tokens": reference.settings["tokens"]}
         record.correctness["report"] = gate.format_failures(result, reference, tokenizer) if result.reasons else ""
+        if result.verdict != "pass" and getattr(adapter, "supports_hidden_states", False):
+            record.correctness["diagnosis"] = self._diagnose(scenario, adapter, reference)
+            layer = record.correctness["diagnosis"].get("departs_at_layer")
+            if layer is not None:
+                record.correctness["report"] += f"\ndiagnosis: hidden states depart from HF at decoder layer {layer}"
         record.metrics["gate_s"] = (now_ns() - start) / 1e9
+
+    def _diagnose(self, scenario: Scenario, adapter, reference) -> dict:
+        """Per-layer hidden states against HF in the reference dtype, on the first gate prompt."""
+        from harness import gate
+        from harness.sweep import Point
+
+        engine = registry.get("hf")()
+        model = self._resolve(scenario)
+        engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, "diagnosis"),
+                    LoadSettings(dtype=scenario.gate.reference_dtype, threads=scenario.measurement.threads))
+        try:
+            first = reference.prompts[0]
+            return gate.diagnose(adapter, engine, first.prompt_ids + first.tokens[:-1])
+        finally:
+            engine.close()
 
     def run(self, scenarios: Iterable[Scenario], progress: bool = True,
             select: Optional[Callable[[Point], bool]] = None) -> list[results.Record]:

@@ -224,3 +224,21 @@ def test_verify_refuses_scenarios_without_a_gate(write_scenario, capsys, tiny_ll
     path = write_scenario(GATED.replace("gate: {tokens: 8, prompts: 2}\n", ""))
     assert cli.main(["verify", str(path)]) == 2
     assert "no gate section" in capsys.readouterr().err
+
+
+def test_diagnosis_localises_a_skipped_layer(tiny_llama):
+    from adapters.hf import HFAdapter
+    from harness.adapter import LoadSettings
+    from harness.sweep import Point
+
+    from .faults import SkippedLayer
+
+    point = Point("hf", "cpu", None, "none", None, 1, 1, None, "diag")
+    healthy, broken = HFAdapter(), SkippedLayer()
+    for adapter in (healthy, broken):
+        adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))
+    tokens = tiny_llama.tokenizer().encode("The harbour town woke slowly").ids
+    assert gate.diagnose(healthy, healthy, tokens)["departs_at_layer"] is None
+    report = gate.diagnose(broken, healthy, tokens)
+    assert report["departs_at_layer"] == 1  # tiny-llama has 2 layers; the fault skips the middle one
+    assert report["layers"][1]["cosine"] == pytest.approx(1.0)

@@ -67,3 +67,18 @@ def test_free_running_top5_alone_misses_what_the_kl_tier_catches(gemma, referenc
     assert free_only.verdict == "pass"  # the field's gate lets it through...
     assert free_only.free_divergence_index is not None  # ...although the output diverged
     assert check(fault, gemma, reference).verdict == "fail"
+
+
+def test_diagnosis_points_at_the_faulty_layer(gemma, reference):
+    healthy, broken = HFAdapter(), faults.HeadMapping()
+    for adapter in (healthy, broken):
+        adapter.load(gemma, POINT, LoadSettings(dtype="bf16", threads=2))
+    first = reference.prompts[0]
+    report = gate.diagnose(broken, healthy, first.prompt_ids + first.tokens[:-1])
+    assert report["departs_at_layer"] == gemma_middle_layer(gemma)
+
+
+def gemma_middle_layer(gemma) -> int:
+    import json
+
+    return json.loads((gemma.hf_dir / "config.json").read_text())["num_hidden_layers"] // 2
