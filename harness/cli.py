@@ -25,6 +25,7 @@ def add_run_options(add, prefix: str = "") -> None:
 
 def runner_from(options, **overrides):
     """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
+    from harness.results import REFERENCE_DIR
     from harness.runner import Runner
 
     def path(value):
@@ -32,7 +33,7 @@ def runner_from(options, **overrides):
 
     results = path(options.harness_results) or Path("results")
     return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
-                  reference_dir=path(options.harness_reference_dir) or results / "references",
+                  reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
                   refresh_reference=options.harness_refresh_reference, **overrides)
 
 

@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "skipped", "failed")
+REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
 
 
 @dataclass
@@ -91,8 +92,9 @@ def read(path: str | Path) -> Record:
 def _record_files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*.json") if not p.name.startswith("."))
+        if path.is_dir():  # records only: the gate's reference store may live inside a results directory
+            files += sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
+                            and REFERENCE_DIR not in p.relative_to(path).parts)
         elif path.exists():
             files.append(path)
         else:

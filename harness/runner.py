@@ -148,7 +148,7 @@ class Runner:
         pairs = prompts.select_gate_prompts(selection)
         settings = ReferenceSettings(tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype,
                                      threads=scenario.measurement.threads)
-        store = ReferenceStore(self.reference_dir or Path("results") / "references")
+        store = ReferenceStore(self.reference_dir or Path("results") / results.REFERENCE_DIR)
         path = store.path_for(model.name, pairs, settings)
         if path not in self._references:
             reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=self.refresh_reference)

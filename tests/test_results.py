@@ -62,3 +62,10 @@ def test_unknown_schema_versions_are_refused(tmp_path):
 def test_load_names_a_missing_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         results.load(tmp_path / "nowhere")
+
+
+def test_load_skips_the_reference_store_inside_a_results_directory(tmp_path):
+    results.write(make_record(), tmp_path)
+    (tmp_path / "references" / "model").mkdir(parents=True)
+    (tmp_path / "references" / "model" / "abc.json").write_text('{"prompts": []}')
+    assert results.load(tmp_path).point_id.tolist() == ["hf-cpu-bf16"]
