@@ -29,6 +29,7 @@ class LoadSettings:
     threads: Optional[int] = None
     max_new_tokens: int = 32
     cache_dir: Optional[str] = None
+    quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
 
 
 @dataclass

@@ -138,6 +138,9 @@ def _verify(args) -> int:
                 print(f"{record.status.upper():<6} {name}: {record.reason}")
                 failed |= record.status == "failed"
                 continue
+            if gate.get("verdict") is None:
+                print(f"{'NOGATE':<6} {name}: {gate.get('skipped')}")
+                continue
             ratio = gate.get("kl_ratio")
             print(f"{gate['verdict'].upper():<6} {name}: top-{gate['k']} {gate['mode']}, "
                   f"top-1 match {gate['top1_match_rate']:.0%}, mean KL {gate['kl_mean']:.3g} "
@@ -163,9 +166,11 @@ def _print_table(records) -> None:
         name = f"{r.scenario}::{r.point_id}"
         print(f"{name:<40} {r.status:<8} {_fmt(m.get('ttft_ms')):>9} {_fmt(m.get('tpot_ms')):>9} "
               f"{_fmt(m.get('ms_per_token_p90')):>7} {_fmt(m.get('decode_tokens_per_s')):>13} "
-              f"{_fmt(m.get('peak_rss_mb'), 0):>8} {r.correctness.get('verdict', '-'):>6}")
+              f"{_fmt(m.get('peak_rss_mb'), 0):>8} {r.correctness.get('verdict') or '-':>6}")
         if r.status != "ok":
             print(f"    {r.reason}")
+        elif r.correctness.get("skipped"):
+            print(f"    gate not run: {r.correctness['skipped']}")
         elif r.correctness.get("report"):
             print("    " + r.correctness["report"].replace("\n", "\n    "))
 

@@ -143,7 +143,15 @@ def summarize(rounds: list[Round]) -> dict[str, Optional[float]]:
     return metrics
 
 
+def summarize_engine(figures: list[dict]) -> dict[str, float]:
+    """Medians of the engine's own per-round figures (e.g. GenAI's perf_metrics), as ``engine_<name>``."""
+    keys = sorted({key for f in figures for key in f})
+    return {f"engine_{key}": statistics.median(f[key] for f in figures if key in f) for key in keys}
+
+
 UNITS = {
+    "engine_ttft_ms": "ms",
+    "engine_tpot_ms": "ms/token",
     "rounds": "count",
     "prompt_tokens": "tokens",
     "generated_tokens": "tokens",

@@ -106,7 +106,8 @@ class Runner:
 
         adapter = adapter_cls()
         settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads,
-                                max_new_tokens=max_new, cache_dir=str(self.cache_dir) if self.cache_dir else None)
+                                max_new_tokens=max_new, cache_dir=str(self.cache_dir) if self.cache_dir else None,
+                                quantization=scenario.quantization_options.model_dump())
         start = now_ns()
         adapter.load(model, point, settings)
         load_s = (now_ns() - start) / 1e9
@@ -124,17 +125,20 @@ class Runner:
     def _time(self, scenario, point, adapter, prompt_ids, tokenizer, record, on_round) -> None:
         max_new = scenario.generation.max_new_tokens
         outputs: dict[int, list[int]] = {}
+        engine_figures: list[dict] = []
 
         def generate(index: int):
             trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
             if trace.output_ids:
                 outputs[index] = trace.output_ids[0]
+            engine_figures.append(trace.engine_metrics)
             return trace
 
         m = scenario.measurement
         stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
         warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round)
         record.metrics.update(measure.summarize(rounds))
+        record.metrics.update(measure.summarize_engine(engine_figures[len(warmups):]))
         record.metrics["first_call_s"] = warmups[0] if warmups else None
         record.samples = {"rounds": [r.to_dict() for r in rounds], "warmup_s": warmups}
         record.details["outputs"] = {str(i): tokenizer.decode(ids) for i, ids in sorted(outputs.items())}
@@ -167,7 +171,11 @@ class Runner:
         config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
                                  fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
         start = now_ns()
-        result = gate.evaluate(adapter, reference, config)
+        try:
+            result = gate.evaluate(adapter, reference, config)
+        except NotImplementedError as exc:  # the engine exposes no step-wise logits on this path
+            record.correctness = {"verdict": None, "skipped": str(exc)}
+            return
         record.correctness = result.to_dict()
         record.correctness["reference"] = {"created_at": reference.created_at, "versions": reference.versions,
                                            "noise_floor": reference.noise_floor, "prompts": len(reference.prompts),

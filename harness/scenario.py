@@ -75,6 +75,13 @@ class Measurement(_Strict):
         return self
 
 
+class QuantizationOptions(_Strict):
+    """How engines that quantize for the sweep's quantization axis do it (recorded with results)."""
+
+    int4_group_size: PositiveInt = Field(128, description="weights per int4 scale (NNCF group_size)")
+    ratio: float = Field(1.0, gt=0, le=1, description="share of layers at the axis's precision (rest int8)")
+
+
 class Gate(_Strict):
     """Correctness gate against the HF reference (see harness.gate)."""
 
@@ -115,6 +122,7 @@ class Scenario(_Strict):
     synthetic_prompts: PositiveInt = Field(1, description="distinct corpus prompts per point when prompt_len is swept")
     generation: Generation = Field(default_factory=Generation)
     measurement: Measurement = Field(default_factory=Measurement)
+    quantization_options: QuantizationOptions = Field(default_factory=QuantizationOptions)
     gate: Optional[Gate] = None
     sweep: Sweep
     exclude: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,0 +1,301 @@
+"""``openvino``: OpenVINO GenAI on Intel CPU/GPU/NPU, with NNCF weight compression.
+
+- Conversion: optimum-intel exports the HF checkpoint to a stateful IR and openvino-tokenizers
+  converts its tokenizer; NNCF compresses weights for the quantization axis. Each artefact is cached
+  by (model checksum, quantization, OpenVINO version), so a sweep converts once.
+- CPU/GPU run GenAI's dynamic ``LLMPipeline``. ``NPU`` runs its static pipeline, sized by
+  ``max_seq_len`` (MIN_RESPONSE_LEN = max_new_tokens, MAX_PROMPT_LEN = max_seq_len - max_new_tokens);
+  ``NPU-emulated`` runs that same static pipeline through OpenVINO's NPU plugin emulated on CPU
+  (NPUW_DEVICES=CPU): a test of the code path, never an NPU timing (records say ``emulated``).
+- The gate reads full logits from the same IR, compiled for CPU, stepped one token at a time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Optional, Sequence
+
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+
+_NNCF_MODES = {"int8_sym": "INT8_SYM", "int8_asym": "INT8_ASYM", "int4_sym": "INT4_SYM", "int4_asym": "INT4_ASYM"}
+EMULATED_NPU = "NPU-emulated"
+_STATIC = ("NPU", EMULATED_NPU)
+
+
+class TruncatedGeneration(RuntimeError):
+    """The static pipeline stopped early because its KV cache was full (GenAI does not say so)."""
+
+
+class OpenVINOAdapter(Adapter):
+    name = "openvino"
+    devices = ("CPU", "GPU", "NPU", EMULATED_NPU)
+    quantizations = frozenset({"none", *_NNCF_MODES})
+    supports_beams = False  # GenAI streams no per-step callback under beam search: no per-token timing
+    supports_max_seq_len = True
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        missing = [m for m in ("openvino", "openvino_genai", "openvino_tokenizers", "optimum.intel", "nncf")
+                   if find_spec(m.split(".")[0]) is None]
+        if missing:
+            return False, f"{', '.join(missing)} not installed: pip install 'harness[openvino]'"
+        return True, "OpenVINO GenAI"
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        ok, why = cls.available()
+        if not ok:
+            return why
+        import openvino as ov
+
+        present = ov.Core().available_devices
+        wanted = "CPU" if device == EMULATED_NPU else device
+        if not any(d.split(".")[0] == wanted for d in present):
+            return f"OpenVINO {ov.__version__.split('-')[0]} lists no {device} (available_devices: {', '.join(present)})"
+        return None
+
+    @classmethod
+    def supports(cls, point) -> Optional[str]:
+        static = point.device in _STATIC
+        if static and point.beam_width > 1:
+            return f"OpenVINO GenAI's static {point.device} pipeline refuses beam search (beam_width={point.beam_width})"
+        if static and point.max_seq_len is None:
+            return f"the static {point.device} pipeline needs max_seq_len (its KV cache size)"
+        if not static and point.max_seq_len is not None:
+            return f"the dynamic {point.device} pipeline has no fixed KV cache size (max_seq_len={point.max_seq_len})"
+        return super().supports(point)
+
+    # --- conversion -----------------------------------------------------------------------------
+
+    def _artefact(self, model, quantization: str, options: dict, cache: Path) -> Path:
+        import openvino as ov
+
+        from harness.results import safe_name
+
+        version = ov.__version__.split("-")[0]
+        base = cache / "openvino" / f"{safe_name(model.name)}-{model.checksum[:16]}-ov{version}"
+        fp_dir = _cached(base / "none", lambda out: _export(model, out))
+        if quantization == "none":
+            return fp_dir
+        self.compression = _compression_options(quantization, options)
+        key = quantization + "".join(f"-{k}{v}" for k, v in sorted(self.compression.items()))
+        return _cached(base / key, lambda out: _compress(fp_dir, out, quantization, self.compression))
+
+    # --- the protocol ---------------------------------------------------------------------------
+
+    def load(self, model, point, settings: LoadSettings) -> None:
+        import openvino as ov
+        import openvino_genai
+
+        from harness.models import cache_dir
+
+        self.point, self.settings = point, settings
+        cache = cache_dir(settings.cache_dir)
+        start = now_ns()
+        self.compression: dict = {}
+        self.ir_dir = self._artefact(model, point.quantization, settings.quantization, cache)
+        self.convert_s = (now_ns() - start) / 1e9
+        compile_cache = cache / "openvino" / "compiled"
+        self.compile_cache_warm = compile_cache.exists() and any(compile_cache.iterdir())
+        config: dict = {"CACHE_DIR": str(compile_cache)}
+        if settings.threads and point.device in ("CPU", EMULATED_NPU):
+            config["INFERENCE_NUM_THREADS"] = settings.threads
+        device = point.device
+        if point.device in _STATIC:
+            self.min_response = settings.max_new_tokens
+            self.max_prompt = point.max_seq_len - settings.max_new_tokens
+            config.update(MAX_PROMPT_LEN=self.max_prompt, MIN_RESPONSE_LEN=self.min_response)
+            if point.device == EMULATED_NPU:
+                device = "NPU"
+                config.update(NPUW_DEVICES="CPU", NPUW_ONLINE_PIPELINE="NONE")
+                config.pop("CACHE_DIR")  # the NPU plugin's cache is keyed by a device that is not here
+        start = now_ns()
+        self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), device, **config)
+        self.compile_s = (now_ns() - start) / 1e9
+        self._ov, self._genai = ov, openvino_genai
+        self._request = None
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        import numpy as np
+
+        if len(prompts) != 1:
+            raise ValueError("the openvino adapter runs batch size 1")
+        genai = self._genai
+        config = genai.GenerationConfig()
+        config.max_new_tokens = config.min_new_tokens = max_new_tokens
+        config.ignore_eos = True  # exactly max_new_tokens, as on every engine
+        times: list[int] = []
+
+        class Clock(genai.StreamerBase):
+            """Called by GenAI for each new token: one timestamp, nothing else."""
+
+            def write(self, token):
+                times.append(now_ns())
+                return genai.StreamingStatus.RUNNING
+
+            def end(self):
+                pass
+
+        input_ids = self._ov.Tensor(np.asarray([list(prompts[0])], dtype=np.int64))
+        start = now_ns()
+        result = self.pipeline.generate(input_ids, config, Clock())
+        tokens = [list(map(int, seq)) for seq in result.tokens]
+        metrics = result.perf_metrics
+        if self.point.device in _STATIC and len(tokens[0]) < max_new_tokens:
+            capacity = self.max_prompt + self.min_response - 1
+            raise TruncatedGeneration(
+                f"static pipeline stopped after {len(tokens[0])} of {max_new_tokens} tokens: its KV cache "
+                f"(MAX_PROMPT_LEN {self.max_prompt} + MIN_RESPONSE_LEN {self.min_response} - 1 = {capacity}) "
+                f"was full with a {len(prompts[0])}-token prompt"
+            )
+        return GenerationTrace(
+            start_ns=start, token_ns=times, prompt_tokens=len(prompts[0]), output_ids=tokens,
+            engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
+        )
+
+    # Step-wise logits for the gate: the same IR, compiled for CPU, one infer request per step.
+
+    def _step_request(self):
+        if self._request is None:
+            core = self._ov.Core()
+            compiled = core.compile_model(str(self.ir_dir / "openvino_model.xml"), "CPU")
+            self._request = compiled.create_infer_request()
+            self._inputs = {i.get_any_name() for i in compiled.inputs}
+        return self._request
+
+    def _infer(self, ids: Sequence[int]):
+        import numpy as np
+
+        request = self._step_request()
+        feed = {"input_ids": np.asarray([list(ids)], dtype=np.int64),
+                "attention_mask": np.ones((1, self._position + len(ids)), dtype=np.int64)}
+        if "position_ids" in self._inputs:
+            feed["position_ids"] = np.arange(self._position, self._position + len(ids), dtype=np.int64)[None]
+        if "beam_idx" in self._inputs:
+            feed["beam_idx"] = np.zeros(1, dtype=np.int32)
+        request.infer(feed)
+        self._position += len(ids)
+        return np.array(request.get_tensor("logits").data[0, -1], dtype=np.float32)
+
+    def prefill(self, tokens: Sequence[int]):
+        if self.point.device in _STATIC:
+            raise NotImplementedError(
+                "step-wise logits from the static NPU pipeline are not implemented; GenAI returns top-1 only"
+            )
+        self._step_request().reset_state()
+        self._position = 0
+        return self._infer(tokens)
+
+    def decode(self, token: int):
+        if self._request is None:
+            raise RuntimeError("decode() before prefill()")
+        return self._infer([token])
+
+    def describe(self) -> dict:
+        ov = self._ov
+        core = ov.Core()
+        hints = {}
+        for key in ("INFERENCE_PRECISION_HINT", "KV_CACHE_PRECISION", "PERFORMANCE_HINT"):
+            try:
+                hints[key] = str(core.get_property("CPU", key))
+            except Exception:  # noqa: BLE001 - a property this plugin version lacks is simply absent
+                pass
+        return {
+            "engine": "openvino-genai",
+            "engine_version": self._genai.__version__,
+            "openvino_version": ov.__version__,
+            "device": self.point.device,
+            "emulated": self.point.device == EMULATED_NPU,
+            "device_name": _device_name(core, self.point.device),
+            "pipeline": "static" if self.point.device in _STATIC else "dynamic",
+            "quantization": self.point.quantization,
+            "compression": self.compression,
+            "weights_precision": weight_types(self.ir_dir / "openvino_model.xml"),
+            "precision_hints": hints,
+            "compile_s": self.compile_s,
+            "compile_cache_warm": self.compile_cache_warm,
+            "convert_s": self.convert_s,
+            **({"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
+               if self.point.device in _STATIC else {}),
+        }
+
+    def close(self) -> None:
+        self.pipeline = None
+        self._request = None
+
+
+def _device_name(core, device: str) -> str:
+    try:
+        return str(core.get_property("CPU" if device == EMULATED_NPU else device, "FULL_DEVICE_NAME"))
+    except Exception:  # noqa: BLE001
+        return device
+
+
+def weight_types(xml: Path) -> dict[str, int]:
+    """Element types of the IR's weight constants, with how many elements each holds."""
+    import openvino as ov
+
+    counts: dict[str, int] = {}
+    for op in ov.Core().read_model(str(xml)).get_ops():
+        if op.get_type_name() == "Constant":
+            shape = op.get_output_shape(0)
+            size = 1
+            for dim in shape:
+                size *= dim
+            if size >= 1024:
+                key = op.get_output_element_type(0).get_type_name()
+                counts[key] = counts.get(key, 0) + size
+    return counts
+
+
+def _cached(target: Path, build) -> Path:
+    if (target / "openvino_model.xml").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _export(model, out: Path) -> None:
+    import openvino as ov
+    from openvino_tokenizers import convert_tokenizer
+    from optimum.intel import OVModelForCausalLM
+    from transformers import AutoTokenizer
+
+    exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
+    exported.save_pretrained(str(out))
+    tokenizer = AutoTokenizer.from_pretrained(str(model.hf_dir))
+    ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
+    ov.save_model(ov_tokenizer, str(out / "openvino_tokenizer.xml"))
+    ov.save_model(ov_detokenizer, str(out / "openvino_detokenizer.xml"))
+
+
+def _compression_options(quantization: str, options: dict) -> dict:
+    """NNCF arguments for a level: int4 is group-wise with a mixed-precision ratio; int8 per channel."""
+    if quantization.startswith("int4"):
+        return {"group_size": options.get("int4_group_size", 128), "ratio": options.get("ratio", 1.0)}
+    return {}
+
+
+def _compress(fp_dir: Path, out: Path, quantization: str, options: dict) -> None:
+    import nncf
+    import openvino as ov
+
+    for file in fp_dir.iterdir():
+        if not file.name.startswith("openvino_model."):
+            shutil.copy2(file, out / file.name)
+    ir = ov.Core().read_model(str(fp_dir / "openvino_model.xml"))
+    mode = getattr(nncf.CompressWeightsMode, _NNCF_MODES[quantization])
+    ov.save_model(nncf.compress_weights(ir, mode=mode, **options), str(out / "openvino_model.xml"))

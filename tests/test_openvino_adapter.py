@@ -1,0 +1,113 @@
+"""The openvino adapter on a tiny seeded Llama: real export, real GenAI pipelines, NNCF, NPU emulation."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
+
+from adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
+from harness import gate, prompts, results, scenario  # noqa: E402
+from harness.adapter import LoadSettings  # noqa: E402
+from harness.prompts import select_gate_prompts  # noqa: E402
+from harness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
+from harness.runner import Runner  # noqa: E402
+from harness.sweep import Point  # noqa: E402
+
+SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128
+
+
+def point(device="CPU", quantization="none", max_seq_len=None, beam_width=1) -> Point:
+    return Point("openvino", device, max_seq_len, quantization, None, beam_width, 1, None, "test")
+
+
+def loaded(model, max_new_tokens=8, **axes) -> OpenVINOAdapter:
+    adapter = OpenVINOAdapter()
+    adapter.load(model, point(**axes), LoadSettings(threads=2, max_new_tokens=max_new_tokens, quantization=SMALL_GROUPS))
+    return adapter
+
+
+@pytest.fixture(scope="module")
+def prompt(tiny_llama):
+    return prompts.synthetic(tiny_llama.tokenizer(), 20, 1)[0]
+
+
+def test_dynamic_pipeline_times_every_token_and_reports_genai_figures(tiny_llama, prompt):
+    adapter = loaded(tiny_llama)
+    trace = adapter.generate([prompt], 8)
+    assert trace.n_generated == 8 and len(trace.output_ids[0]) == 8
+    assert all(a < b for a, b in zip([trace.start_ns, *trace.token_ns], trace.token_ns))
+    assert trace.engine_metrics["ttft_ms"] > 0 and trace.engine_metrics["tpot_ms"] > 0
+    info = adapter.describe()
+    assert info["pipeline"] == "dynamic" and not info["emulated"]
+    assert "INFERENCE_PRECISION_HINT" in info["precision_hints"] and "KV_CACHE_PRECISION" in info["precision_hints"]
+
+
+def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
+    reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
+        tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2))
+    result = gate.evaluate(loaded(tiny_llama), reference, gate.GateConfig())
+    assert result.verdict == "pass", result.reasons
+    assert result.kl_ratio < 5  # fp32 OpenVINO vs the bf16 reference: within bf16 noise
+
+
+@pytest.mark.parametrize("level, weight_type", [("int8_sym", "i8"), ("int8_asym", "u8"), ("int4_sym", "i4"), ("int4_asym", "u4")])
+def test_quantization_levels_compress_the_weights(tiny_llama, prompt, level, weight_type):
+    adapter = loaded(tiny_llama, quantization=level)
+    assert adapter.generate([prompt], 4).n_generated == 4
+    info = adapter.describe()
+    assert weight_type in info["weights_precision"], info["weights_precision"]
+    assert info["quantization"] == level
+    if level.startswith("int4"):
+        assert info["compression"] == {"group_size": 32, "ratio": 1.0}
+
+
+def test_emulated_npu_runs_the_static_pipeline_and_detects_truncation(tiny_llama):
+    adapter = loaded(tiny_llama, max_new_tokens=4, device=EMULATED_NPU, max_seq_len=64)
+    info = adapter.describe()
+    assert info["emulated"] and info["pipeline"] == "static"
+    assert (info["max_prompt_len"], info["min_response_len"]) == (60, 4)
+    long_prompt = prompts.synthetic(tiny_llama.tokenizer(), 56, 1)[0]
+    assert adapter.generate([long_prompt], 8).n_generated == 8  # 56 + 8 fills the 63-entry cache exactly
+    with pytest.raises(TruncatedGeneration, match=r"stopped after 8 of 16 tokens: its KV cache .* = 63\)"):
+        adapter.generate([long_prompt], 16)
+    with pytest.raises(NotImplementedError, match="top-1 only"):
+        adapter.prefill(long_prompt)
+
+
+def test_refusals_are_decided_before_loading():
+    assert "refuses beam search" in OpenVINOAdapter.supports(point(EMULATED_NPU, max_seq_len=64, beam_width=2))
+    assert "needs max_seq_len" in OpenVINOAdapter.supports(point(EMULATED_NPU))
+    assert "no fixed KV cache size" in OpenVINOAdapter.supports(point("CPU", max_seq_len=64))
+    assert "no beam search" in OpenVINOAdapter.supports(point("CPU", beam_width=4))
+    status = OpenVINOAdapter.device_status()
+    assert status["CPU"] is None and status[EMULATED_NPU] is None
+    import openvino as ov
+
+    if "NPU" not in ov.Core().available_devices:
+        assert "lists no NPU" in status["NPU"]
+
+
+def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write_scenario, tmp_path, tiny_llama):
+    loaded_scenario = scenario.load(write_scenario("""
+        model: tiny-llama
+        generation: {max_new_tokens: 4}
+        measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+        gate: {tokens: 4, prompts: 1}
+        sweep:
+          adapter: [openvino]
+          device: [CPU, NPU-emulated]
+          quantization: [none, int4_sym]
+          max_seq_len: [null, 48]
+        """))
+    records = {r.point_id: r for r in Runner(results_dir=tmp_path).run([loaded_scenario], progress=False)}
+    rejected = records["openvino-CPU-int4_sym"]
+    assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message
+    healthy = records["openvino-CPU-bf16"]
+    assert healthy.status == "ok" and healthy.correctness["verdict"] == "pass"
+    assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
+    npu = records["openvino-NPU-emulated-bf16-seq48"]
+    assert npu.status == "ok" and npu.adapter["emulated"] is True
+    assert npu.correctness["verdict"] is None and "top-1 only" in npu.correctness["skipped"]
+    assert records["openvino-CPU-bf16-seq48"].status == "skipped"
+    assert len(results.load(tmp_path)) == 8
