@@ -233,7 +233,12 @@ def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
 
     lines = [f"gate {result.verdict.upper()}: " + "; ".join(result.reasons)]
     for prompt in result.prompts:
+        seen = set()
         for d in prompt.failures:
+            key = (d.position, d.reference_token, d.device_token)
+            if key in seen:  # free-running and teacher-forced often fail at the same first position
+                continue
+            seen.add(key)
             text = reference.prompts[d.prompt].text
             lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, position {d.position}: {d.why}")
             lines.append(f"    reference {show(d.reference_token):<24} device {show(d.device_token)}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create (or reuse) the virtual environment with the harness, its hf extra and the test tools, and
+# Create (or reuse) the virtual environment with the harness, its hf and openvino extras and the test tools, and
 # print its path on the last line. The environment is cached under ~/.cache/harness/venvs, keyed by
 # pyproject.toml, so a fresh clone reuses it and a dependency change rebuilds it.
 set -euo pipefail
@@ -11,7 +11,11 @@ if [[ ! -f "$venv/.ready" ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -e "$root[hf,test]" >&2
+    "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,test]" >&2
+    # optimum-intel pulls PyPI's torchvision, which cannot load beside the CPU torch build
+    # ("operator torchvision::nms does not exist") and breaks transformers' imports; text models
+    # need no torchvision.
+    "$venv/bin/python" -m pip uninstall -q -y torchvision >&2 || true
     touch "$venv/.ready"
 else
     # Same dependencies: only point the editable install at this checkout.
