@@ -99,7 +99,8 @@ class OpenVINOAdapter(Adapter):
         self.ir_dir = self._artefact(model, point.quantization, settings.quantization, cache)
         self.convert_s = (now_ns() - start) / 1e9
         compile_cache = cache / "openvino" / "compiled"
-        self.compile_cache_warm = compile_cache.exists() and any(compile_cache.iterdir())
+        compile_cache.mkdir(parents=True, exist_ok=True)
+        blobs_before = set(compile_cache.iterdir())
         config: dict = {"CACHE_DIR": str(compile_cache)}
         if settings.threads and point.device in ("CPU", EMULATED_NPU):
             config["INFERENCE_NUM_THREADS"] = settings.threads
@@ -115,6 +116,9 @@ class OpenVINOAdapter(Adapter):
         start = now_ns()
         self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), device, **config)
         self.compile_s = (now_ns() - start) / 1e9
+        # A compile that wrote no new blob into CACHE_DIR was served from it.
+        self.compile_state = ("uncached" if "CACHE_DIR" not in config
+                              else "cold" if set(compile_cache.iterdir()) - blobs_before else "warm")
         self._ov, self._genai = ov, openvino_genai
         self._request = None
 
@@ -194,6 +198,10 @@ class OpenVINOAdapter(Adapter):
             raise RuntimeError("decode() before prefill()")
         return self._infer([token])
 
+    def load_figures(self) -> dict:
+        key = "compile_s" if self.compile_state == "uncached" else f"compile_{self.compile_state}_s"
+        return {"export_s": self.convert_s, key: self.compile_s}
+
     def describe(self) -> dict:
         ov = self._ov
         core = ov.Core()
@@ -216,7 +224,7 @@ class OpenVINOAdapter(Adapter):
             "weights_precision": weight_types(self.ir_dir / "openvino_model.xml"),
             "precision_hints": hints,
             "compile_s": self.compile_s,
-            "compile_cache_warm": self.compile_cache_warm,
+            "compile_cache": self.compile_state,
             "convert_s": self.convert_s,
             **({"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
                if self.point.device in _STATIC else {}),

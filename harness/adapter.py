@@ -125,6 +125,10 @@ class Adapter(ABC):
         ``tokens``: the embeddings first, then each decoder layer's output."""
         raise NotImplementedError(f"{self.name} does not expose hidden states")
 
+    def load_figures(self) -> dict:
+        """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""
+        return {}
+
     def synchronize(self) -> None:
         """Wait until the device has finished queued work (no-op for synchronous engines)."""
 

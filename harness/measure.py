@@ -173,4 +173,8 @@ UNITS = {
     "load_s": "s",
     "first_call_s": "s",
     "gate_s": "s",
+    "export_s": "s",
+    "compile_s": "s",
+    "compile_cold_s": "s",
+    "compile_warm_s": "s",
 }

@@ -111,6 +111,7 @@ class Runner:
         start = now_ns()
         adapter.load(model, point, settings)
         load_s = (now_ns() - start) / 1e9
+        record.metrics.update(adapter.load_figures())
         try:
             if self.timing:
                 self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)

@@ -111,3 +111,18 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     assert npu.correctness["verdict"] is None and "top-1 only" in npu.correctness["skipped"]
     assert records["openvino-CPU-bf16-seq48"].status == "skipped"
     assert len(results.load(tmp_path)) == 8
+
+
+def test_compile_cache_is_cold_then_warm(tiny_llama, tmp_path):
+    import shutil
+
+    from harness.models import cache_dir
+
+    # a private cache dir: the export is copied in, the compile cache starts empty
+    shutil.copytree(cache_dir() / "openvino", tmp_path / "openvino", ignore=shutil.ignore_patterns("compiled"))
+    settings = LoadSettings(threads=2, cache_dir=str(tmp_path))
+    first, second = OpenVINOAdapter(), OpenVINOAdapter()
+    first.load(tiny_llama, point(), settings)
+    second.load(tiny_llama, point(), settings)
+    assert "compile_cold_s" in first.load_figures() and "compile_warm_s" in second.load_figures()
+    assert first.describe()["compile_cache"] == "cold" and second.describe()["compile_cache"] == "warm"
