@@ -7,7 +7,9 @@
   ``max_seq_len`` (MIN_RESPONSE_LEN = max_new_tokens, MAX_PROMPT_LEN = max_seq_len - max_new_tokens);
   ``NPU-emulated`` runs that same static pipeline through OpenVINO's NPU plugin emulated on CPU
   (NPUW_DEVICES=CPU): a test of the code path, never an NPU timing (records say ``emulated``).
-- The gate reads full logits from the same IR, compiled for CPU, stepped one token at a time.
+- The gate reads full logits from the same IR, compiled for CPU, stepped one token at a time; on the
+  static pipeline, which returns chosen tokens only, it teacher-forces one 1-token generation per
+  position (top-1 against the reference's top-k).
 """
 
 from __future__ import annotations
@@ -186,9 +188,7 @@ class OpenVINOAdapter(Adapter):
 
     def prefill(self, tokens: Sequence[int]):
         if self.point.device in _STATIC:
-            raise NotImplementedError(
-                "step-wise logits from the static NPU pipeline are not implemented; GenAI returns top-1 only"
-            )
+            raise NotImplementedError("GenAI's static NPU pipeline returns chosen tokens only, no logits")
         self._step_request().reset_state()
         self._position = 0
         return self._infer(tokens)
@@ -201,6 +201,23 @@ class OpenVINOAdapter(Adapter):
     def load_figures(self) -> dict:
         key = "compile_s" if self.compile_state == "uncached" else f"compile_{self.compile_state}_s"
         return {"export_s": self.convert_s, key: self.compile_s}
+
+    def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
+        """The static pipeline's greedy choice after each reference prefix: one 1-token generation each."""
+        import numpy as np
+
+        if len(prompt_ids) + len(tokens) - 1 > self.max_prompt:
+            raise NotImplementedError(
+                f"teacher forcing needs prompts of up to {len(prompt_ids) + len(tokens) - 1} tokens; "
+                f"this pipeline's MAX_PROMPT_LEN is {self.max_prompt} (raise max_seq_len)"
+            )
+        config = self._genai.GenerationConfig()
+        config.max_new_tokens = 1
+        chosen = []
+        for i in range(len(tokens)):
+            prefix = np.asarray([list(prompt_ids) + list(tokens[:i])], dtype=np.int64)
+            chosen.append(int(self.pipeline.generate(self._ov.Tensor(prefix), config).tokens[0][0]))
+        return chosen
 
     def describe(self) -> dict:
         ov = self._ov

@@ -120,6 +120,11 @@ class Adapter(ABC):
     def decode(self, token: int) -> np.ndarray:
         """Append one token to the state from ``prefill``/``decode``; return its fp32 logits [vocab]."""
 
+    def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
+        """Optional, for engines without step-wise logits: the token the engine chooses at each
+        position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""
+        raise NotImplementedError(f"{self.name} exposes neither step-wise logits nor forced top-1 tokens")
+
     def hidden_states(self, tokens: Sequence[int]) -> list[np.ndarray]:
         """Optional (``supports_hidden_states``): fp32 hidden states [seq, hidden] of one forward over
         ``tokens``: the embeddings first, then each decoder layer's output."""

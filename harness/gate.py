@@ -169,6 +169,35 @@ def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:
                 result.failures.insert(0, detail)
         prompt_results.append(result)
 
+    return _conclude(prompt_results, reference, config, config.mode)
+
+
+def evaluate_top1(adapter, reference: Reference, config: GateConfig) -> GateResult:
+    """The gate for engines that expose only the token they choose (GenAI's static NPU pipeline).
+
+    Teacher-forced: at every position the device's chosen token, given the reference's prefix, must be
+    in the reference's top-k (one way: the device's own top-k is unknowable). No KL tier.
+    """
+    prompt_results = []
+    for index, ref in enumerate(reference.prompts):
+        result = PromptResult(index, ref.kind)
+        chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
+        for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
+            if device_token not in ref.top_ids[position][:config.k]:
+                result.forced_violations += 1
+                if result.forced_first_violation is None:
+                    result.forced_first_violation = position
+                    result.failures.append(Divergence(
+                        index, position, ref_token, device_token,
+                        _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], config.k, False), [],
+                        False, f"teacher-forced (top-1 only): device token {device_token} not in reference top-{config.k}"))
+        result.forced_ok = result.forced_violations == 0
+        result.top1_match_rate = sum(d == r for d, r in zip(chosen, ref.tokens)) / len(ref.tokens)
+        prompt_results.append(result)
+    return _conclude(prompt_results, reference, config, "forced-top1")
+
+
+def _conclude(prompt_results: list[PromptResult], reference: Reference, config: GateConfig, mode: str) -> GateResult:
     floor = max(reference.noise_floor["kl_mean"], MIN_FLOOR)
     kl_values = [r.kl_mean for r in prompt_results if r.kl_mean is not None]
     kl_mean = float(np.mean(kl_values)) if kl_values else None
@@ -192,7 +221,7 @@ def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
     return GateResult(
-        verdict=verdict, reasons=reasons, k=config.k, mode=config.mode, kl_mean=kl_mean, noise_floor=floor,
+        verdict=verdict, reasons=reasons, k=config.k, mode=mode, kl_mean=kl_mean, noise_floor=floor,
         kl_ratio=ratio, top1_match_rate=float(np.mean(rates)) if rates else None,
         free_divergence_index=min(divergences) if divergences else None, prompts=prompt_results,
     )
@@ -243,5 +272,6 @@ def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
             lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, position {d.position}: {d.why}")
             lines.append(f"    reference {show(d.reference_token):<24} device {show(d.device_token)}")
             lines.append("    reference top-k: " + ", ".join(f"{show(i)} {lp:.2f}" for i, lp in d.reference_topk))
-            lines.append("    device    top-k: " + ", ".join(f"{show(i)} {lp:.2f}" for i, lp in d.device_topk))
+            if d.device_topk:
+                lines.append("    device    top-k: " + ", ".join(f"{show(i)} {lp:.2f}" for i, lp in d.device_topk))
     return "\n".join(lines)

@@ -174,9 +174,12 @@ class Runner:
         start = now_ns()
         try:
             result = gate.evaluate(adapter, reference, config)
-        except NotImplementedError as exc:  # the engine exposes no step-wise logits on this path
-            record.correctness = {"verdict": None, "skipped": str(exc)}
-            return
+        except NotImplementedError as no_logits:  # the engine exposes no step-wise logits on this path
+            try:
+                result = gate.evaluate_top1(adapter, reference, config)
+            except NotImplementedError as exc:
+                record.correctness = {"verdict": None, "skipped": f"{no_logits}; {exc}"}
+                return
         record.correctness = result.to_dict()
         record.correctness["reference"] = {"created_at": reference.created_at, "versions": reference.versions,
                                            "noise_floor": reference.noise_floor, "prompts": len(reference.prompts),

@@ -116,6 +116,25 @@ def test_teacher_forced_checks_every_position_after_a_divergence():
     assert forced.prompts[0].top1_match_rate == pytest.approx(1 / 3)
 
 
+class ChosenOnly:
+    """An engine that exposes only the token it picks after each forced prefix."""
+
+    def __init__(self, chosen):
+        self.chosen = chosen
+
+    def teacher_forced_top1(self, prompt_ids, tokens):
+        return self.chosen
+
+
+def test_top1_only_engines_get_a_one_way_teacher_forced_check():
+    reference = reference_from(REF_TABLE)  # greedy tokens 1, 2, 3
+    ok = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference, gate.GateConfig(k=2))
+    assert ok.verdict == "pass" and ok.mode == "forced-top1" and ok.kl_mean is None
+    assert ok.top1_match_rate == pytest.approx(2 / 3)
+    bad = gate.evaluate_top1(ChosenOnly([1, 2, 5]), reference, gate.GateConfig(k=2))
+    assert bad.verdict == "fail" and bad.prompts[0].forced_first_violation == 2
+
+
 def test_kl_tiers_relative_to_the_noise_floor():
     reference = reference_from(REF_TABLE)
     reference.noise_floor["kl_mean"] = 0.01

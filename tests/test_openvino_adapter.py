@@ -71,7 +71,7 @@ def test_emulated_npu_runs_the_static_pipeline_and_detects_truncation(tiny_llama
     assert adapter.generate([long_prompt], 8).n_generated == 8  # 56 + 8 fills the 63-entry cache exactly
     with pytest.raises(TruncatedGeneration, match=r"stopped after 8 of 16 tokens: its KV cache .* = 63\)"):
         adapter.generate([long_prompt], 16)
-    with pytest.raises(NotImplementedError, match="top-1 only"):
+    with pytest.raises(NotImplementedError, match="chosen tokens only"):
         adapter.prefill(long_prompt)
 
 
@@ -108,7 +108,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
     assert npu.status == "ok" and npu.adapter["emulated"] is True
-    assert npu.correctness["verdict"] is None and "top-1 only" in npu.correctness["skipped"]
+    assert npu.correctness["mode"] == "forced-top1" and npu.correctness["verdict"] == "pass"
     assert records["openvino-CPU-bf16-seq48"].status == "skipped"
     assert len(results.load(tmp_path)) == 8
 
