@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
@@ -277,19 +276,9 @@ def weight_types(xml: Path) -> dict[str, int]:
 
 
 def _cached(target: Path, build) -> Path:
-    if (target / "openvino_model.xml").exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        build(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    from harness.models import build_once
+
+    build_once(target, build, "openvino_model.xml")
     return target
 
 

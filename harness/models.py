@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from harness.errors import ModelError
 
@@ -145,25 +145,38 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     gguf_convert.convert(gguf_path, out)
 
 
-def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_path=None) -> ResolvedModel:
-    """Build into a temporary directory and rename it into place, so a crash never leaves half a model."""
-    target = cache / "models" / key
-    convert_s = 0.0
-    if not (target / _PROVENANCE).exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=target.parent))
-        start = time.perf_counter()
+def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
+    """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
+
+    The build goes into a temporary directory beside ``target`` that is renamed into place, so a
+    crash never leaves half an artefact and two processes racing both end with a complete one.
+    """
+    if (target / marker).exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        build(tmp)
         try:
-            build(tmp)
-            (tmp / _PROVENANCE).write_text(json.dumps({"name": name, "checksum": checksum}, indent=2))
-            try:
-                os.rename(tmp, target)
-            except OSError:  # another process finished first; theirs is as good as ours
-                shutil.rmtree(tmp, ignore_errors=True)
-        except BaseException:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first; theirs is as good as ours
             shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        convert_s = time.perf_counter() - start
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return True
+
+
+def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_path=None) -> ResolvedModel:
+    target = cache / "models" / key
+
+    def build_with_provenance(out: Path) -> None:
+        build(out)
+        (out / _PROVENANCE).write_text(json.dumps({"name": name, "checksum": checksum}, indent=2))
+
+    start = time.perf_counter()
+    built = build_once(target, build_with_provenance, _PROVENANCE)
+    convert_s = time.perf_counter() - start if built else 0.0
     return ResolvedModel(name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s)
 
 

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from harness import models
+from harness.errors import ModelError
+from harness.scenario import ModelSpec
+
+
+def test_build_once_builds_atomically_and_only_once(tmp_path):
+    target = tmp_path / "artefact"
+    calls = []
+
+    def crash(out):
+        (out / "half").write_text("x")
+        raise RuntimeError("converter died")
+
+    with pytest.raises(RuntimeError):
+        models.build_once(target, crash, "done")
+    assert not target.exists() and list(tmp_path.iterdir()) == []  # nothing half-built is left
+
+    def build(out):
+        calls.append(out)
+        (out / "done").write_text("ok")
+
+    assert models.build_once(target, build, "done") is True
+    assert models.build_once(target, build, "done") is False
+    assert len(calls) == 1 and (target / "done").read_text() == "ok"
+
+
+def _weights_digest(resolved) -> str:
+    return hashlib.sha256((resolved.hf_dir / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_tiny_models_are_deterministic_per_seed(tmp_path, tiny_llama):
+    rebuilt = models.resolve(ModelSpec(source="tiny-llama"), tmp_path)  # a fresh cache: built again
+    assert rebuilt.convert_s > 0
+    assert _weights_digest(rebuilt) == _weights_digest(tiny_llama)
+    assert rebuilt.tokenizer().to_str() == tiny_llama.tokenizer().to_str()
+    other_seed = models.resolve(ModelSpec(source="tiny-llama", seed=1), tmp_path)
+    assert _weights_digest(other_seed) != _weights_digest(tiny_llama)
+    assert other_seed.checksum != tiny_llama.checksum
+
+
+@pytest.mark.parametrize("source, message", [
+    ("tiny-bert", "unknown tiny model 'tiny-bert'; known: tiny-llama, tiny-qwen2, tiny-gemma3-text"),
+    ("/nonexistent/model", "neither a built-in model"),
+])
+def test_unknown_sources_are_refused_with_what_is_known(source, message):
+    assert message in models.check_source(ModelSpec(source=source))
+    with pytest.raises(ModelError, match=message.split(";")[0]):
+        models.resolve(ModelSpec(source=source))
+
+
+def test_local_hf_directory_is_used_in_place(tiny_llama):
+    local = models.resolve(ModelSpec(source=str(tiny_llama.hf_dir)))
+    assert local.hf_dir == tiny_llama.hf_dir and len(local.checksum) == 64 and local.convert_s == 0
