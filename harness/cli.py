@@ -21,10 +21,18 @@ def add_run_options(add, prefix: str = "") -> None:
         help="store of HF references for the gate (default: <results>/references)")
     add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
         help="recompute gate references even when a stored one matches")
+    add(f"--{prefix}isolation", dest="harness_isolation", choices=("point", "none"), default="point",
+        help="point: each point in its own process, so a crash or hang fails only that point (default); "
+             "none: all in this process (faster, no protection)")
+    add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
+        help="per-point time limit with isolation (default 3600)")
+    add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
+        help="per-point address-space limit with isolation (default: none)")
 
 
 def runner_from(options, **overrides):
     """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
+    from harness.isolation import Limits
     from harness.results import REFERENCE_DIR
     from harness.runner import Runner
 
@@ -34,7 +42,9 @@ def runner_from(options, **overrides):
     results = path(options.harness_results) or Path("results")
     return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
                   reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
-                  refresh_reference=options.harness_refresh_reference, **overrides)
+                  refresh_reference=options.harness_refresh_reference,
+                  isolate=options.harness_isolation == "point",
+                  limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(run.add_argument)
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--resume", action="store_true",
+                     help="keep points whose record is ok or skipped with the same configuration; run the rest")
 
     verify = commands.add_parser("verify", help="run only the correctness gate of scenario files; exit 1 on any failure")
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
@@ -102,13 +114,13 @@ def _run(args) -> int:
     scenarios = _load_all(args.scenarios)
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
-    records = runner.run(scenarios, progress=not args.no_progress, select=select)
+    records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume)
     if not records:
         print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
         return 2
     _print_table(records)
     print(f"records written under {args.harness_results}/")
-    return 1 if any(r.status == "failed" or r.correctness.get("verdict") == "fail" for r in records) else 0
+    return 1 if any(r.status in ("failed", "timeout") or r.correctness.get("verdict") == "fail" for r in records) else 0
 
 
 def _parse_prompts(value: Optional[str]):
@@ -136,7 +148,7 @@ def _verify(args) -> int:
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
                 print(f"{record.status.upper():<6} {name}: {record.reason}")
-                failed |= record.status == "failed"
+                failed |= record.status in ("failed", "timeout")
                 continue
             if gate.get("verdict") is None:
                 print(f"{'NOGATE':<6} {name}: {gate.get('skipped')}")

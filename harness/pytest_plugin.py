@@ -102,8 +102,8 @@ def report_to_benchmark(benchmark, record) -> None:
     })
     if record.status == "skipped":
         pytest.skip(record.reason)
-    if record.status == "failed":
-        detail = record.details.get("traceback", "")
+    if record.status in ("failed", "timeout"):
+        detail = record.details.get("traceback") or record.details.get("output_tail") or ""
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
     if not benchmark.disabled:
         gaps = [gap for r in record.samples["rounds"] for gap in r["gaps_s"]] or [

@@ -32,6 +32,11 @@ def register_adapter(cls: type[Adapter]) -> type[Adapter]:
     return cls
 
 
+def in_process() -> dict[str, type[Adapter]]:
+    """Adapters registered with ``register_adapter`` (not through entry points)."""
+    return dict(_registered)
+
+
 def unregister_adapter(name: str) -> None:
     _registered.pop(name, None)
 

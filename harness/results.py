@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "skipped", "failed")
+STATUSES = ("ok", "skipped", "failed", "timeout")
 REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
 
 
@@ -23,7 +23,7 @@ class Record:
     scenario: str
     point_id: str
     point: dict  # the point's axes
-    status: str  # ok | skipped | failed
+    status: str  # ok | skipped | failed | timeout
     reason: Optional[str] = None  # why skipped, or the error when failed
     settings: dict = field(default_factory=dict)  # model, generation, measurement as resolved
     model: dict = field(default_factory=dict)  # name, checksum, paths

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import resource
 import sys
 import traceback
@@ -13,6 +14,7 @@ from typing import Callable, Iterable, Optional, Union
 from harness import environment, measure, models, prompts, registry, results
 from harness.adapter import LoadSettings, now_ns
 from harness.errors import HarnessError
+from harness.isolation import Limits, run_in_child
 from harness.scenario import Scenario
 from harness.sweep import Point, expand
 
@@ -42,6 +44,8 @@ class Runner:
     gate_prompts: Union[str, int, None] = None
     refresh_reference: bool = False
     log: Callable[[str], None] = field(default=lambda message: None)
+    isolate: bool = False  # run each point in a child process (see harness.isolation)
+    limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self):
         self._models: dict[str, models.ResolvedModel] = {}
@@ -59,17 +63,9 @@ class Runner:
     def run_point(self, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None) -> results.Record:
         if self._environment is None:
             self._environment = environment.collect()
-        record = results.Record(
-            scenario=scenario.name,
-            point_id=point.id,
-            point=point.axes(),
-            status="ok",
-            settings=scenario.model_dump(include={"model", "generation", "measurement", "prompts",
-                                                  "synthetic_prompts", "gate"}),
-            environment=self._environment,
-            scenario_path=scenario.path,
-            started_at=_now(),
-        )
+        if self.isolate:
+            return self._run_isolated(scenario, point)
+        record = self._new_record(scenario, point)
         try:
             self._run(scenario, point, record, on_round)
         except _Skip as skip:
@@ -82,6 +78,43 @@ class Runner:
         if self.results_dir is not None:
             results.write(record, self.results_dir)
         return record
+
+    def _run_isolated(self, scenario: Scenario, point: Point) -> results.Record:
+        started = _now()
+        reason = None
+        try:
+            reason = registry.get(point.adapter).supports(point)  # cheap: skip without a child
+        except HarnessError as exc:
+            reason = str(exc)
+        if reason:
+            record = self._new_record(scenario, point)
+            record.status, record.reason = "skipped", reason
+        else:
+            record = run_in_child(self, scenario, point, self.limits)
+            record.settings = record.settings or self._settings(scenario)
+            record.environment = record.environment or self._environment
+            record.started_at = record.started_at or started
+        record.finished_at = record.finished_at or _now()
+        if self.results_dir is not None:
+            results.write(record, self.results_dir)
+        return record
+
+    @staticmethod
+    def _settings(scenario: Scenario) -> dict:
+        return scenario.model_dump(include={"model", "generation", "measurement", "prompts", "synthetic_prompts",
+                                            "quantization_options", "gate"})
+
+    def _new_record(self, scenario: Scenario, point: Point) -> results.Record:
+        return results.Record(
+            scenario=scenario.name,
+            point_id=point.id,
+            point=point.axes(),
+            status="ok",
+            settings=self._settings(scenario),
+            environment=self._environment,
+            scenario_path=scenario.path,
+            started_at=_now(),
+        )
 
     def _run(self, scenario: Scenario, point: Point, record: results.Record, on_round) -> None:
         adapter_cls = registry.get(point.adapter)
@@ -207,9 +240,25 @@ class Runner:
         finally:
             engine.close()
 
+    def finished(self, scenario: Scenario, point: Point) -> Optional[results.Record]:
+        """The stored record of this point when it is ``ok`` or ``skipped`` and its configuration matches."""
+        if self.results_dir is None:
+            return None
+        path = results.record_path(self.results_dir, results.Record(scenario.name, point.id, {}, "ok"))
+        try:
+            record = results.read(path)
+        except (OSError, ValueError):
+            return None
+        same = record.point == point.axes() and record.settings == json.loads(json.dumps(self._settings(scenario)))
+        return record if same and record.status in ("ok", "skipped") else None
+
     def run(self, scenarios: Iterable[Scenario], progress: bool = True,
-            select: Optional[Callable[[Point], bool]] = None) -> list[results.Record]:
-        """Run every (selected) point of every scenario, with a progress bar on stderr."""
+            select: Optional[Callable[[Point], bool]] = None, resume: bool = False) -> list[results.Record]:
+        """Run every (selected) point of every scenario, with a progress bar on stderr.
+
+        ``resume`` keeps points whose stored record is ok or skipped with the same configuration;
+        failed, timed-out and missing points run again.
+        """
         from tqdm import tqdm
 
         work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
@@ -217,7 +266,7 @@ class Runner:
         with tqdm(total=len(work), desc="sweep", unit="point", disable=not progress, file=sys.stderr) as bar:
             for scenario, point in work:
                 bar.set_postfix_str(f"{scenario.name}::{point.id}")
-                record = self.run_point(scenario, point)
+                record = (self.finished(scenario, point) if resume else None) or self.run_point(scenario, point)
                 records.append(record)
                 bar.update()
                 if record.status != "ok" and progress:

@@ -56,9 +56,8 @@ def fake_adapters(tiny_llama):
     """Register the fake adapters for one test."""
     from harness import registry
 
-    from .fakes import FailingAdapter, FakeAdapter, TruncatingAdapter
+    from .fakes import ALL as classes
 
-    classes = (FakeAdapter, FailingAdapter, TruncatingAdapter)
     for cls in classes:
         registry.register_adapter(cls)
     yield classes

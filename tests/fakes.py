@@ -56,3 +56,33 @@ class FailingAdapter(FakeAdapter):
 class TruncatingAdapter(FakeAdapter):
     name = "fake-truncating"
     truncate_to = 2
+
+
+class SegfaultAdapter(FakeAdapter):
+    name = "fake-segfault"
+
+    def generate(self, prompts, max_new_tokens):
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0: SIGSEGV, as a broken native engine would
+
+
+class HangingAdapter(FakeAdapter):
+    name = "fake-hang"
+
+    def generate(self, prompts, max_new_tokens):
+        import time
+
+        time.sleep(3600)
+
+
+class HungryAdapter(FakeAdapter):
+    name = "fake-hungry"
+
+    def generate(self, prompts, max_new_tokens):
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 * 2**20))
+
+
+ALL = (FakeAdapter, FailingAdapter, TruncatingAdapter, SegfaultAdapter, HangingAdapter, HungryAdapter)

@@ -20,6 +20,8 @@ from harness.reference import (
     top_ids,
 )
 
+from .faults import StaleKVCache
+
 VOCAB = 8
 
 
@@ -195,6 +197,10 @@ def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir)
         store.get_or_compute(renamed, select_gate_prompts(1), settings)
 
 
+class BrokenHF(StaleKVCache):
+    name = "hf-broken"
+
+
 GATED = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
@@ -219,12 +225,7 @@ def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_pat
 def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):
     from harness import registry, results
 
-    from .faults import StaleKVCache
-
-    class Broken(StaleKVCache):
-        name = "hf-broken"
-
-    registry.register_adapter(Broken)
+    registry.register_adapter(BrokenHF)
     try:
         path = write_scenario(GATED.replace("adapter: [hf]", "adapter: [hf, hf-broken]"))
         assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
