@@ -59,7 +59,7 @@ class OpenVINOAdapter(Adapter):
         return None
 
     @classmethod
-    def supports(cls, point) -> Optional[str]:
+    def capability_reason(cls, point) -> Optional[str]:
         static = point.device in _STATIC
         if static and point.beam_width > 1:
             return f"OpenVINO GenAI's static {point.device} pipeline refuses beam search (beam_width={point.beam_width})"
@@ -67,7 +67,7 @@ class OpenVINOAdapter(Adapter):
             return f"the static {point.device} pipeline needs max_seq_len (its KV cache size)"
         if not static and point.max_seq_len is not None:
             return f"the dynamic {point.device} pipeline has no fixed KV cache size (max_seq_len={point.max_seq_len})"
-        return super().supports(point)
+        return super().capability_reason(point)
 
     # --- conversion -----------------------------------------------------------------------------
 

@@ -86,9 +86,13 @@ class Adapter(ABC):
         """Why this adapter cannot run ``point`` here (decided before anything loads), or None."""
         if not cls.knows_device(point.device):
             return f"{cls.name} has no device {point.device!r} (its devices: {', '.join(cls.devices)})"
-        reason = cls.device_reason(point.device)
-        if reason:
-            return f"{cls.name}:{point.device} unavailable: {reason}"
+        return cls.capability_reason(point) or (
+            f"{cls.name}:{point.device} unavailable: {reason}" if (reason := cls.device_reason(point.device)) else None
+        )
+
+    @classmethod
+    def capability_reason(cls, point: Point) -> Optional[str]:
+        """Why ``point`` can never run on this adapter, on any machine (no device probing), or None."""
         if point.quantization not in cls.quantizations:
             return f"{cls.name} does not support quantization {point.quantization!r} (supports: {', '.join(sorted(cls.quantizations))})"
         if point.beam_width > 1 and not cls.supports_beams:

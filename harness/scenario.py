@@ -263,7 +263,38 @@ def _check_semantics(scenario: Scenario, root, path: str) -> None:
     if not errors:
         from harness.sweep import expand
 
-        if not expand(scenario):
+        points = expand(scenario)
+        if not points:
             errors.append(ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep"))
+        errors += _contradictions(scenario, points, adapter_classes, root, path)
     if errors:
         raise ScenarioErrors(errors)
+
+
+def _contradictions(scenario: Scenario, points, adapter_classes, root, path: str) -> list[ScenarioError]:
+    """Axis values that no point can ever run (e.g. beams when no adapter in the sweep has beam search).
+
+    A value that some points can run leaves the others to skip with their reason; a value that none
+    can run is a mistake in the file.
+    """
+    max_new = scenario.generation.max_new_tokens
+
+    def reason(point) -> Optional[str]:
+        cls = adapter_classes[point.adapter]
+        if not cls.knows_device(point.device):
+            return f"{point.adapter} has no device {point.device!r}"
+        if point.prompt_len and point.max_seq_len and point.prompt_len + max_new > point.max_seq_len:
+            return f"prompt_len {point.prompt_len} + max_new_tokens {max_new} exceeds max_seq_len {point.max_seq_len}"
+        return cls.capability_reason(point)
+
+    reasons = {point.id: reason(point) for point in points}
+    errors = []
+    for axis in sorted(scenario.explicit_axes - {"adapter", "device"}):
+        for i, value in enumerate(getattr(scenario.sweep, axis)):
+            matching = [p for p in points if getattr(p, axis) == value]
+            if matching and all(reasons[p.id] for p in matching):
+                errors.append(ScenarioError(
+                    path, f"no point with {axis}={value} can run: {reasons[matching[0].id]}",
+                    line_of(root, ("sweep", axis, i)), f"sweep.{axis}.{i}",
+                ))
+    return errors

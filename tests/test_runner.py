@@ -4,6 +4,8 @@ from harness import results, scenario
 from harness.runner import Runner
 from harness.sweep import expand
 
+from .fakes import FakeAdapter
+
 
 def run_all(write_scenario, tmp_path, text):
     loaded = scenario.load(write_scenario(text, "sweep.yaml"))
@@ -35,22 +37,25 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
         model: tiny-llama
         prompts: ["x"]
         generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
+        measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
         sweep:
-          adapter: [fake]
+          adapter: [fake, hf]
           device: [cpu, npu]
-          quantization: [none, int4_sym]
           beam_width: [1, 2]
         include:
-          - {prompt_len: 30, max_seq_len: 16}
+          - {adapter: fake, prompt_len: 30, max_seq_len: 16}
         """)
     assert records["fake-npu-bf16-beam1"].reason == "fake:npu unavailable: no fake NPU on this machine"
-    assert records["fake-cpu-int4_sym-beam1"].reason.startswith("fake does not support quantization 'int4_sym'")
     assert records["fake-cpu-bf16-beam2"].reason == "fake has no beam search (beam_width=2)"
+    assert records["hf-npu-bf16-beam1"].reason.startswith("hf has no device 'npu'")
     too_long = records["fake-cpu-bf16-seq16-prompt30-beam1"]
     assert too_long.status == "skipped"
     assert too_long.reason == "prompt (30 tokens) + max_new_tokens (4) exceeds max_seq_len 16"
-    assert records["fake-cpu-bf16-beam1"].status == "ok"
+    assert records["fake-cpu-bf16-beam1"].status == "ok" and records["hf-cpu-bf16-beam2"].status == "ok"
+    from harness.sweep import Point
+
+    int4 = Point("fake", "cpu", None, "int4_sym", None, 1, 1, None, "x")
+    assert FakeAdapter.supports(int4).startswith("fake does not support quantization 'int4_sym'")
 
 
 def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp_path, tiny_llama):

@@ -158,3 +158,40 @@ def test_cli_reports_errors_of_every_file(write_scenario, capsys):
     assert cli.main(["check", str(first), str(second)]) == 2
     err = capsys.readouterr().err
     assert str(first) in err and str(second) in err
+
+
+def test_an_axis_value_no_point_can_run_is_an_error(write_scenario):
+    path = write_scenario("""
+        model: tiny-llama
+        sweep:
+          adapter: [openvino]
+          device: [CPU]
+          beam_width: [1, 4]
+          prompt_len: [32]
+        """)
+    (error,) = errors_of(path)
+    assert error == f"{path}:5: sweep.beam_width.1: no point with beam_width=4 can run: openvino has no beam search (beam_width=4)"
+
+
+def test_a_prompt_longer_than_every_window_is_an_error(write_scenario):
+    path = write_scenario("""
+        model: tiny-llama
+        generation: {max_new_tokens: 32}
+        sweep:
+          adapter: [hf]
+          prompt_len: [64, 4096]
+          max_seq_len: [1024, 2048]
+        """)
+    errors = errors_of(path)
+    assert f"{path}:5: sweep.prompt_len.1: no point with prompt_len=4096 can run: prompt_len 4096 + max_new_tokens 32 exceeds max_seq_len 1024" in errors
+
+
+def test_values_some_points_can_run_leave_the_rest_to_skip(write_scenario):
+    loaded = scenario.load(write_scenario("""
+        model: tiny-llama
+        sweep:
+          adapter: [hf, openvino]
+          device: [cpu, CPU]
+          beam_width: [1, 4]
+        """))
+    assert len(loaded.sweep.beam_width) == 2
