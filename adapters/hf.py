@@ -59,7 +59,8 @@ class HFAdapter(Adapter):
         self.device = torch.device(point.device)
         self.dtype = getattr(torch, _DTYPES[settings.dtype])
         self.model = AutoModelForCausalLM.from_pretrained(
-            str(model.hf_dir), dtype=self.dtype, attn_implementation="sdpa"
+            str(model.hf_dir), dtype=self.dtype, attn_implementation="sdpa",
+            trust_remote_code=settings.trust_remote_code,
         ).to(self.device).eval()
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
         self._step_cache = None

@@ -30,6 +30,7 @@ class LoadSettings:
     max_new_tokens: int = 32
     cache_dir: Optional[str] = None
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
+    trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
 
 
 @dataclass

@@ -26,6 +26,8 @@ def add_run_options(add, prefix: str = "") -> None:
              "none: all in this process (faster, no protection)")
     add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
         help="per-point time limit with isolation (default 3600)")
+    add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
+        help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)")
     add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
         help="per-point address-space limit with isolation (default: none)")
 
@@ -44,6 +46,7 @@ def runner_from(options, **overrides):
                   reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
                   refresh_reference=options.harness_refresh_reference,
                   isolate=options.harness_isolation == "point",
+                  allow_remote_code=options.harness_trust_remote_code,
                   limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
 
 
@@ -86,7 +89,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def _load_all(paths: Sequence[str]):
+def remote_code_error(loaded, allowed: bool):
+    """A scenario that asks to run the model's own code needs the command line's confirmation."""
+    from harness.errors import ScenarioError
+
+    if loaded.model.trust_remote_code and not allowed:
+        return ScenarioError(loaded.path, "true runs code shipped with the model; confirm with --trust-remote-code "
+                             "(pytest: --harness-trust-remote-code)", field="model.trust_remote_code")
+    return None
+
+
+def _load_all(paths: Sequence[str], allow_remote_code: bool = False):
     from harness import scenario
     from harness.errors import ScenarioErrors
 
@@ -96,6 +109,10 @@ def _load_all(paths: Sequence[str]):
             loaded.append(scenario.load(path))
         except ScenarioErrors as exc:
             errors += exc.errors
+            continue
+        problem = remote_code_error(loaded[-1], allow_remote_code)
+        if problem:
+            errors.append(problem)
     if errors:
         raise ScenarioErrors(errors)
     return loaded
@@ -104,14 +121,14 @@ def _load_all(paths: Sequence[str]):
 def _check(args) -> int:
     from harness.sweep import expand
 
-    for scenario in _load_all(args.scenarios):
+    for scenario in _load_all(args.scenarios, allow_remote_code=True):  # check runs nothing
         for point in expand(scenario):
             print(f"{scenario.path}::{point.id}")
     return 0
 
 
 def _run(args) -> int:
-    scenarios = _load_all(args.scenarios)
+    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code)
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
     records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume)
@@ -132,7 +149,7 @@ def _parse_prompts(value: Optional[str]):
 
 
 def _verify(args) -> int:
-    scenarios = _load_all(args.scenarios)
+    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code)
     without = [s.path for s in scenarios if s.gate is None]
     if without:
         print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)

@@ -44,6 +44,7 @@ def run_in_child(runner, scenario, point, limits: Limits):
                 "timing": runner.timing,
                 "gate_prompts": runner.gate_prompts,
                 "refresh_reference": runner.refresh_reference,
+                "allow_remote_code": runner.allow_remote_code,
             },
             "adapters": _in_process_adapters(),
             "memory_limit_mb": limits.memory_limit_mb,
@@ -130,7 +131,8 @@ def _child(job_file: str, record_file: str) -> int:
         cache_dir=Path(options["cache_dir"]) if options["cache_dir"] else None,
         reference_dir=Path(options["reference_dir"]) if options["reference_dir"] else None,
         timing=options["timing"], gate_prompts=options["gate_prompts"],
-        refresh_reference=options["refresh_reference"], log=messages.append,
+        refresh_reference=options["refresh_reference"], allow_remote_code=options["allow_remote_code"],
+        log=messages.append,
     )
     record = runner.run_point(scenario, point)
     record.details["log"] = messages

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import add_run_options, runner_from
+from harness.cli import add_run_options, remote_code_error, runner_from
 from harness.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
@@ -58,6 +58,9 @@ class ScenarioFile(pytest.File):
             loaded = scenario.load(self.path)
         except ScenarioErrors as exc:
             raise self.CollectError(str(exc)) from None
+        problem = remote_code_error(loaded, self.config.option.harness_trust_remote_code)
+        if problem:
+            raise self.CollectError(str(problem))
         for point in expand(loaded):
             item = PointItem.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
             for label in (point.adapter, point.device, *loaded.markers):
@@ -77,12 +80,19 @@ class PointItem(pytest.Function):
 def _point_test(scenario, point):
     def run_point(benchmark, request):
         record = request.config.stash[RUNNER].run_point(scenario, point)
-        report_to_benchmark(benchmark, record)
+        report_to_benchmark(benchmark, record, scenario)
 
     return run_point
 
 
-def report_to_benchmark(benchmark, record) -> None:
+def known_failure(scenario, record):
+    for known in scenario.known_failures:
+        if all(record.point.get(axis) == value for axis, value in known.match.items()):
+            return known
+    return None
+
+
+def report_to_benchmark(benchmark, record, scenario) -> None:
     """Turn a record into pytest's outcome and pytest-benchmark's entry (seconds per generated token).
 
     pytest-benchmark times callables itself; our samples come from the engine's own token stream, so
@@ -102,6 +112,10 @@ def report_to_benchmark(benchmark, record) -> None:
     })
     if record.status == "skipped":
         pytest.skip(record.reason)
+    gate_failed = record.correctness.get("verdict") == "fail"
+    known = known_failure(scenario, record) if record.status in ("failed", "timeout") or gate_failed else None
+    if known is not None:
+        pytest.xfail(f"known failure ({known.reason}): {record.reason or record.correctness.get('reasons')}")
     if record.status in ("failed", "timeout"):
         detail = record.details.get("traceback") or record.details.get("output_tail") or ""
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)

@@ -45,6 +45,7 @@ class Runner:
     refresh_reference: bool = False
     log: Callable[[str], None] = field(default=lambda message: None)
     isolate: bool = False  # run each point in a child process (see harness.isolation)
+    allow_remote_code: bool = False  # the command line's confirmation of model.trust_remote_code
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self):
@@ -140,7 +141,8 @@ class Runner:
         adapter = adapter_cls()
         settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads,
                                 max_new_tokens=max_new, cache_dir=str(self.cache_dir) if self.cache_dir else None,
-                                quantization=scenario.quantization_options.model_dump())
+                                quantization=scenario.quantization_options.model_dump(),
+                                trust_remote_code=scenario.model.trust_remote_code and self.allow_remote_code)
         start = now_ns()
         adapter.load(model, point, settings)
         load_s = (now_ns() - start) / 1e9

@@ -114,6 +114,13 @@ class Sweep(_Strict):
     moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
 
 
+class KnownFailure(_Strict):
+    """A failure the scenario expects: under pytest its points are xfail instead of failed."""
+
+    match: dict[str, Any] = Field(description="axis values a point must have, e.g. {device: NPU, quantization: int4_sym}")
+    reason: str
+
+
 class Scenario(_Strict):
     name: str = Field(pattern=SAFE_NAME)
     description: str = ""
@@ -128,6 +135,7 @@ class Scenario(_Strict):
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     include: list[dict[str, Any]] = Field(default_factory=list)
     markers: list[str] = Field(default_factory=list)
+    known_failures: list[KnownFailure] = Field(default_factory=list)
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
 
     @field_validator("model", mode="before")
@@ -247,16 +255,18 @@ def _check_semantics(scenario: Scenario, root, path: str) -> None:
                 path, f"no adapter in this sweep has device {device!r} (known: {', '.join(known)})",
                 line_of(root, ("sweep", "device", i)), f"sweep.device.{i}",
             ))
-    for section in ("exclude", "include"):
-        for i, entry in enumerate(getattr(scenario, section)):
-            for key in entry:
-                if key not in AXES:
-                    close = difflib.get_close_matches(str(key), AXES, n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    errors.append(ScenarioError(
-                        path, f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
-                        line_of(root, (section, i, key)), f"{section}.{i}.{key}",
-                    ))
+    patterns = [(("exclude", i), entry) for i, entry in enumerate(scenario.exclude)]
+    patterns += [(("include", i), entry) for i, entry in enumerate(scenario.include)]
+    patterns += [(("known_failures", i, "match"), known.match) for i, known in enumerate(scenario.known_failures)]
+    for loc, entry in patterns:
+        for key in entry:
+            if key not in AXES:
+                close = difflib.get_close_matches(str(key), AXES, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                errors.append(ScenarioError(
+                    path, f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
+                    line_of(root, (*loc, key)), ".".join(map(str, (*loc, key))),
+                ))
     problem = models.check_source(scenario.model)
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))

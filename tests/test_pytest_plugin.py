@@ -86,3 +86,22 @@ def test_real_engine_end_to_end_in_a_fresh_process(pytester, tiny_llama):
     (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
     assert bench["name"] == "hf-cpu-bf16-prompt16"
     assert bench["extra_info"]["prompt_tokens"] == 16 and bench["extra_info"]["tpot_ms"] > 0
+
+
+def test_known_failures_are_xfail(pytester, fake_adapters):
+    write(pytester, FAKE_SWEEP + """
+known_failures:
+  - match: {adapter: fake-failing, device: cpu}
+    reason: engine bug 1234
+""")
+    result = pytester.runpytest("scenarios/", "-rx")
+    result.assert_outcomes(passed=1, xfailed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*known failure (engine bug 1234): RuntimeError: fake engine fault at step 3*"])
+
+
+def test_remote_code_needs_the_command_line_to_confirm(pytester, fake_adapters):
+    write(pytester, FAKE_SWEEP.replace("model: tiny-llama", "model: {source: tiny-llama, trust_remote_code: true}"))
+    result = pytester.runpytest("scenarios/")
+    result.stdout.fnmatch_lines(["*model.trust_remote_code: true runs code shipped with the model; confirm with*"])
+    assert result.ret != 0
+    pytester.runpytest("scenarios/", "--harness-trust-remote-code").assert_outcomes(passed=1, failed=1, skipped=2)

@@ -195,3 +195,22 @@ def test_values_some_points_can_run_leave_the_rest_to_skip(write_scenario):
           beam_width: [1, 4]
         """))
     assert len(loaded.sweep.beam_width) == 2
+
+
+def test_remote_code_is_refused_unless_confirmed(write_scenario, capsys, tmp_path):
+    path = write_scenario("model: {source: tiny-llama, trust_remote_code: true}\nsweep: {adapter: [hf]}\n")
+    assert cli.main(["run", str(path), "--results", str(tmp_path)]) == 2
+    assert "model.trust_remote_code: true runs code shipped with the model" in capsys.readouterr().err
+    assert cli.main(["check", str(path)]) == 0
+
+
+def test_known_failures_name_real_axes(write_scenario):
+    path = write_scenario("""
+        model: tiny-llama
+        sweep: {adapter: [hf]}
+        known_failures:
+          - match: {quantisation: int4_sym}
+            reason: x
+        """)
+    (error,) = errors_of(path)
+    assert error.startswith(f"{path}:4: known_failures.0.match.quantisation: unknown axis 'quantisation'; did you mean 'quantization'?")
