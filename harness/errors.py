@@ -30,10 +30,6 @@ class ScenarioErrors(HarnessError):
         super().__init__("\n".join(str(e) for e in errors))
 
 
-class AdapterUnavailable(HarnessError):
-    """An adapter's engine is not installed or cannot run here."""
-
-
 class UnknownAdapter(HarnessError):
     exit_code = 2
 
