@@ -151,6 +151,9 @@ class HFAdapter(Adapter):
             out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
         return [h[0].float().cpu().numpy() for h in out.hidden_states]
 
+    def weight_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+
     def synchronize(self) -> None:
         backend = getattr(self._torch, self.device.type, None)
         if self.device.type != "cpu" and backend is not None:

@@ -197,6 +197,9 @@ class OpenVINOAdapter(Adapter):
             raise RuntimeError("decode() before prefill()")
         return self._infer([token])
 
+    def weight_bytes(self) -> int:
+        return (self.ir_dir / "openvino_model.bin").stat().st_size
+
     def load_figures(self) -> dict:
         key = "compile_s" if self.compile_state == "uncached" else f"compile_{self.compile_state}_s"
         return {"export_s": self.convert_s, key: self.compile_s}

@@ -135,6 +135,10 @@ class Adapter(ABC):
         ``tokens``: the embeddings first, then each decoder layer's output."""
         raise NotImplementedError(f"{self.name} does not expose hidden states")
 
+    def weight_bytes(self) -> Optional[int]:
+        """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""
+        return None
+
     def load_figures(self) -> dict:
         """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""
         return {}

@@ -28,6 +28,8 @@ def add_run_options(add, prefix: str = "") -> None:
         help="per-point time limit with isolation (default 3600)")
     add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
         help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)")
+    add(f"--{prefix}no-energy", dest="harness_no_energy", action="store_true",
+        help="skip energy, CPU-time and roofline figures")
     add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
         help="per-point address-space limit with isolation (default: none)")
 
@@ -47,6 +49,7 @@ def runner_from(options, **overrides):
                   refresh_reference=options.harness_refresh_reference,
                   isolate=options.harness_isolation == "point",
                   allow_remote_code=options.harness_trust_remote_code,
+                  energy=not options.harness_no_energy,
                   limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
 
 

@@ -45,6 +45,7 @@ def run_in_child(runner, scenario, point, limits: Limits):
                 "gate_prompts": runner.gate_prompts,
                 "refresh_reference": runner.refresh_reference,
                 "allow_remote_code": runner.allow_remote_code,
+                "energy": runner.energy,
             },
             "adapters": _in_process_adapters(),
             "memory_limit_mb": limits.memory_limit_mb,
@@ -132,6 +133,7 @@ def _child(job_file: str, record_file: str) -> int:
         reference_dir=Path(options["reference_dir"]) if options["reference_dir"] else None,
         timing=options["timing"], gate_prompts=options["gate_prompts"],
         refresh_reference=options["refresh_reference"], allow_remote_code=options["allow_remote_code"],
+        energy=options["energy"],
         log=messages.append,
     )
     record = runner.run_point(scenario, point)

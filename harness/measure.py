@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -58,6 +59,7 @@ def run_rounds(
     stopping: Stopping,
     expected_tokens: int,
     on_round: Optional[Callable[[int], None]] = None,
+    around_timed=contextlib.nullcontext,
 ) -> tuple[list[float], list[Round]]:
     """Warm up, then time rounds (cycling through prompts) until both min_rounds and min_time_s are met.
 
@@ -70,16 +72,17 @@ def run_rounds(
         _check_length(trace, expected_tokens)
         warmups.append((trace.token_ns[-1] - trace.start_ns) / 1e9)
     rounds: list[Round] = []
-    began = time.perf_counter()
-    while len(rounds) < stopping.max_rounds and (
-        len(rounds) < stopping.min_rounds or time.perf_counter() - began < stopping.min_time_s
-    ):
-        index = len(rounds) % n_prompts
-        trace = generate(index)
-        _check_length(trace, expected_tokens)
-        rounds.append(Round.from_trace(trace, index))
-        if on_round:
-            on_round(len(rounds))
+    with around_timed():  # e.g. an energy window: opened before the first round, closed after the last
+        began = time.perf_counter()
+        while len(rounds) < stopping.max_rounds and (
+            len(rounds) < stopping.min_rounds or time.perf_counter() - began < stopping.min_time_s
+        ):
+            index = len(rounds) % n_prompts
+            trace = generate(index)
+            _check_length(trace, expected_tokens)
+            rounds.append(Round.from_trace(trace, index))
+            if on_round:
+                on_round(len(rounds))
     return warmups, rounds
 
 
@@ -151,6 +154,22 @@ def summarize_engine(figures: list[dict]) -> dict[str, float]:
 
 UNITS = {
     "engine_ttft_ms": "ms",
+    "energy_j": "J",
+    "energy_cpu_package_j": "J",
+    "energy_dram_j": "J",
+    "energy_gpu_j": "J",
+    "energy_soc_j": "J",
+    "avg_power_w": "W",
+    "energy_per_token_mj": "mJ/token",
+    "prefill_energy_per_prompt_token_mj": "mJ/token",
+    "cpu_user_s": "s",
+    "cpu_system_s": "s",
+    "cpu_utilization": "cores",
+    "bytes_per_decode_step": "bytes",
+    "memory_bandwidth_gb_s": "GB/s",
+    "decode_bound_ms": "ms/token",
+    "roofline_fraction": "ratio",
+    "prefill_compute_bound_ms": "ms",
     "engine_tpot_ms": "ms/token",
     "rounds": "count",
     "prompt_tokens": "tokens",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
+import statistics
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -46,12 +48,14 @@ class Runner:
     log: Callable[[str], None] = field(default=lambda message: None)
     isolate: bool = False  # run each point in a child process (see harness.isolation)
     allow_remote_code: bool = False  # the command line's confirmation of model.trust_remote_code
+    energy: bool = True  # energy (Zeus), CPU time and the roofline around the timed rounds
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self):
         self._models: dict[str, models.ResolvedModel] = {}
         self._references: dict[Path, object] = {}
         self._environment: Optional[dict] = None
+        self._meter = None
 
     def _resolve(self, scenario: Scenario) -> models.ResolvedModel:
         key = scenario.model.model_dump_json()
@@ -172,13 +176,60 @@ class Runner:
 
         m = scenario.measurement
         stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
-        warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round)
+        windows: dict = {}
+        meter = self._energy_meter() if self.energy else None
+
+        @contextlib.contextmanager
+        def energy_window():
+            if meter is None:
+                yield
+                return
+            meter.begin("generation")
+            try:
+                yield
+            finally:  # closed even when a round fails, so the next point can open its own
+                windows["generation"] = meter.end("generation")
+
+        warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
         record.metrics.update(measure.summarize(rounds))
+        if meter is not None:
+            self._energy_metrics(point, adapter, prompt_ids, rounds, meter, windows["generation"], record)
         record.metrics.update(measure.summarize_engine(engine_figures[len(warmups):]))
         record.metrics["first_call_s"] = warmups[0] if warmups else None
         record.samples = {"rounds": [r.to_dict() for r in rounds], "warmup_s": warmups}
         record.details["outputs"] = {str(i): tokenizer.decode(ids) for i, ids in sorted(outputs.items())}
         record.details["prompt_lengths"] = [len(p) for p in prompt_ids]
+
+    def _energy_meter(self):
+        from harness.energy import EnergyMeter
+
+        if self._meter is None:
+            self._meter = EnergyMeter()
+        return self._meter
+
+    def _energy_metrics(self, point, adapter, prompt_ids, rounds, meter, window, record) -> None:
+        """Energy, CPU time and the decode roofline; a prefill-only window when energy is measurable."""
+        from harness import energy, roofline
+
+        prefill = None
+        if meter.measures_anything:
+            meter.begin("prefill")
+            for r in rounds:  # one-token generations: prefill and the first token only
+                adapter.generate([prompt_ids[r.prompt_index]] * point.batch_size, 1)
+            prefill = meter.end("prefill")
+        generated = sum(r.batch_size * r.n_generated for r in rounds)
+        prompt_tokens = sum(r.batch_size * r.prompt_tokens for r in rounds)
+        record.metrics.update(energy.metrics(window, generated, prefill, prompt_tokens))
+        unavailable = dict(meter.unavailable)
+        if "npu" in point.device.lower():
+            unavailable["npu"] = energy.NPU_NOTE
+        record.details["energy_unavailable"] = unavailable
+        config = json.loads((Path(record.model["hf_dir"]) / "config.json").read_text())
+        context = statistics.median(r.prompt_tokens + r.n_generated / 2 for r in rounds)
+        bandwidth = roofline.bandwidth(models.cache_dir(self.cache_dir))["bytes_per_s"]
+        bound = roofline.decode_bound(adapter.weight_bytes(), config, context, bandwidth, record.metrics.get("tpot_ms"))
+        record.details["roofline_note"] = bound.pop("roofline_note")
+        record.metrics.update(bound)
 
     def _reference(self, scenario: Scenario, model):
         from harness.reference import ReferenceSettings, ReferenceStore

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from harness.adapter import Adapter, GenerationTrace, now_ns
@@ -34,6 +36,7 @@ class FakeAdapter(Adapter):
         for step in range(self.truncate_to or max_new_tokens):
             if self.fail_at is not None and step == self.fail_at:
                 raise RuntimeError(f"fake engine fault at step {step}")
+            time.sleep(0.002)  # a step takes time, as on any engine (energy windows need some)
             times.append(now_ns())
         return GenerationTrace(start, times, len(prompts[0]), len(prompts),
                                [[i % 7 for i in range(len(times))] for _ in prompts])
