@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-import textwrap
-from pathlib import Path
+from common import single_point
 
-from harness import scenario
 from harness.runner import Runner
-from harness.sweep import expand
 
 
 def main() -> None:
@@ -24,24 +20,14 @@ def main() -> None:
     parser.add_argument("--model", default="gemma3-270m")
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as root:
-        path = Path(root) / "bench.yaml"
-        path.write_text(textwrap.dedent(f"""
-            model: {args.model}
-            prompts: ["The capital of France is"]
-            generation: {{max_new_tokens: 32}}
-            measurement: {{warmup_rounds: 1, min_rounds: 4, threads: 2}}
-            sweep: {{adapter: [hf]}}
-            """))
-        loaded = scenario.load(path)
-        (point,) = expand(loaded)
-        tracked, bare = Runner(results_dir=None, energy=True), Runner(results_dir=None, energy=False)
-        tpot = {"on": [], "off": []}
-        for _ in range(args.pairs):
-            for name, runner in (("on", tracked), ("off", bare)):
-                record = runner.run_point(loaded, point)
-                assert record.status == "ok", record.reason
-                tpot[name].append(record.metrics["tpot_ms"])
+    loaded, point = single_point(args.model)
+    tracked, bare = Runner(results_dir=None, energy=True), Runner(results_dir=None, energy=False)
+    tpot = {"on": [], "off": []}
+    for _ in range(args.pairs):
+        for name, runner in (("on", tracked), ("off", bare)):
+            record = runner.run_point(loaded, point)
+            assert record.status == "ok", record.reason
+            tpot[name].append(record.metrics["tpot_ms"])
     on, off = statistics.median(tpot["on"]), statistics.median(tpot["off"])
     print("| model | pairs | ms/token tracking on | ms/token tracking off | change |")
     print("|---|---|---|---|---|")

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-import textwrap
 import time
-from pathlib import Path
 
-from harness import scenario
+from common import single_point
+
 from harness.runner import Runner
-from harness.sweep import expand
 
 
 def main() -> None:
@@ -26,26 +23,16 @@ def main() -> None:
     parser.add_argument("--adapter", default="hf")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as root:
-        path = Path(root) / "bench.yaml"
-        path.write_text(textwrap.dedent(f"""
-            model: {args.model}
-            prompts: ["The capital of France is"]
-            generation: {{max_new_tokens: 8}}
-            measurement: {{warmup_rounds: 1, min_rounds: 2, threads: 2}}
-            sweep: {{adapter: [{args.adapter}]}}
-            """))
-        loaded = scenario.load(path)
-        (point,) = expand(loaded)
-        inline, isolated = Runner(results_dir=None), Runner(results_dir=None, isolate=True)
-        inline.run_point(loaded, point)  # first load pays conversions and imports; not counted
-        times = {"in-process": [], "isolated": []}
-        for _ in range(args.rounds):
-            for name, runner in (("in-process", inline), ("isolated", isolated)):
-                start = time.perf_counter()
-                record = runner.run_point(loaded, point)
-                times[name].append(time.perf_counter() - start)
-                assert record.status == "ok", record.reason
+    loaded, point = single_point(args.model, args.adapter, max_new_tokens=8, min_rounds=2)
+    inline, isolated = Runner(results_dir=None), Runner(results_dir=None, isolate=True)
+    inline.run_point(loaded, point)  # first load pays conversions and imports; not counted
+    times = {"in-process": [], "isolated": []}
+    for _ in range(args.rounds):
+        for name, runner in (("in-process", inline), ("isolated", isolated)):
+            start = time.perf_counter()
+            record = runner.run_point(loaded, point)
+            times[name].append(time.perf_counter() - start)
+            assert record.status == "ok", record.reason
     a, b = statistics.median(times["in-process"]), statistics.median(times["isolated"])
     print("| model | adapter | rounds | in-process s/point | isolated s/point | overhead s/point |")
     print("|---|---|---|---|---|---|")
