@@ -151,6 +151,16 @@ class HFAdapter(Adapter):
             out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
         return [h[0].float().cpu().numpy() for h in out.hidden_states]
 
+    def device_memory(self):
+        torch, kind = self._torch, self.device.type
+        if kind == "cpu":
+            return None, "cpu: host memory is peak_rss_mb"
+        if kind in ("cuda", "xpu"):
+            return getattr(torch, kind).max_memory_allocated(self.device) / 2**20, None
+        if kind == "mps":
+            return torch.mps.driver_allocated_memory() / 2**20, None
+        return None, f"torch has no allocator statistics for {kind}"
+
     def weight_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 

@@ -139,6 +139,10 @@ class Adapter(ABC):
         """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""
         return None
 
+    def device_memory(self) -> tuple[Optional[float], Optional[str]]:
+        """(peak device memory in MiB since load, None) or (None, why it is not known)."""
+        return None, f"{self.name} exposes no device memory figure"
+
     def load_figures(self) -> dict:
         """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""
         return {}

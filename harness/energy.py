@@ -121,3 +121,49 @@ def metrics(window: Window, tokens: int, prefill: Optional[Window], prompt_token
         prefill_total / prompt_tokens * 1e3 if prefill_total is not None and prompt_tokens else None
     )
     return out
+
+
+class CycleCounter:
+    """CPU cycles of this process over a window, from ``perf stat`` attached to it, when the kernel allows."""
+
+    def __init__(self, perf: str = "perf"):
+        import shutil
+
+        self.perf = shutil.which(perf)
+        self.reason: Optional[str] = None if self.perf else "perf is not installed (Debian package linux-perf)"
+        self._proc = None
+
+    def begin(self) -> None:
+        import subprocess
+
+        if self.perf is None:
+            return
+        self._proc = subprocess.Popen(
+            [self.perf, "stat", "-x,", "-e", "cycles", "-p", str(os.getpid())],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(0.05)  # let perf attach before the window's work starts
+
+    def end(self) -> Optional[int]:
+        import signal
+        import subprocess
+
+        if self._proc is None:
+            return None
+        proc, self._proc = self._proc, None
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.reason = "perf stat did not stop"
+            return None
+        for line in err.splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("cycles"):
+                if fields[0].strip().isdigit():
+                    return int(fields[0])
+                self.reason = f"perf stat: cycles {fields[0].strip()} here (kernel or VM does not expose the counter)"
+                return None
+        self.reason = f"perf stat gave no cycles line: {err.strip()[:200]!r}"
+        return None

@@ -165,6 +165,8 @@ UNITS = {
     "cpu_user_s": "s",
     "cpu_system_s": "s",
     "cpu_utilization": "cores",
+    "cpu_cycles": "cycles",
+    "device_memory_peak_mb": "MiB",
     "bytes_per_decode_step": "bytes",
     "memory_bandwidth_gb_s": "GB/s",
     "decode_bound_ms": "ms/token",

@@ -184,16 +184,22 @@ class Runner:
             if meter is None:
                 yield
                 return
+            from harness.energy import CycleCounter
+
+            cycles = CycleCounter()
+            cycles.begin()
             meter.begin("generation")
             try:
                 yield
             finally:  # closed even when a round fails, so the next point can open its own
                 windows["generation"] = meter.end("generation")
+                windows["cycles"] = (cycles.end(), cycles.reason)
 
         warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
         record.metrics.update(measure.summarize(rounds))
         if meter is not None:
-            self._energy_metrics(point, adapter, prompt_ids, rounds, meter, windows["generation"], record)
+            self._energy_metrics(point, adapter, prompt_ids, rounds, meter, windows["generation"],
+                                 windows["cycles"], record)
         record.metrics.update(measure.summarize_engine(engine_figures[len(warmups):]))
         record.metrics["first_call_s"] = warmups[0] if warmups else None
         record.samples = {"rounds": [r.to_dict() for r in rounds], "warmup_s": warmups}
@@ -207,7 +213,7 @@ class Runner:
             self._meter = EnergyMeter()
         return self._meter
 
-    def _energy_metrics(self, point, adapter, prompt_ids, rounds, meter, window, record) -> None:
+    def _energy_metrics(self, point, adapter, prompt_ids, rounds, meter, window, windows_cycles, record) -> None:
         """Energy, CPU time and the decode roofline; a prefill-only window when energy is measurable."""
         from harness import energy, roofline
 
@@ -220,6 +226,12 @@ class Runner:
         generated = sum(r.batch_size * r.n_generated for r in rounds)
         prompt_tokens = sum(r.batch_size * r.prompt_tokens for r in rounds)
         record.metrics.update(energy.metrics(window, generated, prefill, prompt_tokens))
+        record.metrics["cpu_cycles"], cycles_reason = windows_cycles
+        if cycles_reason:
+            record.details["cpu_cycles_unavailable"] = cycles_reason
+        record.metrics["device_memory_peak_mb"], memory_reason = adapter.device_memory()
+        if memory_reason:
+            record.details["device_memory_unavailable"] = memory_reason
         unavailable = dict(meter.unavailable)
         if "npu" in point.device.lower():
             unavailable["npu"] = energy.NPU_NOTE

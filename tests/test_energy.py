@@ -138,3 +138,50 @@ def test_bandwidth_is_measured_once_per_machine(tmp_path):
     first = roofline.bandwidth(tmp_path)
     assert first["bytes_per_s"] > 1e8
     assert roofline.bandwidth(tmp_path) == first  # cached
+
+
+FAKE_PERF = """#!/bin/sh
+trap 'echo "123456789,,cycles,1000,100.00,," >&2; exit 0' INT
+while true; do sleep 0.01; done
+"""
+
+
+def test_cycle_counter_reads_perf_stat(tmp_path):
+    perf = tmp_path / "perf"
+    perf.write_text(FAKE_PERF)
+    perf.chmod(0o755)
+    counter = energy.CycleCounter(str(perf))
+    counter.begin()
+    assert counter.end() == 123456789 and counter.reason is None
+
+
+def test_cycle_counter_says_why_not(tmp_path):
+    missing = energy.CycleCounter(str(tmp_path / "no-perf"))
+    missing.begin()
+    assert missing.end() is None and "perf is not installed" in missing.reason
+    perf = tmp_path / "perf"
+    perf.write_text(FAKE_PERF.replace("123456789", "<not supported>"))
+    perf.chmod(0o755)
+    unsupported = energy.CycleCounter(str(perf))
+    unsupported.begin()
+    assert unsupported.end() is None and "cycles <not supported> here" in unsupported.reason
+
+
+def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario, tmp_path, tiny_llama):
+    from harness import scenario
+    from harness.runner import Runner
+    from harness.sweep import expand
+
+    loaded = scenario.load(write_scenario("""
+        model: tiny-llama
+        generation: {max_new_tokens: 4}
+        measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}
+        sweep: {adapter: [hf]}
+        """))
+    (point,) = expand(loaded)
+    record = Runner(results_dir=None).run_point(loaded, point)
+    assert record.status == "ok", record.reason
+    assert record.metrics["cpu_cycles"] is not None or record.details["cpu_cycles_unavailable"]
+    assert record.metrics["device_memory_peak_mb"] is None
+    assert record.details["device_memory_unavailable"] == "cpu: host memory is peak_rss_mb"
+    assert record.metrics["roofline_fraction"] > 0 and record.metrics["decode_bound_ms"] > 0
