@@ -73,10 +73,12 @@ class HFAdapter(Adapter):
             def __init__(self):
                 self.times: list[int] = []
                 self._never = None
+                # decided once per generation, not per step: CPU tokens are on the host already
+                self._sync = adapter.synchronize if adapter.device.type != "cpu" else None
 
             def __call__(self, input_ids, scores, **kwargs):
-                if adapter.device.type != "cpu":
-                    adapter.synchronize()
+                if self._sync is not None:
+                    self._sync()
                 self.times.append(now_ns())
                 if self._never is None or self._never.shape[0] != input_ids.shape[0]:
                     self._never = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
