@@ -77,16 +77,66 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+
+    report = commands.add_parser("report", help="render records as HTML (plots embedded), Markdown and CSV")
+    report.add_argument("sources", nargs="+", metavar="RESULTS",
+                        help="results directories, record files or pytest-benchmark JSON files")
+    report.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory, e.g. reports/nightly")
+    report.add_argument("--title", default=None)
+
+    baseline = commands.add_parser("baseline", help="save records as a named baseline")
+    baseline_commands = baseline.add_subparsers(dest="baseline_command", required=True)
+    save = baseline_commands.add_parser("save", help="store RESULTS as baseline NAME")
+    save.add_argument("sources", nargs="+", metavar="RESULTS")
+    save.add_argument("--name", required=True)
+    save.add_argument("--replace", action="store_true", help="overwrite an existing baseline of that name")
+    add_baseline_options(save.add_argument)
+    listing = baseline_commands.add_parser("list", help="list saved baselines")
+    add_baseline_options(listing.add_argument)
+
+    compare = commands.add_parser("compare", help="per-point ratios of NEW against BASE (speedup, energy, agreement)")
+    compare.add_argument("base", metavar="BASE", help="baseline name or records")
+    compare.add_argument("new", metavar="NEW", help="records")
+    compare.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    add_baseline_options(compare.add_argument)
+
+    gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
+    gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
+    add_gate_options(gate.add_argument)
+    add_baseline_options(gate.add_argument)
     return parser
+
+
+def add_baseline_options(add, prefix: str = "") -> None:
+    add(f"--{prefix}baselines-dir", dest="harness_baselines_dir", metavar="DIR", default="baselines",
+        help="where named baselines live (default: baselines)")
+
+
+def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
+    """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
+    from harness.regression import DEFAULT_THRESHOLDS
+
+    add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
+        default=None, help="baseline name (see `harness baseline save`) or a path to its records")
+    add(f"--{prefix}max-regression", dest="harness_max_regression", metavar="METRIC=PCT,...",
+        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {DEFAULT_THRESHOLDS}); a "
+        "regression must also exceed the measured spread")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"run": _run, "verify": _verify, "devices": _devices, "check": _check}[args.command](args)
+        commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
+                    "baseline": _baseline, "compare": _compare, "gate": _gate}
+        return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         return exc.exit_code
+    except (FileNotFoundError, ValueError) as exc:  # unreadable or missing record files, named in the message
+        if args.command in ("run", "verify"):
+            raise
+        print(f"ERROR {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -205,6 +255,63 @@ def _print_table(records) -> None:
             print(f"    gate not run: {r.correctness['skipped']}")
         elif r.correctness.get("report"):
             print("    " + r.correctness["report"].replace("\n", "\n    "))
+
+
+def _report(args) -> int:
+    from harness.report import build
+
+    written = build(args.sources, args.output, title=args.title)
+    print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
+    return 0
+
+
+def _baseline(args) -> int:
+    from harness import baseline
+
+    if args.baseline_command == "list":
+        for manifest in sorted(Path(args.harness_baselines_dir).glob(f"*/{baseline.MANIFEST}")):
+            print(manifest.parent.name)
+        return 0
+    target = baseline.save(args.sources, args.name, Path(args.harness_baselines_dir), replace=args.replace)
+    print(f"baseline {args.name!r} saved at {target}")
+    return 0
+
+
+def _records(sources):
+    from harness.results import iter_records
+
+    return [record for _, record in iter_records(sources)]
+
+
+def _compare(args) -> int:
+    from harness import baseline
+    from harness.compare import comparison, format_table
+
+    table = comparison(baseline.load(args.base, Path(args.harness_baselines_dir)), _records([args.new]))
+    print(format_table(table))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def gate_report(outcome, baseline_name: str) -> list[str]:
+    """Lines explaining a regression-gate outcome, point by point."""
+    lines = [str(finding) for finding in outcome.findings]
+    lines += [f"note {note}" for note in outcome.notes]
+    verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"
+    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
+    return lines
+
+
+def _gate(args) -> int:
+    from harness import baseline
+    from harness.regression import check, parse_thresholds
+
+    thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
+    base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
+    outcome = check(base, _records(args.sources), thresholds)
+    print("\n".join(gate_report(outcome, args.harness_baseline)))
+    return 0 if outcome.passed else 1
 
 
 def _devices(args) -> int:

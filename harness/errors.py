@@ -38,3 +38,9 @@ class ModelError(HarnessError):
     """A model source cannot be resolved (missing path, checksum mismatch, ...)."""
 
     exit_code = 2
+
+
+class UsageError(HarnessError):
+    """A command-line value or input file the user gave cannot be used; the message says what to give."""
+
+    exit_code = 2

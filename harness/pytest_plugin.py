@@ -12,18 +12,40 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import add_run_options, remote_code_error, runner_from
+from harness.cli import add_baseline_options, add_gate_options, add_run_options, remote_code_error, runner_from
 from harness.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
+SESSION = pytest.StashKey["SessionRecords"]()
+
+
+class SessionRecords:
+    """What the regression gate needs at the end of a session: the records made, the points selected."""
+
+    def __init__(self, thresholds):
+        self.thresholds = thresholds
+        self.records = []
+        self.scenarios: set[str] = set()
+        self.deselected: set[tuple[str, str]] = set()
+        self.gate_lines: list[str] = []
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("harness", "LLM inference harness")
     add_run_options(group.addoption, prefix="harness-")
+    add_gate_options(group.addoption, prefix="harness-", required=False)
+    add_baseline_options(group.addoption, prefix="harness-")
 
 
 def pytest_configure(config):
+    from harness.errors import UsageError
+    from harness.regression import parse_thresholds
+
+    try:  # thresholds are checked before anything runs
+        thresholds = parse_thresholds(config.option.harness_max_regression)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION] = SessionRecords(thresholds)
     config.stash[RUNNER] = runner_from(config.option)
     from harness import registry
 
@@ -61,8 +83,10 @@ class ScenarioFile(pytest.File):
         problem = remote_code_error(loaded, self.config.option.harness_trust_remote_code)
         if problem:
             raise self.CollectError(str(problem))
+        self.config.stash[SESSION].scenarios.add(loaded.name)
         for point in expand(loaded):
             item = PointItem.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
+            item.harness_key = (loaded.name, point.id)
             for label in (point.adapter, point.device, *loaded.markers):
                 name = marker_name(label)
                 self.config.addinivalue_line("markers", f"{name}: harness scenario marker")
@@ -80,6 +104,7 @@ class PointItem(pytest.Function):
 def _point_test(scenario, point):
     def run_point(benchmark, request):
         record = request.config.stash[RUNNER].run_point(scenario, point)
+        request.config.stash[SESSION].records.append(record)
         report_to_benchmark(benchmark, record, scenario)
 
     return run_point
@@ -101,14 +126,22 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     pyproject.toml and covered by tests/test_pytest_plugin.py.
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
+    from harness import benchmark_json
+
     benchmark.extra_info.update({
         "scenario": record.scenario,
         "point_id": record.point_id,
         "status": record.status,
         "model": record.model.get("name"),
         "model_checksum": record.model.get("checksum"),
+        "engine": record.adapter.get("engine"),
+        "engine_version": record.adapter.get("engine_version"),
         **record.point,
         **record.metrics,
+        "gate_verdict": record.correctness.get("verdict"),
+        "gate_top1_match_rate": record.correctness.get("top1_match_rate"),
+        "gate_kl_ratio": record.correctness.get("kl_ratio"),
+        benchmark_json.KEY: benchmark_json.compact(record),  # lets reports and gates read this file
     })
     if record.status == "skipped":
         pytest.skip(record.reason)
@@ -128,3 +161,45 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
             stats.update(gap)
     if record.correctness.get("verdict") == "fail":  # timings are kept; the point still fails
         pytest.fail(record.correctness["report"], pytrace=False)
+
+
+def pytest_deselected(items):
+    if items:
+        session = items[0].config.stash[SESSION]
+        session.deselected |= {item.harness_key for item in items if isinstance(item, PointItem)}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """``--harness-baseline NAME``: gate this session's records against a saved baseline."""
+    config = session.config
+    name = config.option.harness_baseline
+    if not name or SESSION not in config.stash:
+        return
+    from pathlib import Path
+
+    from harness import baseline
+    from harness.cli import gate_report
+    from harness.errors import HarnessError
+    from harness.regression import check, key
+
+    state = config.stash[SESSION]
+    try:
+        base = baseline.load(name, Path(config.option.harness_baselines_dir))
+    except HarnessError as exc:
+        state.gate_lines = [f"ERROR {exc}"]
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return
+    # Only points this session could have run: its scenarios, minus what -k/-m deselected.
+    scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
+    outcome = check(base, state.records, state.thresholds, scope=scope)
+    state.gate_lines = gate_report(outcome, name)
+    if not outcome.passed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = config.stash.get(SESSION, None)
+    if state is not None and state.gate_lines:
+        terminalreporter.section("harness regression gate")
+        for line in state.gate_lines:
+            terminalreporter.line(line, red=line.startswith(("FAIL", "ERROR")), green="PASS" in line)

@@ -11,7 +11,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "skipped", "failed", "timeout")
@@ -89,50 +89,104 @@ def read(path: str | Path) -> Record:
     return Record.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def _record_files(paths: Iterable[str | Path]) -> list[Path]:
-    files: list[Path] = []
+def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for every JSON file under ``paths``."""
+    files: list[tuple[Path, bool]] = []
     for path in map(Path, paths):
         if path.is_dir():  # records only: the gate's reference store may live inside a results directory
-            files += sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
-                            and REFERENCE_DIR not in p.relative_to(path).parts)
+            files += [(p, False) for p in sorted(path.rglob("*.json")) if not p.name.startswith(".")
+                      and REFERENCE_DIR not in p.relative_to(path).parts]
         elif path.exists():
-            files.append(path)
+            files.append((path, True))
         else:
             raise FileNotFoundError(f"no such results file or directory: {path}")
     return files
 
 
-def load(paths: str | Path | Iterable[str | Path]):
-    """Records under ``paths`` (files or directories) as a DataFrame: one row per point.
+def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Path, Record]]:
+    """(file, record) for the result records under ``paths``: record files, directories of them, and
+    pytest-benchmark JSON files written by the harness plugin (one record per benchmark).
 
-    Columns: scenario, point_id, status, reason, each axis, each metric, model name and checksum,
-    adapter engine/version, and ``path``.
+    Other JSON files found while walking a directory (a baseline's manifest, unrelated JSON) are passed
+    over; a file named explicitly that holds no records is an error naming it.
     """
-    import pandas as pd
+    from harness import benchmark_json
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    rows = []
-    for file in _record_files(paths):
-        record = read(file)
-        row = {
-            "scenario": record.scenario,
-            "point_id": record.point_id,
-            "status": record.status,
-            "reason": record.reason,
-            **record.point,
-            **record.metrics,
-            "gate_verdict": record.correctness.get("verdict"),
-            "gate_kl_mean": record.correctness.get("kl_mean"),
-            "gate_kl_ratio": record.correctness.get("kl_ratio"),
-            "gate_top1_match_rate": record.correctness.get("top1_match_rate"),
-            "gate_divergence_index": record.correctness.get("free_divergence_index"),
-            "model": record.model.get("name"),
-            "model_checksum": record.model.get("checksum"),
-            "engine": record.adapter.get("engine"),
-            "engine_version": record.adapter.get("engine_version"),
-            "started_at": record.started_at,
-            "path": str(file),
-        }
-        rows.append(row)
-    return pd.DataFrame(rows)
+    for file, explicit in _json_files(paths):
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{file}: not a readable JSON file ({exc})") from None
+        if isinstance(data, dict) and "point_id" in data and "schema_version" in data:
+            try:
+                yield file, Record.from_dict(data)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{file}: {exc}") from None
+        elif benchmark_json.is_benchmark_json(data):
+            for record in benchmark_json.records(data, source=file):
+                yield file, record
+        elif explicit:
+            raise ValueError(f"{file}: neither a harness result record nor a pytest-benchmark JSON "
+                             "file written with the harness plugin")
+
+
+def round_values(record: Record) -> dict[str, list[float]]:
+    """Per-round TTFT, ms/token and end-to-end figures (ms): the spread a regression must exceed."""
+    if "rounds_ms" in record.samples:  # records rebuilt from pytest-benchmark JSON keep only these
+        return record.samples["rounds_ms"]
+    rounds = record.samples.get("rounds") or []
+    out: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "e2e_ms": []}
+    for r in rounds:
+        out["ttft_ms"].append(r["ttft_s"] * 1e3)
+        out["e2e_ms"].append(r["e2e_s"] * 1e3)
+        if r["gaps_s"]:
+            out["tpot_ms"].append((r["e2e_s"] - r["ttft_s"]) / len(r["gaps_s"]) * 1e3)
+    return out
+
+
+def row(record: Record, path: Optional[Path] = None) -> dict:
+    """One flat row for a record: identity, axes, metrics, gate summary, provenance."""
+    gate = record.correctness
+    return {
+        "scenario": record.scenario,
+        "point_id": record.point_id,
+        "status": record.status,
+        "reason": record.reason,
+        **record.point,
+        **record.metrics,
+        "gate_verdict": gate.get("verdict"),
+        "gate_k": gate.get("k"),
+        "gate_mode": gate.get("mode"),
+        "gate_kl_mean": gate.get("kl_mean"),
+        "gate_kl_ratio": gate.get("kl_ratio"),
+        "gate_top1_match_rate": gate.get("top1_match_rate"),
+        "gate_divergence_index": gate.get("free_divergence_index"),
+        "gate_skipped": gate.get("skipped"),
+        "gate_reasons": "; ".join(gate.get("reasons") or []) or None,
+        "model": record.model.get("name"),
+        "model_checksum": record.model.get("checksum"),
+        "engine": record.adapter.get("engine"),
+        "engine_version": record.adapter.get("engine_version"),
+        "emulated": bool(record.adapter.get("emulated")),
+        "host": record.environment.get("hostname"),
+        "started_at": record.started_at,
+        "path": None if path is None else str(path),
+    }
+
+
+def frame(pairs: Iterable[tuple[Optional[Path], Record]]):
+    """A DataFrame with one ``row`` per (path, record) pair."""
+    import pandas as pd
+
+    return pd.DataFrame([row(record, path) for path, record in pairs])
+
+
+def load(paths: str | Path | Iterable[str | Path]):
+    """Records under ``paths`` (files or directories) as a DataFrame: one row per point.
+
+    Columns: scenario, point_id, status, reason, each axis, each metric, the gate's summary
+    (``gate_*``), model name and checksum, engine and version, host, and ``path``.
+    """
+    return frame(iter_records(paths))

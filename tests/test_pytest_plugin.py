@@ -48,6 +48,12 @@ def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapte
     gaps = [g for r in record["samples"]["rounds"] for g in r["gaps_s"]]
     assert bench["stats"]["rounds"] == len(gaps) == 3 * 4
     assert bench["stats"]["mean"] == pytest.approx(sum(gaps) / len(gaps))
+    # the benchmark file carries the record, so reports and gates read it like a results directory
+    from harness import results
+
+    (carried,) = [r for _, r in results.iter_records(pytester.path / "out.json")]
+    assert carried.point_id == "fake-cpu-bf16" and carried.metrics == record["metrics"]
+    assert len(results.round_values(carried)["tpot_ms"]) == 3
 
 
 def test_markers_select_by_adapter_device_and_scenario(pytester, fake_adapters):
@@ -105,3 +111,59 @@ def test_remote_code_needs_the_command_line_to_confirm(pytester, fake_adapters):
     result.stdout.fnmatch_lines(["*model.trust_remote_code: true runs code shipped with the model; confirm with*"])
     assert result.ret != 0
     pytester.runpytest("scenarios/", "--harness-trust-remote-code").assert_outcomes(passed=1, failed=1, skipped=2)
+
+
+BASELINE_SWEEP = """
+model: tiny-llama
+prompts: ["The river"]
+generation: {max_new_tokens: 5}
+measurement: {warmup_rounds: 0, min_rounds: 3}
+sweep:
+  adapter: [fake]
+  max_seq_len: [64, 128]
+"""
+
+
+def save_baseline(pytester, tpot_ms, point_ids):
+    from harness import baseline, results
+
+    from .records import record
+
+    for pid in point_ids:
+        results.write(record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None),
+                      pytester.path / "base-records")
+    baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
+
+
+def test_harness_baseline_gates_the_session(pytester, fake_adapters):
+    write(pytester, BASELINE_SWEEP)
+    save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
+    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", *gated)  # the fake takes ~2 ms/token; the baseline says 0.5
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*harness regression gate*",
+                                 "FAIL sweep::fake-cpu-bf16-seq64: regression: tpot_ms 0.5* -> *worse; limit 5%*",
+                                 "regression gate vs nightly: FAIL (2 problem(s)); 2 point(s) compared"])
+    relaxed = pytester.runpytest("scenarios/", *gated, "--harness-max-regression", "tpot=2000%,ttft=100000%")
+    assert relaxed.ret == pytest.ExitCode.OK
+    relaxed.stdout.fnmatch_lines(["regression gate vs nightly: PASS; 2 point(s) compared"])
+
+
+def test_harness_baseline_flags_lost_points_but_not_deselected_ones(pytester, fake_adapters):
+    write(pytester, BASELINE_SWEEP)
+    save_baseline(pytester, tpot_ms=2.0, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128", "fake-cpu-bf16-seq256"])
+    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines",
+             "--harness-max-regression", "tpot=2000%,ttft=100000%", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "-k", "seq64", *gated)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["FAIL sweep::fake-cpu-bf16-seq256: missing: ran in the baseline, no record now"])
+    assert "seq128" not in result.stdout.str()  # deselected with -k, so not expected
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_bad_regression_thresholds_stop_pytest_before_running(pytester, fake_adapters):
+    write(pytester, BASELINE_SWEEP)
+    result = pytester.runpytest("scenarios/", "--harness-max-regression", "tpot=fast")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-regression: 'tpot=fast': expected NAME=PERCENT*"])

@@ -1,0 +1,158 @@
+"""``harness report``: records -> a self-contained HTML page, a Markdown summary and CSV tables.
+
+Reads record files, results directories and pytest-benchmark JSON written by the harness plugin,
+from one run or many machines. Plots and tables appear only when the data has their axes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from harness import __version__, plots, results, tables
+
+MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
+
+
+@dataclass
+class Written:
+    directory: Path
+    html: Path
+    markdown: Path
+    csv: list[Path]
+    plots: list[Path]
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
+    """A GitHub-flavoured Markdown table; cell text is HTML-escaped and pipes/newlines neutralised."""
+    if table.empty:
+        return "_none_\n"
+
+    def cell(value) -> str:
+        return html.escape(_fmt(value)).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in table.columns) + " |",
+             "|" + "---|" * len(table.columns)]
+    for row in table.head(limit).itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    if len(table) > limit:
+        lines.append(f"\n_{len(table) - limit} more rows in the CSV files._")
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(table: pd.DataFrame) -> str:
+    if table.empty:
+        return ""
+    return table.to_html(index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}")
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _outputs(pairs: list[tuple[Path, results.Record]]) -> list[dict]:
+    """Generated text of gate failures and drifts first, then others, capped."""
+    order = {"fail": 0, "drift": 1}
+    chosen = sorted((r for _, r in pairs if r.details.get("outputs")),
+                    key=lambda r: (order.get(r.correctness.get("verdict"), 2), r.scenario, r.point_id))
+    out = []
+    for record in chosen[:MAX_SHOWN_OUTPUTS]:
+        text = "\n---\n".join(record.details["outputs"].values())
+        out.append({"name": f"{record.scenario}::{record.point_id}",
+                    "verdict": record.correctness.get("verdict") or "no gate", "text": text})
+    return out
+
+
+POINT_COLUMNS = ["scenario", "point_id", "status", "host", "adapter", "device", "engine", "model", "quantization",
+                 "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "ttft_ms", "tpot_ms",
+                 "decode_tokens_per_s", "energy_per_token_mj", "peak_rss_mb", "gate_verdict"]
+
+
+def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None = None) -> Written:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    from markupsafe import Markup
+
+    sources = [Path(s) for s in sources]
+    pairs = list(results.iter_records(sources))
+    if not pairs:
+        from harness.errors import UsageError
+
+        raise UsageError(f"no result records under {', '.join(map(str, sources))}")
+    df = results.frame(pairs)
+    out = Path(out_dir)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    title = title or f"harness report: {out.name}"
+
+    named_tables = {
+        "overview": tables.overview(df),
+        "first_next": tables.first_next(df),
+        "correctness": tables.correctness(df),
+        "spread": tables.spread(df),
+        "not_run": tables.not_run(df),
+        "points": df[[c for c in POINT_COLUMNS if c in df]],
+    }
+    csv_files = [out / "points.csv"]
+    df.drop(columns=["path"]).to_csv(csv_files[0], index=False)
+    for name, table in named_tables.items():
+        if name != "points" and not table.empty:
+            csv_files.append(out / f"{name}.csv")
+            table.to_csv(csv_files[-1], index=False)
+
+    rendered_plots, plot_files = [], []
+    for plot in plots.build_all(df):
+        png = _png(plot.figure)
+        plot_files.append(out / "plots" / f"{plot.slug}.png")
+        plot_files[-1].write_bytes(png)
+        rendered_plots.append({"slug": plot.slug, "title": plot.title, "caption": plot.caption,
+                               "png": base64.b64encode(png).decode("ascii")})
+
+    summary = {
+        "points": len(df),
+        "statuses": df["status"].value_counts().to_dict(),
+        "sources": ", ".join(map(str, sources)),
+        "hosts": sorted({str(h) for h in df.get("host", pd.Series(dtype=object)).dropna()}),
+        "gate_failures": int((df.get("gate_verdict") == "fail").sum()) if "gate_verdict" in df else 0,
+    }
+    generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    page = env.get_template("report.html.j2").render(
+        title=title, summary=summary, generated_at=generated_at, version=__version__, plots=rendered_plots,
+        tables={name: Markup(_html_table(table)) for name, table in named_tables.items()},
+        outputs=_outputs(pairs),
+    )
+    html_path = out / "index.html"
+    html_path.write_text(page, encoding="utf-8")
+
+    md = [f"# {html.escape(title)}\n",
+          f"{summary['points']} points ({', '.join(f'{n} {s}' for s, n in summary['statuses'].items())}); "
+          f"generated {generated_at} by harness {__version__}. Full page: index.html.\n",
+          "## Overview\n", markdown_table(named_tables["overview"]),
+          "## Correctness (failures first)\n", markdown_table(named_tables["correctness"])]
+    if not named_tables["first_next"].empty:
+        md += ["## First and next token\n", markdown_table(named_tables["first_next"])]
+    if not named_tables["not_run"].empty:
+        md += ["## Skipped and failed points\n", markdown_table(named_tables["not_run"])]
+    md += ["## Plots\n"] + [f"![{p['title']}](plots/{p['slug']}.png)\n\n{p['caption']}\n" for p in rendered_plots]
+    md_path = out / "summary.md"
+    md_path.write_text("\n".join(md), encoding="utf-8")
+    return Written(out, html_path, md_path, csv_files, plot_files)

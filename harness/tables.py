@@ -1,0 +1,121 @@
+"""Report tables: pure functions from the records' DataFrame (``results.frame``) to smaller DataFrames."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
+# Columns that tell points apart in a table or a plot's legend, in the order they are named.
+IDENTITY = ["scenario", "host", "model", "adapter", "device", "quantization", "max_seq_len", "prompt_len",
+            "beam_width", "batch_size", "moe_chunk_size"]
+OUTPUT_TOKENS_FOR_OVERALL = 32  # "overall = first + 31 x next" is the Intel CPU runtime paper's 32-token summary
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df else pd.Series([None] * len(df), index=df.index, dtype=object)
+
+
+def ok_points(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == "ok"] if "status" in df else df.iloc[0:0]
+
+
+def varying(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Identity columns with more than one distinct value: the ones a label must mention."""
+    return [c for c in IDENTITY if c in df and c not in exclude and df[c].astype(str).nunique(dropna=False) > 1]
+
+
+def labels(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.Series:
+    """A short series label per row from the identity columns that vary (always engine:device)."""
+    cols = [c for c in varying(df, exclude) if c not in ("adapter", "device")]
+    base = _col(df, "adapter").astype(str) + ":" + _col(df, "device").astype(str)
+    for c in cols:
+        base = base + df[c].map(lambda v, c=c: _label_part(c, v))
+    return base
+
+
+def _label_part(column: str, value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f" {value}" if column in ("model", "host", "scenario", "quantization") else f" {column}={value}"
+
+
+def _verdict_summary(verdicts: pd.Series) -> str:
+    counts = verdicts.dropna().value_counts()
+    if counts.empty:
+        return "-"
+    return " / ".join(f"{counts[v]} {v}" for v in sorted(counts.index, key=lambda v: VERDICT_ORDER.get(v, 9)))
+
+
+def overview(df: pd.DataFrame) -> pd.DataFrame:
+    """Device x engine x model (x quantization): medians over the group's points and the gate's verdicts."""
+    ok = ok_points(df)
+    if ok.empty:
+        return pd.DataFrame()
+    keys = [c for c in ("host", "device", "adapter", "engine", "model", "quantization") if c in ok]
+    ok = ok.assign(**{c: ok[c].fillna("-") for c in keys})
+    metrics = [c for c in ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "energy_per_token_mj") if c in ok]
+    grouped = ok.groupby(keys, sort=True, dropna=False)
+    table = grouped[metrics].median()
+    table.insert(0, "points", grouped.size())
+    table["gate"] = grouped["gate_verdict"].agg(_verdict_summary) if "gate_verdict" in ok else "-"
+    return table.reset_index()
+
+
+def correctness(df: pd.DataFrame) -> pd.DataFrame:
+    """Per point: verdict, divergence position, top-1 match rate, KL; failures first."""
+    if df.empty:
+        return pd.DataFrame()
+    cols = ["scenario", "point_id", "status", "gate_verdict", "gate_k", "gate_mode", "gate_divergence_index",
+            "gate_top1_match_rate", "gate_kl_mean", "gate_kl_ratio", "gate_reasons", "gate_skipped", "reason"]
+    table = df[[c for c in cols if c in df]].copy()
+    failed_run = table["status"].isin(["failed", "timeout"]).map({True: -1, False: 0})
+    rank = _col(table, "gate_verdict").map(lambda v: VERDICT_ORDER.get(v, 3)) + failed_run
+    return table.assign(_rank=rank).sort_values(["_rank", "scenario", "point_id"]).drop(columns="_rank")
+
+
+def spread(df: pd.DataFrame) -> pd.DataFrame:
+    """Per point: ms/token percentiles and coefficient of variation, noisiest first."""
+    ok = ok_points(df)
+    need = ["ms_per_token_p50", "ms_per_token_p90", "ms_per_token_p99", "ms_per_token_mean", "ms_per_token_stddev"]
+    if ok.empty or not all(c in ok for c in need):
+        return pd.DataFrame()
+    table = ok[["scenario", "point_id", *need, *[c for c in ("ttft_ms", "ttft_ms_p90", "rounds") if c in ok]]].copy()
+    table = table.dropna(subset=["ms_per_token_mean"])
+    table["cv"] = table["ms_per_token_stddev"] / table["ms_per_token_mean"]
+    table["p99_over_p50"] = table["ms_per_token_p99"] / table["ms_per_token_p50"]
+    return table.sort_values("cv", ascending=False)
+
+
+def first_next(df: pd.DataFrame) -> pd.DataFrame:
+    """First-token and next-token latency per point, with overall = first + 31 x next for 32-token outputs."""
+    ok = ok_points(df)
+    if ok.empty or "ttft_ms" not in ok:
+        return pd.DataFrame()
+    cols = [c for c in ("scenario", "point_id", "adapter", "device", "quantization", "prompt_len", "beam_width",
+                        "generated_tokens", "ttft_ms", "tpot_ms") if c in ok]
+    table = ok[cols].rename(columns={"ttft_ms": "first_token_ms", "tpot_ms": "next_token_ms"}).copy()
+    is_32 = _col(table, "generated_tokens") == OUTPUT_TOKENS_FOR_OVERALL
+    overall = table["first_token_ms"] + (OUTPUT_TOKENS_FOR_OVERALL - 1) * _col(table, "next_token_ms")
+    table["overall_ms"] = overall.where(is_32)
+    return table
+
+
+def not_run(df: pd.DataFrame) -> pd.DataFrame:
+    """Points that were skipped, failed or timed out, and why."""
+    if df.empty:
+        return pd.DataFrame()
+    rest = df[df["status"] != "ok"]
+    return rest[["scenario", "point_id", "status", "reason"]].sort_values(["status", "scenario", "point_id"])
+
+
+def pareto_front(points: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
+    """Rows not dominated on (x, y), both lower-is-better, sorted by x."""
+    ordered = points.dropna(subset=[x, y]).sort_values([x, y])
+    best, keep = float("inf"), []
+    for idx, value in ordered[y].items():
+        if value < best:
+            keep.append(idx)
+            best = value
+    return ordered.loc[keep]

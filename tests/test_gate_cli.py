@@ -1,0 +1,104 @@
+"""``harness baseline save``, ``harness compare`` and ``harness gate`` as a nightly job uses them."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import results
+from harness.cli import main
+
+from .records import record
+
+POINTS = ["hf-cpu-bf16-prompt32", "hf-cpu-bf16-prompt1024"]
+
+
+def write_run(directory, seed, slow_point=None, broken_point=None, drop_point=None):
+    for i, pid in enumerate(POINTS):
+        if pid == drop_point:
+            continue
+        tpot = 40.0 * (1.2 if pid == slow_point else 1.0)
+        results.write(record(pid, tpot_ms=tpot, seed=seed + i, verdict="fail" if pid == broken_point else "pass"),
+                      directory)
+    return directory
+
+
+@pytest.fixture
+def saved(tmp_path):
+    write_run(tmp_path / "night1", seed=0)
+    assert main(["baseline", "save", str(tmp_path / "night1"), "--name", "nightly",
+                 "--baselines-dir", str(tmp_path / "baselines")]) == 0
+    return tmp_path
+
+
+def gate(tmp_path, run_dir, *extra):
+    return main(["gate", str(run_dir), "--baseline", "nightly", "--baselines-dir", str(tmp_path / "baselines"), *extra])
+
+
+def test_an_unchanged_rerun_passes(saved, capsys):
+    assert gate(saved, write_run(saved / "night2", seed=50)) == 0
+    assert "regression gate vs nightly: PASS; 2 point(s) compared" in capsys.readouterr().out
+
+
+def test_a_20_percent_slowdown_fails_with_the_point_and_metric(saved, capsys):
+    assert gate(saved, write_run(saved / "night2", seed=50, slow_point=POINTS[1])) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL demo::{POINTS[1]}: regression: tpot_ms" in out and "worse; limit 5%" in out
+    assert POINTS[0] + ":" not in out
+
+
+def test_broken_agreement_fails(saved, capsys):
+    assert gate(saved, write_run(saved / "night2", seed=50, broken_point=POINTS[0])) == 1
+    assert f"FAIL demo::{POINTS[0]}: agreement: top-5 agreement fails" in capsys.readouterr().out
+
+
+def test_a_missing_point_fails(saved, capsys):
+    assert gate(saved, write_run(saved / "night2", seed=50, drop_point=POINTS[0])) == 1
+    assert f"FAIL demo::{POINTS[0]}: missing: ran in the baseline, no record now" in capsys.readouterr().out
+
+
+def test_thresholds_come_from_the_command_line(saved):
+    run_dir = write_run(saved / "night2", seed=50, slow_point=POINTS[1])
+    assert gate(saved, run_dir, "--max-regression", "tpot=30%") == 0
+
+
+def test_bad_thresholds_and_unknown_baselines_are_usage_errors(saved, capsys):
+    assert gate(saved, saved / "night1", "--max-regression", "tpot=lots") == 2
+    assert "ERROR --max-regression: 'tpot=lots'" in capsys.readouterr().err
+    assert main(["gate", str(saved / "night1"), "--baseline", "weekly", "--baselines-dir",
+                 str(saved / "baselines")]) == 2
+    assert "no baseline 'weekly' (saved baselines in" in capsys.readouterr().err
+
+
+def test_saving_over_a_baseline_needs_replace(saved, capsys):
+    args = ["baseline", "save", str(saved / "night1"), "--name", "nightly", "--baselines-dir", str(saved / "baselines")]
+    assert main(args) == 2
+    assert "pass --replace" in capsys.readouterr().err
+    assert main([*args, "--replace"]) == 0
+    assert main(["baseline", "list", "--baselines-dir", str(saved / "baselines")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "nightly"
+
+
+def test_a_baseline_is_a_frozen_copy(saved):
+    import shutil
+
+    shutil.rmtree(saved / "night1")  # the records it was saved from are gone
+    assert gate(saved, write_run(saved / "night2", seed=50)) == 0
+
+
+def test_compare_prints_speedups(saved, capsys):
+    write_run(saved / "night2", seed=0, slow_point=POINTS[1])
+    assert main(["compare", "nightly", str(saved / "night2"), "--baselines-dir", str(saved / "baselines"),
+                 "--csv", str(saved / "cmp.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "speedup" in out and "0.833" in out  # 1 / 1.2
+    import pandas as pd
+
+    table = pd.read_csv(saved / "cmp.csv")
+    assert table.set_index("point_id").loc[POINTS[1], "speedup"] == pytest.approx(1 / 1.2, rel=0.01)
+
+
+def test_a_non_record_file_is_named_in_the_error(tmp_path, capsys):
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"hello": 1}')
+    assert main(["report", str(bogus), "-o", str(tmp_path / "r")]) == 2
+    assert f"{bogus}: neither a harness result record" in capsys.readouterr().err
