@@ -69,7 +69,7 @@ def _lines(ax, df: pd.DataFrame, x: str, y: str, log_x: bool = False) -> str:
     ax.set_xlabel(x)
     ax.grid(alpha=0.3)
     if groups:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")  # "best" placement is slow on many points
     return note
 
 
@@ -111,7 +111,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
     ax.set_xticks(range(len(levels)), levels, rotation=20)
     ax.set_ylabel("ms/token")
     ax.set_title("ms/token per quantization level (colour: gate verdict)")
-    ax.legend(fontsize=7, title="bars left to right", title_fontsize=7)
+    ax.legend(fontsize=7, title="bars left to right", title_fontsize=7, loc="upper right")
     return Plot("tpot_by_quantization", "ms/token per quantization level", fig,
                 "Bars are coloured by the top-k gate verdict: green pass, orange drift, red (hatched) fail, "
                 "grey no gate (NITRO Fig. 7)." + note)
@@ -172,7 +172,7 @@ def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
     ax.set_ylabel("energy per token (mJ)")
     ax.set_title("Latency-energy trade-off")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
     return Plot("latency_energy_pareto", "Latency-energy Pareto front", fig,
                 "Points no other point beats on both ms/token and energy per token (NPUMoE Fig. 13).")
 
@@ -192,7 +192,7 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
     ax.set_yticks(list(y), [f"{s}::{p}" for s, p in zip(shown["scenario"], shown["point_id"])], fontsize=6)
     ax.set_xlabel("ms/token")
     ax.set_title("Per-token latency spread (noisiest first)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     more = f" The {limit} noisiest of {len(table)} points." if len(table) > limit else ""
     return Plot("percentile_spread", "Per-point percentile spread", fig,

@@ -19,6 +19,7 @@ import pandas as pd
 from harness import __version__, plots, results, tables
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
+HTML_ROWS = 500  # per table on the page; the CSV files hold every row
 
 
 @dataclass
@@ -55,10 +56,15 @@ def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _html_table(table: pd.DataFrame) -> str:
+def _html_table(table: pd.DataFrame, csv_name: str) -> str:
     if table.empty:
         return ""
-    return table.to_html(index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}")
+    shown = table.to_html(index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}",
+                          max_rows=None) if len(table) <= HTML_ROWS else table.head(HTML_ROWS).to_html(
+        index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}")
+    if len(table) > HTML_ROWS:
+        shown += f'<p class="meta">First {HTML_ROWS} of {len(table)} rows; all of them are in {csv_name}.</p>'
+    return shown
 
 
 def _png(figure) -> bytes:
@@ -137,7 +143,7 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
     env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html", "j2"]))
     page = env.get_template("report.html.j2").render(
         title=title, summary=summary, generated_at=generated_at, version=__version__, plots=rendered_plots,
-        tables={name: Markup(_html_table(table)) for name, table in named_tables.items()},
+        tables={name: Markup(_html_table(table, f"{name}.csv")) for name, table in named_tables.items()},
         outputs=_outputs(pairs),
     )
     html_path = out / "index.html"
