@@ -31,6 +31,7 @@ class LoadSettings:
     cache_dir: Optional[str] = None
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
     trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
+    options: dict = field(default_factory=dict)  # the scenario's adapter_options for this adapter
 
 
 @dataclass
@@ -156,3 +157,8 @@ class Adapter(ABC):
 
     def close(self) -> None:
         """Release the model and device memory."""
+
+
+class PointSkipped(Exception):
+    """Raised by ``load`` when this point cannot run with this model here (the message says why and
+    what to give instead); the point is recorded as skipped, not failed."""

@@ -325,7 +325,7 @@ def _devices(args) -> int:
             continue
         for device, reason in cls.device_status().items():
             state = "available" if reason is None else f"unavailable: {reason}"
-            print(f"{name}:{device:<10} {state}")
+            print(f"{name + ':' + device:<24} {state}")
     return 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 from harness import environment, measure, models, prompts, registry, results
-from harness.adapter import LoadSettings, now_ns
+from harness.adapter import LoadSettings, PointSkipped, now_ns
 from harness.errors import HarnessError
 from harness.isolation import Limits, run_in_child
 from harness.scenario import Scenario
@@ -73,7 +73,7 @@ class Runner:
         record = self._new_record(scenario, point)
         try:
             self._run(scenario, point, record, on_round)
-        except _Skip as skip:
+        except (_Skip, PointSkipped) as skip:
             record.status, record.reason = "skipped", str(skip)
         except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
             record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
@@ -107,7 +107,7 @@ class Runner:
     @staticmethod
     def _settings(scenario: Scenario) -> dict:
         return scenario.model_dump(include={"model", "generation", "measurement", "prompts", "synthetic_prompts",
-                                            "quantization_options", "gate"})
+                                            "quantization_options", "adapter_options", "gate"})
 
     def _new_record(self, scenario: Scenario, point: Point) -> results.Record:
         return results.Record(
@@ -146,6 +146,7 @@ class Runner:
         settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads,
                                 max_new_tokens=max_new, cache_dir=str(self.cache_dir) if self.cache_dir else None,
                                 quantization=scenario.quantization_options.model_dump(),
+                                options=dict(scenario.adapter_options.get(point.adapter, {})),
                                 trust_remote_code=scenario.model.trust_remote_code and self.allow_remote_code)
         start = now_ns()
         adapter.load(model, point, settings)

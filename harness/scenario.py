@@ -130,6 +130,8 @@ class Scenario(_Strict):
     generation: Generation = Field(default_factory=Generation)
     measurement: Measurement = Field(default_factory=Measurement)
     quantization_options: QuantizationOptions = Field(default_factory=QuantizationOptions)
+    adapter_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)")
     gate: Optional[Gate] = None
     sweep: Sweep
     exclude: list[dict[str, Any]] = Field(default_factory=list)
@@ -142,6 +144,15 @@ class Scenario(_Strict):
     @classmethod
     def _model_shorthand(cls, value):
         return {"source": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _options_for_swept_adapters(self):
+        swept = set(self.sweep.adapter) | {entry.get("adapter") for entry in self.include}
+        for name in self.adapter_options:
+            if name not in swept:
+                raise ValueError(f"adapter_options names {name!r}, which no point of this sweep uses "
+                                 f"(adapters: {', '.join(sorted(a for a in swept if a))})")
+        return self
 
     @property
     def explicit_axes(self) -> frozenset[str]:

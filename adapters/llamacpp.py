@@ -1,0 +1,178 @@
+"""``llamacpp``: llama.cpp through llama-cpp-python, on GGUF models.
+
+- The model's own GGUF runs as quantization ``none`` (its tensor types are recorded as the point's
+  ``quantization_detail``). Other levels come from llama.cpp's quantizer (int8_sym -> Q8_0,
+  int4_sym -> Q4_0, int4_asym -> Q4_1) and need a full-precision source: a checkpoint without a GGUF
+  (a Llama-family HF directory) is exported to an F16 GGUF first; an already quantized GGUF is not
+  quantized again (those points skip, saying so).
+- ``max_seq_len`` is the context (KV cache) size, ``moe_chunk_size`` the prefill batch
+  (``n_batch``/``n_ubatch``), ``threads`` both thread counts; ``gpu`` offloads every layer when the
+  build has a GPU backend.
+- Timed passes are plain greedy generation with a per-token clock; llama.cpp's own counters
+  (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
+  position's logits after each ``eval``; it never runs inside a timed pass.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Optional, Sequence
+
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+
+FTYPES = {"int8_sym": ("MOSTLY_Q8_0", "Q8_0"), "int4_sym": ("MOSTLY_Q4_0", "Q4_0"), "int4_asym": ("MOSTLY_Q4_1", "Q4_1")}
+DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
+
+
+class LlamaCppAdapter(Adapter):
+    name = "llamacpp"
+    devices = ("cpu", "gpu")
+    quantizations = frozenset({"none", *FTYPES})
+    supports_max_seq_len = True
+    supports_chunked_prefill = True
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        if find_spec("llama_cpp") is None:
+            return False, "llama-cpp-python not installed: pip install 'harness[llamacpp]' (builds llama.cpp, ~6 min)"
+        return True, "llama.cpp (llama-cpp-python)"
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        ok, why = cls.available()
+        if not ok or device == "cpu":
+            return None if ok else why
+        import llama_cpp  # loads the shared library only
+
+        if not llama_cpp.llama_supports_gpu_offload():
+            return "this llama-cpp-python build has no GPU backend (rebuild with CMAKE_ARGS=-DGGML_CUDA=on or similar)"
+        return None
+
+    # --- model files ----------------------------------------------------------------------------
+
+    def _source_gguf(self, model, cache: Path) -> Path:
+        if model.gguf_path is not None:
+            return Path(model.gguf_path)
+        from harness import gguf_export
+        from harness.models import build_once
+        from harness.results import safe_name
+
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16"
+        try:
+            build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
+        except ValueError as exc:  # not a Llama-family checkpoint
+            raise PointSkipped(f"llamacpp needs a GGUF model: {exc}; give a .gguf file as model.source") from None
+        return target / "model.gguf"
+
+    def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
+        import llama_cpp
+
+        from harness import gguf_export
+        from harness.models import build_once
+
+        ftype_name, short = FTYPES[quantization]
+        if not gguf_export.is_full_precision(source):
+            raise PointSkipped(
+                f"{source.name} is already quantized ({gguf_export.file_type(source)}); llama.cpp's quantizer needs an "
+                f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source")
+        target = cache / "llamacpp" / f"{source.stem}-{source.stat().st_size}-{short}"
+
+        def quantize(out: Path) -> None:
+            params = llama_cpp.llama_model_quantize_default_params()
+            params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_{ftype_name}")
+            params.nthread = threads or 0
+            code = llama_cpp.llama_model_quantize(str(source).encode(), str(out / "model.gguf").encode(), params)
+            if code != 0:
+                raise RuntimeError(f"llama_model_quantize({short}) returned {code}")
+
+        start = now_ns()
+        self._figures["quantize_s"] = (now_ns() - start) / 1e9 if build_once(target, quantize, "model.gguf") else 0.0
+        return target / "model.gguf"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def load(self, model, point, settings: LoadSettings) -> None:
+        import llama_cpp
+
+        from harness.models import cache_dir
+
+        self._figures: dict = {}
+        cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
+        path = self._source_gguf(model, cache)
+        if point.quantization != "none":
+            path = self._quantized(path, point.quantization, settings.threads, cache)
+        self.path, self.point = path, point
+        batch = point.moe_chunk_size or 512
+        start = now_ns()
+        self.llm = llama_cpp.Llama(
+            model_path=str(path), n_ctx=point.max_seq_len or DEFAULT_CONTEXT, n_batch=batch, n_ubatch=batch,
+            n_threads=settings.threads, n_threads_batch=settings.threads,
+            n_gpu_layers=-1 if point.device == "gpu" else 0, seed=0, verbose=False,
+        )
+        self._figures["model_load_s"] = (now_ns() - start) / 1e9
+        self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        perf, reset_perf = self._perf
+        llm = self.llm
+        llm.reset()  # no prefix reuse between rounds: every round pays its prefill
+        reset_perf(llm.ctx)
+        times, tokens = [], []
+        start = now_ns()
+        for token in llm.generate(list(prompts[0]), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0,
+                                  reset=True):
+            times.append(now_ns())
+            tokens.append(int(token))
+            if len(times) == max_new_tokens:
+                break  # EOS does not stop a timed pass: exactly max_new_tokens steps
+        counters = perf(llm.ctx)
+        engine = {"prompt_eval_ms": counters.t_p_eval_ms}
+        if counters.n_eval:
+            engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
+        return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
+
+    def _logits(self):
+        import numpy as np
+
+        return np.array(self.llm.scores[self.llm.n_tokens - 1], dtype=np.float32)
+
+    def prefill(self, tokens: Sequence[int]):
+        self.llm.reset()
+        self.llm.eval(list(tokens))
+        return self._logits()
+
+    def decode(self, token: int):
+        self.llm.eval([int(token)])
+        return self._logits()
+
+    def weight_bytes(self) -> int:
+        return self.path.stat().st_size  # tensor data dominates a GGUF file
+
+    def load_figures(self) -> dict:
+        return dict(self._figures)
+
+    def describe(self) -> dict:
+        import llama_cpp
+
+        from harness import gguf_export
+
+        return {
+            "engine": "llama.cpp",
+            "engine_version": llama_cpp.__version__,
+            "device": self.point.device,
+            "gguf": str(self.path),
+            "file_type": gguf_export.file_type(self.path),
+            "quantization_detail": gguf_export.tensor_types(self.path),
+            "n_ctx": self.llm.n_ctx(),
+            "n_batch": self.llm.n_batch,
+            "n_threads": self.llm.context_params.n_threads,
+            "gpu_offload": self.point.device == "gpu",
+            "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
+        }
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            llm.close()
+            self.llm = None

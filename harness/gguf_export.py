@@ -1,0 +1,127 @@
+"""Write a Llama-family HF checkpoint as a GGUF file (F32 or F16), so llama.cpp runs the tiny test
+models and its quantizer has a full-precision source. Llama architecture only; the layout follows
+llama.cpp's own converter (Q/K rows permuted from HF's half-split RoPE to interleaved pairs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SUPPORTED = ("llama",)
+
+
+def _permute(weights, n_head: int):
+    """HF rotates halves of each head; llama.cpp's Llama graph rotates adjacent pairs."""
+    rows = weights.shape[0]
+    return weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+
+
+def _tokenizer_fields(writer, hf_dir: Path, config: dict) -> None:
+    import gguf
+
+    data = json.loads((hf_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    if data["model"]["type"] != "BPE":
+        raise ValueError(f"{hf_dir}: only byte-level BPE tokenizers are exported (got {data['model']['type']})")
+    vocab = data["model"]["vocab"]
+    special = {t["id"] for t in data.get("added_tokens", []) if t.get("special")}
+    tokens = [None] * len(vocab)
+    for text, index in vocab.items():
+        tokens[index] = text
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
+                            for i in range(len(tokens))])
+    writer.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]])
+    for name, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"), ("pad", "pad_token_id")):
+        if config.get(key) is not None:
+            getattr(writer, f"add_{name}_token_id")(int(config[key]))
+    writer.add_add_bos_token(True)
+
+
+def export(hf_dir: str | Path, out: str | Path, dtype: str = "f16") -> Path:
+    """Write ``hf_dir`` (a Llama checkpoint in safetensors) to ``out`` as GGUF; 2-D weights in ``dtype``."""
+    import gguf
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    hf_dir, out = Path(hf_dir), Path(out)
+    config = json.loads((hf_dir / "config.json").read_text())
+    if config.get("model_type") not in SUPPORTED:
+        raise ValueError(f"{hf_dir}: GGUF export supports {', '.join(SUPPORTED)}, not {config.get('model_type')!r}")
+    weights: dict[str, np.ndarray] = {}
+    for file in sorted(hf_dir.glob("*.safetensors")):
+        weights.update(load_file(str(file)))
+    n_layers, n_head = config["num_hidden_layers"], config["num_attention_heads"]
+    n_kv = config.get("num_key_value_heads") or n_head
+    head_dim = config.get("head_dim") or config["hidden_size"] // n_head
+    rope = config.get("rope_parameters") or {}
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, n_layers)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_name(hf_dir.name)
+    writer.add_context_length(config.get("max_position_embeddings", 2048))
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_block_count(n_layers)
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_kv)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(float(rope.get("rope_theta", config.get("rope_theta", 10000.0))))
+    writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
+    writer.add_vocab_size(config["vocab_size"])
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    _tokenizer_fields(writer, hf_dir, config)
+
+    if config.get("tie_word_embeddings") and "lm_head.weight" not in weights:
+        weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
+    for hf_name, array in weights.items():
+        name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        if name is None:
+            raise ValueError(f"{hf_dir}: no GGUF name for tensor {hf_name}")
+        array = array.astype(np.float32)
+        if hf_name.endswith("q_proj.weight"):
+            array = _permute(array, n_head)
+        elif hf_name.endswith("k_proj.weight"):
+            array = _permute(array, n_kv)
+        if dtype == "f16" and array.ndim == 2:
+            array = array.astype(np.float16)
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def tensor_types(path: str | Path) -> dict[str, int]:
+    """How many tensors of each ggml type the GGUF holds (e.g. {"Q4_K": 100, "F32": 50})."""
+    import gguf
+
+    counts: dict[str, int] = {}
+    for tensor in gguf.GGUFReader(str(path)).tensors:
+        counts[tensor.tensor_type.name] = counts.get(tensor.tensor_type.name, 0) + 1
+    return counts
+
+
+def file_type(path: str | Path) -> str:
+    """The GGUF's declared file type (e.g. MOSTLY_Q4_K_M), or the dominant tensor type."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    field = reader.fields.get("general.file_type")
+    if field is not None:
+        value = int(field.parts[field.data[0]][0])
+        try:
+            return gguf.LlamaFileType(value).name
+        except ValueError:
+            return f"file_type {value}"
+    counts = tensor_types(path)
+    return max(counts, key=counts.get)
+
+
+def is_full_precision(path: str | Path) -> bool:
+    """True when every tensor is F32, F16 or BF16 (a source llama.cpp's quantizer can start from)."""
+    return set(tensor_types(path)) <= {"F32", "F16", "BF16"}
