@@ -135,7 +135,9 @@ class LlamaCppAdapter(Adapter):
     def _logits(self):
         import numpy as np
 
-        return np.array(self.llm.scores[self.llm.n_tokens - 1], dtype=np.float32)
+        # Without logits_all, llama-cpp-python keeps no scores; the context holds the last position's row.
+        row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
+        return np.array(row, dtype=np.float32)
 
     def prefill(self, tokens: Sequence[int]):
         self.llm.reset()
