@@ -11,7 +11,7 @@ if [[ ! -f "$venv/.ready" ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,llamacpp,test]" >&2
+    "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,llamacpp,coreml,test]" >&2
     # optimum-intel pulls PyPI's torchvision, which cannot load beside the CPU torch build
     # ("operator torchvision::nms does not exist") and breaks transformers' imports; text models
     # need no torchvision.
