@@ -259,6 +259,14 @@ def _check_semantics(scenario: Scenario, root, path: str) -> None:
             adapter_classes[name] = registry.get(name)
         except HarnessError as exc:
             errors.append(ScenarioError(path, str(exc), line_of(root, ("sweep", "adapter", i)), f"sweep.adapter.{i}"))
+    for i, entry in enumerate(scenario.include):  # include entries may name adapters the sweep does not
+        name = entry.get("adapter")
+        if name is not None and name not in adapter_classes:
+            try:
+                adapter_classes[name] = registry.get(str(name))
+            except HarnessError as exc:
+                errors.append(ScenarioError(path, str(exc), line_of(root, ("include", i, "adapter")),
+                                            f"include.{i}.adapter"))
     for i, device in enumerate(scenario.sweep.device):
         if adapter_classes and not any(cls.knows_device(device) for cls in adapter_classes.values()):
             known = sorted({d for cls in adapter_classes.values() for d in cls.devices})

@@ -214,3 +214,37 @@ def test_known_failures_name_real_axes(write_scenario):
         """)
     (error,) = errors_of(path)
     assert error.startswith(f"{path}:4: known_failures.0.match.quantisation: unknown axis 'quantisation'; did you mean 'quantization'?")
+
+
+def test_include_entries_may_name_other_adapters(write_scenario):
+    # regression: adapters named only in include entries crashed validation with a KeyError
+    loaded = scenario.load(write_scenario("""
+        model: tiny-llama
+        sweep:
+          adapter: [hf]
+        include:
+          - {adapter: xrt, device: cpu-reference, max_seq_len: 64}
+        """))
+    assert [p.id for p in __import__("harness.sweep", fromlist=["expand"]).expand(loaded)] == [
+        "hf-cpu-bf16", "xrt-cpu-reference-bf16-seq64"]
+    path = write_scenario("""
+        model: tiny-llama
+        sweep:
+          adapter: [hf]
+        include:
+          - {adapter: xtr, device: npu}
+        """, "typo.yaml")
+    (error,) = errors_of(path)
+    assert error.startswith(f"{path}:5: include.0.adapter: unknown adapter 'xtr'") and "did you mean 'xrt'" in error
+
+
+def test_adapter_options_must_name_an_adapter_of_the_sweep(write_scenario):
+    path = write_scenario("""
+        model: tiny-llama
+        adapter_options:
+          llamacpp: {n_batch: 64}
+        sweep:
+          adapter: [hf]
+        """)
+    (error,) = errors_of(path)
+    assert "adapter_options names 'llamacpp', which no point of this sweep uses" in error
