@@ -1,0 +1,60 @@
+"""A complete third-party adapter in one file: Llama-family checkpoints run in plain NumPy.
+
+Install this directory (``pip install -e examples/numpy_adapter``) and the harness finds the
+adapter through the ``harness.adapters`` entry point in its pyproject.toml: ``harness devices``
+lists ``numpy:cpu`` and scenarios can use ``adapter: [numpy]``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+
+
+class NumpyAdapter(Adapter):
+    name = "numpy"  # must equal the entry point's name
+    devices = ("cpu",)
+    supports_max_seq_len = True  # the KV cache is allocated for max_seq_len positions
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return True, "NumPy"  # cheap: no engine import here
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        return None  # the CPU is always there
+
+    def load(self, model, point, settings: LoadSettings) -> None:
+        import numpy  # the "engine" is imported here, never at module import
+
+        from adapters.npu_reference import NumpyLlamaRunner
+
+        self.numpy_version = numpy.__version__
+        self.runner = NumpyLlamaRunner()
+        context = point.max_seq_len or 512
+        # no padding: a fixed "prefill" as long as the context, run on the real tokens only
+        self.runner.prepare(model.hf_dir, context, context, eos_token_id=0)
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        import numpy as np
+
+        times, tokens = [], []
+        start = now_ns()  # clock right before the engine starts
+        token = int(np.argmax(self.prefill(prompts[0])))
+        times.append(now_ns())  # ... and as soon as each token is on the host
+        tokens.append(token)
+        while len(tokens) < max_new_tokens:  # EOS does not stop a timed pass
+            token = int(np.argmax(self.decode(token)))
+            times.append(now_ns())
+            tokens.append(token)
+        return GenerationTrace(start, times, len(prompts[0]), 1, [tokens])
+
+    def prefill(self, tokens: Sequence[int]):
+        return self.runner.prefill(list(tokens))  # fp32 logits of the last position: the gate uses these
+
+    def decode(self, token: int):
+        return self.runner.decode(int(token))
+
+    def describe(self) -> dict:
+        return {"engine": "numpy", "engine_version": self.numpy_version, "device": "cpu"}
