@@ -32,6 +32,9 @@ def add_run_options(add, prefix: str = "") -> None:
         help="skip energy, CPU-time and roofline figures")
     add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
         help="per-point address-space limit with isolation (default: none)")
+    add(f"--{prefix}shard", dest="harness_shard", metavar="I/N", default=None,
+        help="run only this machine's share of the points (1-based; points sharing a converted model stay "
+             "together); every runner must pass the same scenarios and filters")
 
 
 def runner_from(options, **overrides):
@@ -100,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     add_baseline_options(compare.add_argument)
 
+    merge = commands.add_parser("merge", help="combine records from many runners into one results directory")
+    merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
+    merge.add_argument("-o", "--output", required=True, metavar="DIR")
+
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
@@ -127,7 +134,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
-                    "baseline": _baseline, "compare": _compare, "gate": _gate}
+                    "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -184,7 +191,15 @@ def _run(args) -> int:
     scenarios = _load_all(args.scenarios, args.harness_trust_remote_code)
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
-    records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume)
+    shard = None
+    if args.harness_shard:
+        from harness.shard import parse_shard
+
+        shard = parse_shard(args.harness_shard)
+    records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume, shard=shard)
+    if not records and shard is not None:
+        print(f"shard {shard}: no points fall to this shard")
+        return 0
     if not records:
         print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
         return 2
@@ -291,6 +306,23 @@ def _compare(args) -> int:
     print(format_table(table))
     if args.csv:
         table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _merge(args) -> int:
+    from harness import results
+    from harness.shard import merge
+
+    merged, conflicts = merge(results.iter_records(args.sources))
+    if conflicts:
+        print("ERROR conflicting records for the same point (nothing written):", file=sys.stderr)
+        for line in conflicts:
+            print(f"  {line}", file=sys.stderr)
+        return 2
+    for record in merged:
+        results.write(record, args.output)
+    statuses = {s: sum(r.status == s for r in merged) for s in results.STATUSES}
+    print(f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})")
     return 0
 
 

@@ -22,8 +22,9 @@ SESSION = pytest.StashKey["SessionRecords"]()
 class SessionRecords:
     """What the regression gate needs at the end of a session: the records made, the points selected."""
 
-    def __init__(self, thresholds):
+    def __init__(self, thresholds, shard=None):
         self.thresholds = thresholds
+        self.shard = shard
         self.records = []
         self.scenarios: set[str] = set()
         self.deselected: set[tuple[str, str]] = set()
@@ -40,12 +41,14 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     from harness.errors import UsageError
     from harness.regression import parse_thresholds
+    from harness.shard import parse_shard
 
-    try:  # thresholds are checked before anything runs
+    try:  # thresholds and the shard are checked before anything runs
         thresholds = parse_thresholds(config.option.harness_max_regression)
+        shard = parse_shard(config.option.harness_shard) if config.option.harness_shard else None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[SESSION] = SessionRecords(thresholds)
+    config.stash[SESSION] = SessionRecords(thresholds, shard)
     config.stash[RUNNER] = runner_from(config.option)
     from harness import registry
 
@@ -87,6 +90,7 @@ class ScenarioFile(pytest.File):
         for point in expand(loaded):
             item = PointItem.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
             item.harness_key = (loaded.name, point.id)
+            item.harness_point = (loaded, point)
             for label in (point.adapter, point.device, *loaded.markers):
                 name = marker_name(label)
                 self.config.addinivalue_line("markers", f"{name}: harness scenario marker")
@@ -161,6 +165,22 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
             stats.update(gap)
     if record.correctness.get("verdict") == "fail":  # timings are kept; the point still fails
         pytest.fail(record.correctness["report"], pytrace=False)
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m: shard what this runner selected, as `harness run -k` does
+def pytest_collection_modifyitems(session, config, items):
+    """``--harness-shard I/N``: keep this machine's share of the points (same split as ``harness run``)."""
+    shard = config.stash[SESSION].shard
+    if shard is None:
+        return
+    from harness.shard import select
+
+    points = [item for item in items if isinstance(item, PointItem)]
+    kept = {id(pair[1]) for pair in select([item.harness_point for item in points], shard)}
+    dropped = [item for item in points if id(item.harness_point[1]) not in kept]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def pytest_deselected(items):

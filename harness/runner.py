@@ -319,15 +319,20 @@ class Runner:
         return record if same and record.status in ("ok", "skipped") else None
 
     def run(self, scenarios: Iterable[Scenario], progress: bool = True,
-            select: Optional[Callable[[Point], bool]] = None, resume: bool = False) -> list[results.Record]:
+            select: Optional[Callable[[Point], bool]] = None, resume: bool = False, shard=None) -> list[results.Record]:
         """Run every (selected) point of every scenario, with a progress bar on stderr.
 
         ``resume`` keeps points whose stored record is ok or skipped with the same configuration;
-        failed, timed-out and missing points run again.
+        failed, timed-out and missing points run again. ``shard`` (a ``harness.shard.Shard``) keeps
+        this machine's share of the selected points.
         """
         from tqdm import tqdm
 
         work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
+        if shard is not None:
+            from harness.shard import select as shard_select
+
+            work = shard_select(work, shard)
         records = []
         with tqdm(total=len(work), desc="sweep", unit="point", disable=not progress, file=sys.stderr) as bar:
             for scenario, point in work:

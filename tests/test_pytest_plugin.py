@@ -167,3 +167,16 @@ def test_bad_regression_thresholds_stop_pytest_before_running(pytester, fake_ada
     result = pytester.runpytest("scenarios/", "--harness-max-regression", "tpot=fast")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--max-regression: 'tpot=fast': expected NAME=PERCENT*"])
+
+
+def test_harness_shard_splits_points_like_harness_run(pytester, fake_adapters):
+    write(pytester, BASELINE_SWEEP.replace("adapter: [fake]", "adapter: [fake, fake-failing]"))
+    ran = []
+    for shard in ("1/2", "2/2"):
+        result = pytester.runpytest("scenarios/", "--harness-shard", shard, "-v", "-p", "no:cacheprovider")
+        ran.append({line.split("::")[1].split()[0] for line in result.stdout.lines if line.startswith("scenarios/")})
+    # one engine per shard: its two points share whatever that engine converts
+    assert sorted(ran, key=sorted) == [{"fake-cpu-bf16-seq128", "fake-cpu-bf16-seq64"},
+                                       {"fake-failing-cpu-bf16-seq128", "fake-failing-cpu-bf16-seq64"}]
+    bad = pytester.runpytest("scenarios/", "--harness-shard", "3/2")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
