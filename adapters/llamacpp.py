@@ -148,6 +148,11 @@ class LlamaCppAdapter(Adapter):
         self.llm.eval([int(token)])
         return self._logits()
 
+    def runs_quantized(self, point) -> bool:
+        from harness import gguf_export
+
+        return not gguf_export.is_full_precision(self.path)  # e.g. the default model's own Q4_K_M
+
     def weight_bytes(self) -> int:
         return self.path.stat().st_size  # tensor data dominates a GGUF file
 

@@ -136,6 +136,11 @@ class Adapter(ABC):
         ``tokens``: the embeddings first, then each decoder layer's output."""
         raise NotImplementedError(f"{self.name} does not expose hidden states")
 
+    def runs_quantized(self, point: Point) -> bool:
+        """True when the loaded weights are quantized, so drift from the reference is expected (the
+        gate's ``fail_on_drift: auto``). Engines whose "unquantized" model is quantized say so here."""
+        return point.quantization != "none"
+
     def weight_bytes(self) -> Optional[int]:
         """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""
         return None

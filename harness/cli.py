@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     add_baseline_options(compare.add_argument)
 
+    reference = commands.add_parser("reference", help="compute the gate references of scenario files (no device) "
+                                    "so runners reuse them via --reference-dir")
+    reference.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    add_run_options(reference.add_argument)
+
     merge = commands.add_parser("merge", help="combine records from many runners into one results directory")
     merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
@@ -134,7 +139,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
-                    "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge}
+                    "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
+                    "reference": _reference}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -306,6 +312,18 @@ def _compare(args) -> int:
     print(format_table(table))
     if args.csv:
         table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _reference(args) -> int:
+    scenarios = [s for s in _load_all(args.scenarios, args.harness_trust_remote_code) if s.gate is not None]
+    if not scenarios:
+        print("ERROR none of these scenarios has a gate section", file=sys.stderr)
+        return 2
+    runner = runner_from(args, log=print)
+    for scenario in scenarios:
+        runner.prepare_reference(scenario)
+    print(f"references under {runner.reference_dir}/")
     return 0
 
 

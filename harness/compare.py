@@ -54,4 +54,5 @@ def format_table(table) -> str:
         return "no points in either run"
     shown = table[["scenario", "point_id", "status_base", "status_new", "tpot_ms_base", "tpot_ms_new", "speedup",
                    "ttft_speedup", "energy_ratio", "gate_base", "gate_new"]].copy()
+    shown = shown.astype(object).where(shown.notna(), "-")
     return shown.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.3g}")

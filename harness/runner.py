@@ -263,11 +263,16 @@ class Runner:
             self._references[path] = reference
         return self._references[path]
 
+    def prepare_reference(self, scenario: Scenario):
+        """Compute (or find) the scenario's gate reference without touching any device: run once on
+        any machine, then ship the reference directory to the runners (``--reference-dir``)."""
+        return self._reference(scenario, self._resolve(scenario))
+
     def _gate(self, scenario: Scenario, point: Point, adapter, reference, tokenizer, record) -> None:
         from harness import gate
 
         spec = scenario.gate
-        fail_on_drift = point.quantization == "none" if spec.fail_on_drift == "auto" else spec.fail_on_drift
+        fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
         config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
                                  fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
         start = now_ns()
