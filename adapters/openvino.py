@@ -106,6 +106,10 @@ class OpenVINOAdapter(Adapter):
         if settings.threads and point.device in ("CPU", EMULATED_NPU):
             config["INFERENCE_NUM_THREADS"] = settings.threads
         device = point.device
+        if point.device not in _STATIC:
+            # GenAI's default scheduler keeps the previous prompt's KV blocks (prefix caching): a repeated
+            # round would time a cache hit instead of a prefill. A plain SchedulerConfig has it off.
+            config["scheduler_config"] = openvino_genai.SchedulerConfig()
         if point.device in _STATIC:
             self.min_response = settings.max_new_tokens
             self.max_prompt = point.max_seq_len - settings.max_new_tokens
@@ -238,6 +242,7 @@ class OpenVINOAdapter(Adapter):
             "emulated": self.point.device == EMULATED_NPU,
             "device_name": _device_name(core, self.point.device),
             "pipeline": "static" if self.point.device in _STATIC else "dynamic",
+            "prefix_caching": False,  # every round pays its prefill
             "quantization": self.point.quantization,
             "compression": self.compression,
             "weights_precision": weight_types(self.ir_dir / "openvino_model.xml"),
