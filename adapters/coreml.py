@@ -18,7 +18,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 TORCH_STATIC = "torch-static"
@@ -188,22 +188,10 @@ class CoreMLAdapter(Adapter):
         self._load_s = (now_ns() - start) / 1e9
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
-        import numpy as np
-
         prompt = list(prompts[0])
-        times, tokens = [], []
-        start = now_ns()
-        token = int(np.argmax(self.runner.prefill(prompt)))
-        times.append(now_ns())
-        tokens.append(token)
-        while len(tokens) < max_new_tokens:
-            token = int(np.argmax(self.runner.decode(token)))
-            times.append(now_ns())
-            tokens.append(token)
         padded = -(-len(prompt) // self.chunk) * self.chunk
-        engine = {"prefill_real_tokens": len(prompt), "prefill_padded_tokens": padded,
-                  "padding_waste": 1 - len(prompt) / padded}
-        return GenerationTrace(start, times, len(prompt), 1, [tokens], engine_metrics=engine)
+        return greedy_trace(self.runner.prefill, self.runner.decode, prompt, max_new_tokens, {
+            "prefill_real_tokens": len(prompt), "prefill_padded_tokens": padded, "padding_waste": 1 - len(prompt) / padded})
 
     def prefill(self, tokens: Sequence[int]):
         return self.runner.prefill(list(tokens))

@@ -8,7 +8,7 @@
 - ``max_seq_len`` is the context (KV cache) size, ``moe_chunk_size`` the prefill batch
   (``n_batch``/``n_ubatch``), ``threads`` both thread counts; ``gpu`` offloads every layer when the
   build has a GPU backend.
-- Timed passes are plain greedy generation with a per-token clock; llama.cpp's own counters
+- Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
 """
@@ -114,18 +114,25 @@ class LlamaCppAdapter(Adapter):
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        import numpy as np
+
         perf, reset_perf = self._perf
         llm = self.llm
         llm.reset()  # no prefix reuse between rounds: every round pays its prefill
         reset_perf(llm.ctx)
+        vocab = (llm.n_vocab(),)
+        # Greedy by argmax over the context's logits: llama-cpp-python's sampler chain costs ~4 % of a
+        # Gemma decode step in Python overhead, argmax ~1 % (benchmarks/llamacpp_timing.py).
         times, tokens = [], []
         start = now_ns()
-        for token in llm.generate(list(prompts[0]), top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0,
-                                  reset=True):
+        llm.eval(list(prompts[0]))
+        while True:
+            token = int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=vocab)))
             times.append(now_ns())
-            tokens.append(int(token))
-            if len(times) == max_new_tokens:
+            tokens.append(token)
+            if len(tokens) == max_new_tokens:
                 break  # EOS does not stop a timed pass: exactly max_new_tokens steps
+            llm.eval([token])
         counters = perf(llm.ctx)
         engine = {"prompt_eval_ms": counters.t_p_eval_ms}
         if counters.n_eval:

@@ -26,7 +26,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
 
 SYSFS_ROOT = Path("/sys")  # tests point this at a fake tree
 XRT_ROOT = Path("/opt/xilinx/xrt")
@@ -127,26 +127,15 @@ class XRTAdapter(Adapter):
         return dict(profile()) if callable(profile) else {}
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
-        import numpy as np
-
         prompt = list(prompts[0])
         if len(prompt) > self.prefill_len:
             raise ValueError(f"prompt of {len(prompt)} tokens exceeds the fixed prefill length {self.prefill_len}")
         self.runner.reset()
-        times, tokens = [], []
-        start = now_ns()
-        logits = self.runner.prefill(prompt)
-        token = int(np.argmax(logits))
-        times.append(now_ns())
-        tokens.append(token)
-        while len(tokens) < max_new_tokens:
-            token = int(np.argmax(self.runner.decode(token)))
-            times.append(now_ns())
-            tokens.append(token)
-        engine = {"prefill_real_tokens": len(prompt), "prefill_padded_tokens": self.prefill_len,
-                  "padding_waste": 1 - len(prompt) / self.prefill_len}
-        engine.update({f"call_{k}": v for k, v in self._profile().items()})
-        return GenerationTrace(start, times, len(prompt), 1, [tokens], engine_metrics=engine)
+        trace = greedy_trace(self.runner.prefill, self.runner.decode, prompt, max_new_tokens)
+        trace.engine_metrics.update({"prefill_real_tokens": len(prompt), "prefill_padded_tokens": self.prefill_len,
+                                     "padding_waste": 1 - len(prompt) / self.prefill_len})
+        trace.engine_metrics.update({f"call_{k}": v for k, v in self._profile().items()})
+        return trace
 
     def prefill(self, tokens: Sequence[int]):
         import numpy as np

@@ -21,3 +21,28 @@ sweep: {{adapter: [{adapter}]}}
     )
     (point,) = expand(loaded)
     return loaded, point
+
+
+def ours_vs_engine(adapter, ids, rounds: int, tokens: int, engine_ttft_key: str) -> dict:
+    """Medians of our per-token clock and the engine's own figures over the same generations, and
+    the median per-round ratios (ours / engine's)."""
+    import statistics
+
+    from harness.measure import Round
+
+    adapter.generate([ids], tokens)  # warm-up
+    ours_tpot, engine_tpot, ours_ttft, engine_ttft = [], [], [], []
+    for _ in range(rounds):
+        trace = adapter.generate([ids], tokens)
+        r = Round.from_trace(trace, 0)
+        ours_tpot.append((r.e2e_s - r.ttft_s) / (r.n_generated - 1) * 1e3)
+        ours_ttft.append(r.ttft_s * 1e3)
+        engine_tpot.append(trace.engine_metrics["tpot_ms"])
+        engine_ttft.append(trace.engine_metrics[engine_ttft_key])
+    med = statistics.median
+    return {
+        "tpot_ours": med(ours_tpot), "tpot_engine": med(engine_tpot),
+        "tpot_ratio": med(o / t for o, t in zip(ours_tpot, engine_tpot)),
+        "ttft_ours": med(ours_ttft), "ttft_engine": med(engine_ttft),
+        "ttft_ratio": med(o / t for o, t in zip(ours_ttft, engine_ttft)),
+    }

@@ -11,12 +11,11 @@ Ratios are ours / llama.cpp's; medians.
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from adapters.llamacpp import LlamaCppAdapter
+from common import ours_vs_engine
 from harness import models, prompts
 from harness.adapter import LoadSettings
-from harness.measure import Round
 from harness.scenario import ModelSpec
 from harness.sweep import Point
 
@@ -34,21 +33,11 @@ def main() -> None:
     point = Point("llamacpp", "cpu", None, "none", args.prompt_len, 1, 1, None, "bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
-    adapter.generate([ids], args.tokens)  # warm-up
-    ours_tpot, theirs_tpot, ours_ttft, theirs_ttft = [], [], [], []
-    for _ in range(args.rounds):
-        trace = adapter.generate([ids], args.tokens)
-        r = Round.from_trace(trace, 0)
-        ours_tpot.append((r.e2e_s - r.ttft_s) / (r.n_generated - 1) * 1e3)
-        ours_ttft.append(r.ttft_s * 1e3)
-        theirs_tpot.append(trace.engine_metrics["tpot_ms"])
-        theirs_ttft.append(trace.engine_metrics["prompt_eval_ms"])
-    med = statistics.median
+    f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "prompt_eval_ms")
     print("| model | rounds | TPOT ours ms | TPOT llama.cpp ms | ratio | TTFT ours ms | prompt eval llama.cpp ms | ratio |")
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.rounds} | {med(ours_tpot):.2f} | {med(theirs_tpot):.2f} | "
-          f"{med(o / t for o, t in zip(ours_tpot, theirs_tpot)):.3f} | {med(ours_ttft):.2f} | {med(theirs_ttft):.2f} | "
-          f"{med(o / t for o, t in zip(ours_ttft, theirs_ttft)):.3f} |")
+    print(f"| {args.model} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
+          f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ token streamer, GenAI's from ``perf_metrics`` (TTFT, TPOT). Ratios are ours / Ge
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from adapters.openvino import OpenVINOAdapter
+from common import ours_vs_engine
 from harness import models, prompts
 from harness.adapter import LoadSettings
-from harness.measure import Round
 from harness.scenario import ModelSpec
 from harness.sweep import Point
 
@@ -34,21 +33,11 @@ def main() -> None:
     point = Point("openvino", args.device, args.max_seq_len, "none", args.prompt_len, 1, 1, None, "bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
-    adapter.generate([ids], args.tokens)  # warm-up
-    ours_tpot, theirs_tpot, ours_ttft, theirs_ttft = [], [], [], []
-    for _ in range(args.rounds):
-        trace = adapter.generate([ids], args.tokens)
-        r = Round.from_trace(trace, 0)
-        ours_tpot.append((r.e2e_s - r.ttft_s) / (r.n_generated - 1) * 1e3)
-        ours_ttft.append(r.ttft_s * 1e3)
-        theirs_tpot.append(trace.engine_metrics["tpot_ms"])
-        theirs_ttft.append(trace.engine_metrics["ttft_ms"])
-    med = statistics.median
+    f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "ttft_ms")
     print("| model | device | rounds | TPOT ours ms | TPOT GenAI ms | ratio | TTFT ours ms | TTFT GenAI ms | ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.device} | {args.rounds} | {med(ours_tpot):.2f} | {med(theirs_tpot):.2f} | "
-          f"{med(o / t for o, t in zip(ours_tpot, theirs_tpot)):.3f} | {med(ours_ttft):.2f} | {med(theirs_ttft):.2f} | "
-          f"{med(o / t for o, t in zip(ours_ttft, theirs_ttft)):.3f} |")
+    print(f"| {args.model} | {args.device} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
+          f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |")
 
 
 if __name__ == "__main__":

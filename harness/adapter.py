@@ -167,3 +167,20 @@ class Adapter(ABC):
 class PointSkipped(Exception):
     """Raised by ``load`` when this point cannot run with this model here (the message says why and
     what to give instead); the point is recorded as skipped, not failed."""
+
+
+def greedy_trace(prefill, decode, prompt: Sequence[int], max_new_tokens: int, engine_metrics: Optional[dict] = None) -> GenerationTrace:
+    """A timed greedy generation for engines driven step by step (``prefill``/``decode`` -> logits):
+    exactly ``max_new_tokens`` argmax steps, each timestamped as its logits reach the host."""
+    import numpy as np
+
+    times, tokens = [], []
+    start = now_ns()
+    token = int(np.argmax(prefill(list(prompt))))
+    times.append(now_ns())
+    tokens.append(token)
+    while len(tokens) < max_new_tokens:  # EOS does not stop a timed pass
+        token = int(np.argmax(decode(token)))
+        times.append(now_ns())
+        tokens.append(token)
+    return GenerationTrace(start, times, len(prompt), 1, [tokens], engine_metrics=dict(engine_metrics or {}))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, greedy_trace
 
 
 class NumpyAdapter(Adapter):
@@ -37,18 +37,10 @@ class NumpyAdapter(Adapter):
         self.runner.prepare(model.hf_dir, context, context, eos_token_id=0)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
-        import numpy as np
-
-        times, tokens = [], []
-        start = now_ns()  # clock right before the engine starts
-        token = int(np.argmax(self.prefill(prompts[0])))
-        times.append(now_ns())  # ... and as soon as each token is on the host
-        tokens.append(token)
-        while len(tokens) < max_new_tokens:  # EOS does not stop a timed pass
-            token = int(np.argmax(self.decode(token)))
-            times.append(now_ns())
-            tokens.append(token)
-        return GenerationTrace(start, times, len(prompts[0]), 1, [tokens])
+        # Timestamps right before the engine starts and as each token reaches the host; exactly
+        # max_new_tokens greedy steps (EOS does not stop a timed pass). Engines with their own
+        # generate loop build the GenerationTrace themselves the same way.
+        return greedy_trace(self.prefill, self.decode, prompts[0], max_new_tokens)
 
     def prefill(self, tokens: Sequence[int]):
         return self.runner.prefill(list(tokens))  # fp32 logits of the last position: the gate uses these
