@@ -142,16 +142,33 @@ def test_bandwidth_is_measured_once_per_machine(tmp_path):
 
 FAKE_PERF = """#!/bin/sh
 trap 'echo "123456789,,cycles,1000,100.00,," >&2; exit 0' INT
+touch "$0.ready"
 while true; do sleep 0.01; done
 """
 
 
-def test_cycle_counter_reads_perf_stat(tmp_path):
+def fake_perf(tmp_path, text=FAKE_PERF):
     perf = tmp_path / "perf"
-    perf.write_text(FAKE_PERF)
+    perf.write_text(text)
     perf.chmod(0o755)
-    counter = energy.CycleCounter(str(perf))
+    return perf
+
+
+def begun(counter, perf):
+    """Start the counter and wait until the fake perf has its signal handler (a loaded CI machine
+    can take longer than the counter's own 50 ms settle time to start a shell)."""
     counter.begin()
+    ready = perf.with_name(perf.name + ".ready")
+    for _ in range(500):
+        if ready.exists():
+            break
+        time.sleep(0.01)
+    return counter
+
+
+def test_cycle_counter_reads_perf_stat(tmp_path):
+    perf = fake_perf(tmp_path)
+    counter = begun(energy.CycleCounter(str(perf)), perf)
     assert counter.end() == 123456789 and counter.reason is None
 
 
@@ -159,11 +176,8 @@ def test_cycle_counter_says_why_not(tmp_path):
     missing = energy.CycleCounter(str(tmp_path / "no-perf"))
     missing.begin()
     assert missing.end() is None and "perf is not installed" in missing.reason
-    perf = tmp_path / "perf"
-    perf.write_text(FAKE_PERF.replace("123456789", "<not supported>"))
-    perf.chmod(0o755)
-    unsupported = energy.CycleCounter(str(perf))
-    unsupported.begin()
+    perf = fake_perf(tmp_path, FAKE_PERF.replace("123456789", "<not supported>"))
+    unsupported = begun(energy.CycleCounter(str(perf)), perf)
     assert unsupported.end() is None and "cycles <not supported> here" in unsupported.reason
 
 
