@@ -140,16 +140,25 @@ def test_bandwidth_is_measured_once_per_machine(tmp_path):
     assert roofline.bandwidth(tmp_path) == first  # cached
 
 
-FAKE_PERF = """#!/bin/sh
-trap 'echo "123456789,,cycles,1000,100.00,," >&2; exit 0' INT
-touch "$0.ready"
-while true; do sleep 0.01; done
+# A Python stand-in for `perf stat`: prints its count on SIGINT. (A /bin/sh trap would not do: a shell
+# cannot trap SIGINT when it starts with SIGINT ignored, as under `nohup ... &`; perf itself can.)
+FAKE_PERF = """#!{python}
+import pathlib, signal, sys, time
+def stop(*_):
+    print("123456789,,cycles,1000,100.00,,", file=sys.stderr)
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+pathlib.Path(sys.argv[0] + ".ready").touch()
+while True:
+    time.sleep(0.01)
 """
 
 
 def fake_perf(tmp_path, text=FAKE_PERF):
+    import sys
+
     perf = tmp_path / "perf"
-    perf.write_text(text)
+    perf.write_text(text.replace("{python}", sys.executable))
     perf.chmod(0o755)
     return perf
 
