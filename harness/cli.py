@@ -332,6 +332,9 @@ def _merge(args) -> int:
     from harness.shard import merge
 
     merged, conflicts = merge(results.iter_records(args.sources))
+    if not merged:
+        print(f"ERROR no result records under {', '.join(args.sources)}", file=sys.stderr)
+        return 2
     if conflicts:
         print("ERROR conflicting records for the same point (nothing written):", file=sys.stderr)
         for line in conflicts:

@@ -72,3 +72,11 @@ def test_merge_refuses_two_different_runs_of_one_point(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "demo::p: ok in" in err and str(tmp_path / "a") in err and str(tmp_path / "b") in err
     assert not (tmp_path / "m").exists()  # nothing written
+
+
+def test_merging_nothing_is_an_error(tmp_path, capsys):
+    from harness.cli import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["merge", str(tmp_path / "empty"), "-o", str(tmp_path / "m")]) == 2
+    assert "no result records under" in capsys.readouterr().err
