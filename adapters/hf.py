@@ -3,6 +3,8 @@
 - ``max_seq_len`` sizes a static KV cache, so every decode step attends over the whole window (the
   static-shape cost model of NPU pipelines); without it the cache grows with the sequence.
 - ``beam_width`` maps to ``num_beams``; ``moe_chunk_size`` to chunked prefill.
+- ``moe_capacity`` (MoE models) caps the tokens each expert takes per forward pass, dropping the least
+  salient first (``harness.moe_capacity``); ``routing`` reports the router's choices for the record.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -23,6 +25,7 @@ class HFAdapter(Adapter):
     supports_chunked_prefill = True
     supports_max_seq_len = True
     supports_hidden_states = True
+    supports_moe_capacity = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -64,6 +67,7 @@ class HFAdapter(Adapter):
         ).to(self.device).eval()
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
         self._step_cache = None
+        self.monitor = self._capacity_monitor(model, point)
 
         adapter = self
 
@@ -85,6 +89,45 @@ class HFAdapter(Adapter):
                 return self._never
 
         self._clock_cls = StepClock
+
+    def _capacity_monitor(self, model, point):
+        from harness.moe import expert_config
+        from harness.moe_capacity import RoutingMonitor
+
+        try:
+            self.n_experts, _ = expert_config(self.model.config)
+        except ValueError:
+            self.n_experts = None
+        if point.moe_capacity is None:
+            return None
+        if self.n_experts is None:
+            raise PointSkipped(f"moe_capacity={point.moe_capacity} needs a mixture-of-experts model; "
+                               f"{model.name} ({self.model.config.model_type}) is dense")
+        return RoutingMonitor(self.model, self.n_experts, point.moe_capacity)
+
+    def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
+        """Router choices (and capacity drops) over a prefill of each prompt, chunked as the point says."""
+        if self.n_experts is None:
+            return None
+        from transformers import DynamicCache
+
+        from harness.moe_capacity import RoutingMonitor
+
+        monitor = self.monitor or RoutingMonitor(self.model, self.n_experts)
+        monitor.reset()
+        torch = self._torch
+        try:
+            with torch.inference_mode():
+                for ids in prompts:
+                    cache, step = DynamicCache(config=self.model.config), self.point.moe_chunk_size or len(ids)
+                    for start in range(0, len(ids), step):
+                        chunk = torch.tensor([list(ids[start:start + step])], dtype=torch.long, device=self.device)
+                        self.model(input_ids=chunk, past_key_values=cache, use_cache=True)
+            return {**monitor.summary(), "tokens": sum(len(p) for p in prompts),
+                    "chunk": self.point.moe_chunk_size}
+        finally:
+            if monitor is not self.monitor:
+                monitor.remove()
 
     def _new_cache(self):
         from transformers import DynamicCache, StaticCache

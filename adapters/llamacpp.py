@@ -49,6 +49,14 @@ class LlamaCppAdapter(Adapter):
             return "this llama-cpp-python build has no GPU backend (rebuild with CMAKE_ARGS=-DGGML_CUDA=on or similar)"
         return None
 
+    @staticmethod
+    def _context(point, settings: LoadSettings) -> int:
+        """KV cache size: max_seq_len when the point fixes it, else room for a synthetic prompt and its
+        output (llama_decode fails with code 1 when the cache has no slot left)."""
+        if point.max_seq_len:
+            return point.max_seq_len
+        return max(DEFAULT_CONTEXT, (point.prompt_len or 0) + (settings.max_new_tokens or 0))
+
     # --- model files ----------------------------------------------------------------------------
 
     def _source_gguf(self, model, cache: Path) -> Path:
@@ -106,7 +114,7 @@ class LlamaCppAdapter(Adapter):
         batch = point.moe_chunk_size or 512
         start = now_ns()
         self.llm = llama_cpp.Llama(
-            model_path=str(path), n_ctx=point.max_seq_len or DEFAULT_CONTEXT, n_batch=batch, n_ubatch=batch,
+            model_path=str(path), n_ctx=self._context(point, settings), n_batch=batch, n_ubatch=batch,
             n_threads=settings.threads, n_threads_batch=settings.threads,
             n_gpu_layers=-1 if point.device == "gpu" else 0, seed=0, verbose=False,
         )

@@ -19,7 +19,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, now_ns
+from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 
 _NNCF_MODES = {"int8_sym": "INT8_SYM", "int8_asym": "INT8_ASYM", "int4_sym": "INT4_SYM", "int4_asym": "INT4_ASYM"}
 EMULATED_NPU = "NPU-emulated"
@@ -36,6 +36,7 @@ class OpenVINOAdapter(Adapter):
     quantizations = frozenset({"none", *_NNCF_MODES})
     supports_beams = False  # GenAI streams no per-step callback under beam search: no per-token timing
     supports_max_seq_len = True
+    supports_chunked_prefill = True  # dynamic pipelines: the scheduler's split-fuse token budget
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -109,7 +110,15 @@ class OpenVINOAdapter(Adapter):
         if point.device not in _STATIC:
             # GenAI's default scheduler keeps the previous prompt's KV blocks (prefix caching): a repeated
             # round would time a cache hit instead of a prefill. A plain SchedulerConfig has it off.
-            config["scheduler_config"] = openvino_genai.SchedulerConfig()
+            scheduler = openvino_genai.SchedulerConfig()
+            if point.moe_chunk_size:  # split-fuse prefills a prompt in slices of this many tokens
+                scheduler.max_num_batched_tokens = point.moe_chunk_size
+                scheduler.dynamic_split_fuse = True
+            self.prefill_chunk = scheduler.max_num_batched_tokens if scheduler.dynamic_split_fuse else None
+            config["scheduler_config"] = scheduler
+        elif point.moe_chunk_size:
+            raise PointSkipped(f"GenAI's static {point.device} pipeline prefills whole prompts here; "
+                               f"moe_chunk_size={point.moe_chunk_size} needs a dynamic device (CPU, GPU)")
         if point.device in _STATIC:
             self.min_response = settings.max_new_tokens
             self.max_prompt = point.max_seq_len - settings.max_new_tokens
@@ -243,6 +252,7 @@ class OpenVINOAdapter(Adapter):
             "device_name": _device_name(core, self.point.device),
             "pipeline": "static" if self.point.device in _STATIC else "dynamic",
             "prefix_caching": False,  # every round pays its prefill
+            "prefill_chunk": getattr(self, "prefill_chunk", None),
             "quantization": self.point.quantization,
             "compression": self.compression,
             "weights_precision": weight_types(self.ir_dir / "openvino_model.xml"),

@@ -30,7 +30,7 @@ def main() -> None:
 
     model = models.resolve(ModelSpec(source=args.model))
     adapter = OpenVINOAdapter()
-    point = Point("openvino", args.device, args.max_seq_len, "none", args.prompt_len, 1, 1, None, "bench")
+    point = Point("openvino", args.device, args.max_seq_len, "none", args.prompt_len, 1, 1, None, id="bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
     f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "ttft_ms")

@@ -34,7 +34,7 @@ def main() -> None:
     import torch
 
     model = models.resolve(ModelSpec(source=args.model))
-    point = Point("hf", "cpu", None, "none", args.prompt_len, 1, 1, None, "bench")
+    point = Point("hf", "cpu", None, "none", args.prompt_len, 1, 1, None, id="bench")
     adapter = HFAdapter()
     adapter.load(model, point, LoadSettings(dtype="bf16", threads=args.threads))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]

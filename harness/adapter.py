@@ -63,6 +63,7 @@ class Adapter(ABC):
     supports_chunked_prefill: ClassVar[bool] = False
     supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
     supports_hidden_states: ClassVar[bool] = False  # True: implements hidden_states() for diagnosis
+    supports_moe_capacity: ClassVar[bool] = False  # True: can cap tokens per expert (moe_capacity)
 
     @classmethod
     def knows_device(cls, device: str) -> bool:
@@ -103,6 +104,8 @@ class Adapter(ABC):
             return f"{cls.name} runs batch size 1 only (batch_size={point.batch_size})"
         if point.moe_chunk_size is not None and not cls.supports_chunked_prefill:
             return f"{cls.name} has no chunked prefill (moe_chunk_size={point.moe_chunk_size})"
+        if point.moe_capacity is not None and not cls.supports_moe_capacity:
+            return f"{cls.name} cannot limit expert capacity (moe_capacity={point.moe_capacity})"
         if point.max_seq_len is not None and not cls.supports_max_seq_len:
             return f"{cls.name} cannot fix the KV cache size (max_seq_len={point.max_seq_len})"
         return None
@@ -137,9 +140,15 @@ class Adapter(ABC):
         raise NotImplementedError(f"{self.name} does not expose hidden states")
 
     def runs_quantized(self, point: Point) -> bool:
-        """True when the loaded weights are quantized, so drift from the reference is expected (the
-        gate's ``fail_on_drift: auto``). Engines whose "unquantized" model is quantized say so here."""
-        return point.quantization != "none"
+        """True when the point runs an approximation of the model (quantized weights, or experts with
+        a capped capacity), so drift from the reference is expected (the gate's ``fail_on_drift:
+        auto``). Engines whose "unquantized" model is quantized say so here."""
+        return point.quantization != "none" or point.moe_capacity is not None
+
+    def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
+        """For MoE models: tokens routed per layer and expert over a prefill of ``prompts`` (see
+        ``RoutingMonitor.summary``), or None where the model is dense or the engine hides its router."""
+        return None
 
     def weight_bytes(self) -> Optional[int]:
         """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""

@@ -112,6 +112,19 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
+    routing = commands.add_parser("routing", help="MoE routing statistics and the G x C expert-capacity table "
+                                  "from real router traces of an HF MoE model")
+    routing.add_argument("model", metavar="MODEL", help="HF MoE checkpoint directory or a tiny model name")
+    routing.add_argument("--prompt-len", type=int, default=256, help="tokens per prompt (default 256)")
+    routing.add_argument("--prompts", type=int, default=8, help="prompts per set; calibration and evaluation "
+                         "sets are disjoint (default 8)")
+    routing.add_argument("--chunk", type=int, default=256, help="prefill chunk the capacities apply to (default 256)")
+    routing.add_argument("--capacities", type=_int_list, default=[128, 64, 32, 16], metavar="C,...")
+    routing.add_argument("--groups", type=_int_list, default=[1, 2, 4], metavar="G,...", help="experts per graph")
+    routing.add_argument("--overlap-k", type=int, default=4, help="K of Overlap@K (default 4)")
+    routing.add_argument("--cache-dir", default=None, metavar="DIR")
+    routing.add_argument("-o", "--output", default="routing", metavar="DIR", help="CSV directory (default routing)")
+
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
@@ -140,7 +153,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
                     "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
-                    "reference": _reference}
+                    "reference": _reference, "routing": _routing}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -283,6 +296,28 @@ def _report(args) -> int:
 
     written = build(args.sources, args.output, title=args.title)
     print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
+    return 0
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _routing(args) -> int:
+    from harness import report, routing_study
+
+    study = routing_study.run(args.model, args.prompt_len, args.prompts, args.chunk, args.capacities,
+                              args.groups, args.overlap_k, args.cache_dir)
+    files = routing_study.write(study, args.output)
+    print(report.markdown_table(study.layers))
+    print(report.markdown_table(study.grid, limit=len(study.grid)))
+    print(f"wrote {', '.join(map(str, files))}")
     return 0
 
 

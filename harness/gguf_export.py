@@ -1,6 +1,7 @@
 """Write a Llama-family HF checkpoint as a GGUF file (F32 or F16), so llama.cpp runs the tiny test
-models and its quantizer has a full-precision source. Llama architecture only; the layout follows
-llama.cpp's own converter (Q/K rows permuted from HF's half-split RoPE to interleaved pairs).
+models and its quantizer has a full-precision source. Llama and Mixtral (Llama with routed experts);
+the layout follows llama.cpp's own converter (Q/K rows permuted from HF's half-split RoPE to
+interleaved pairs, each layer's experts stacked into one 3-D tensor per projection).
 """
 
 from __future__ import annotations
@@ -8,7 +9,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SUPPORTED = ("llama",)
+SUPPORTED = ("llama", "mixtral")
+_EXPERT_PROJECTIONS = {"w1": "FFN_GATE_EXP", "w3": "FFN_UP_EXP", "w2": "FFN_DOWN_EXP"}  # HF Mixtral names
+
+
+def _stack_experts(weights: dict, n_layers: int, n_experts: int) -> dict:
+    """Replace ``...block_sparse_moe.experts.E.wN.weight`` with one [experts, rows, cols] array per
+    layer and projection, under its GGUF name; the router becomes ``ffn_gate_inp``."""
+    import gguf
+    import numpy as np
+
+    out = {}
+    for layer in range(n_layers):
+        prefix = f"model.layers.{layer}.block_sparse_moe"
+        for hf, kind in _EXPERT_PROJECTIONS.items():
+            name = gguf.TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, kind)].format(bid=layer) + ".weight"
+            out[name] = np.stack([weights.pop(f"{prefix}.experts.{e}.{hf}.weight") for e in range(n_experts)])
+        out[gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.FFN_GATE_INP].format(bid=layer) + ".weight"] = weights.pop(f"{prefix}.gate.weight")
+    return out
 
 
 def _permute(weights, n_head: int):
@@ -74,11 +92,16 @@ def export(hf_dir: str | Path, out: str | Path, dtype: str = "f16") -> Path:
     writer.add_vocab_size(config["vocab_size"])
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
     _tokenizer_fields(writer, hf_dir, config)
+    ready: dict[str, np.ndarray] = {}  # already under their GGUF names
+    if config["model_type"] == "mixtral":
+        writer.add_expert_count(config["num_local_experts"])
+        writer.add_expert_used_count(config["num_experts_per_tok"])
+        ready = _stack_experts(weights, n_layers, config["num_local_experts"])
 
     if config.get("tie_word_embeddings") and "lm_head.weight" not in weights:
         weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
-    for hf_name, array in weights.items():
-        name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+    for hf_name, array in [*weights.items(), *ready.items()]:
+        name = hf_name if hf_name in ready else names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         if name is None:
             raise ValueError(f"{hf_dir}: no GGUF name for tensor {hf_name}")
         array = array.astype(np.float32)
@@ -86,7 +109,7 @@ def export(hf_dir: str | Path, out: str | Path, dtype: str = "f16") -> Path:
             array = _permute(array, n_head)
         elif hf_name.endswith("k_proj.weight"):
             array = _permute(array, n_kv)
-        if dtype == "f16" and array.ndim == 2:
+        if dtype == "f16" and array.ndim >= 2:
             array = array.astype(np.float16)
         writer.add_tensor(name, array)
     writer.write_header_to_file()

@@ -198,7 +198,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
 
     start = time.perf_counter()
     hf = registry.get("hf")
-    point = Point("hf", settings.device, None, "none", None, 1, 1, None, "reference")
+    point = Point("hf", settings.device, None, "none", None, 1, 1, None, id="reference")
     tokenizer = model.tokenizer()
     stop = eos_ids(model, tokenizer)
 

@@ -16,7 +16,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from harness import __version__, plots, results, tables
+from harness import __version__, moe_report, plots, results, tables
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -90,7 +90,7 @@ def _outputs(pairs: list[tuple[Path, results.Record]]) -> list[dict]:
 
 
 POINT_COLUMNS = ["scenario", "point_id", "status", "host", "adapter", "device", "engine", "model", "quantization",
-                 "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "ttft_ms", "tpot_ms",
+                 "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "moe_capacity", "ttft_ms", "tpot_ms",
                  "decode_tokens_per_s", "energy_per_token_mj", "peak_rss_mb", "gate_verdict"]
 
 
@@ -117,6 +117,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         "not_run": tables.not_run(df),
         "points": df[[c for c in POINT_COLUMNS if c in df]],
     }
+    moe_tables, moe_plots = moe_report.build(df, pairs)
+    named_tables.update(moe_tables)
     csv_files = [out / "points.csv"]
     df.drop(columns=["path"]).to_csv(csv_files[0], index=False)
     for name, table in named_tables.items():
@@ -125,7 +127,7 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
             table.to_csv(csv_files[-1], index=False)
 
     rendered_plots, plot_files = [], []
-    for plot in plots.build_all(df):
+    for plot in plots.build_all(df) + moe_plots:
         png = _png(plot.figure)
         plot_files.append(out / "plots" / f"{plot.slug}.png")
         plot_files[-1].write_bytes(png)
@@ -143,7 +145,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
     env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html", "j2"]))
     page = env.get_template("report.html.j2").render(
         title=title, summary=summary, generated_at=generated_at, version=__version__, plots=rendered_plots,
-        tables={name: Markup(_html_table(table, f"{name}.csv")) for name, table in named_tables.items()},
+        tables={name: Markup(_html_table(table, f"{name}.csv")) for name, table in named_tables.items()
+                if name != "moe_routing"},  # one row per expert: CSV only
         outputs=_outputs(pairs),
     )
     html_path = out / "index.html"
@@ -156,6 +159,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
           "## Correctness (failures first)\n", markdown_table(named_tables["correctness"])]
     if not named_tables["first_next"].empty:
         md += ["## First and next token\n", markdown_table(named_tables["first_next"])]
+    if "moe_layers" in named_tables:
+        md += ["## MoE routing per layer\n", markdown_table(named_tables["moe_layers"])]
     if not named_tables["not_run"].empty:
         md += ["## Skipped and failed points\n", markdown_table(named_tables["not_run"])]
     md += ["## Plots\n"] + [f"![{p['title']}](plots/{p['slug']}.png)\n\n{p['caption']}\n" for p in rendered_plots]

@@ -157,6 +157,10 @@ class Runner:
                 self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)
             if reference is not None:
                 self._gate(scenario, point, adapter, reference, tokenizer, record)
+            routing = adapter.routing(prompt_ids)
+            if routing:  # MoE: what the router did with these prompts, for the report's load plots
+                record.details["routing"] = routing
+                record.metrics.update(moe_drop_rate=routing["drop_rate"], moe_imbalance_max=max(routing["imbalance"]))
             record.adapter = adapter.describe()
         finally:
             adapter.close()
@@ -303,7 +307,7 @@ class Runner:
 
         engine = registry.get("hf")()
         model = self._resolve(scenario)
-        engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, "diagnosis"),
+        engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, id="diagnosis"),
                     LoadSettings(dtype=scenario.gate.reference_dtype, threads=scenario.measurement.threads))
         try:
             first = reference.prompts[0]

@@ -36,6 +36,7 @@ AXES = (
     "beam_width",
     "batch_size",
     "moe_chunk_size",
+    "moe_capacity",
 )
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -112,6 +113,8 @@ class Sweep(_Strict):
     beam_width: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
     batch_size: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
     moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    # tokens each expert takes per forward pass (a prefill chunk or a decode step); None = unlimited
+    moe_capacity: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
 
 
 class KnownFailure(_Strict):

@@ -18,6 +18,7 @@ _ID_PARTS = {
     "beam_width": "beam",
     "batch_size": "bs",
     "moe_chunk_size": "chunk",
+    "moe_capacity": "cap",
 }
 
 
@@ -31,6 +32,7 @@ class Point:
     beam_width: int
     batch_size: int
     moe_chunk_size: Optional[int]
+    moe_capacity: Optional[int] = None
     id: str = ""
 
     def axes(self) -> dict:

@@ -7,7 +7,7 @@ import pandas as pd
 VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
 # Columns that tell points apart in a table or a plot's legend, in the order they are named.
 IDENTITY = ["scenario", "host", "model", "adapter", "device", "quantization", "max_seq_len", "prompt_len",
-            "beam_width", "batch_size", "moe_chunk_size"]
+            "beam_width", "batch_size", "moe_chunk_size", "moe_capacity"]
 OUTPUT_TOKENS_FOR_OVERALL = 32  # "overall = first + 31 x next" is the Intel CPU runtime paper's 32-token summary
 
 

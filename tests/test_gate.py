@@ -253,7 +253,7 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
 
     from .faults import SkippedLayer
 
-    point = Point("hf", "cpu", None, "none", None, 1, 1, None, "diag")
+    point = Point("hf", "cpu", None, "none", None, 1, 1, None, id="diag")
     healthy, broken = HFAdapter(), SkippedLayer()
     for adapter in (healthy, broken):
         adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))

@@ -19,7 +19,7 @@ from harness.sweep import Point
 from . import faults
 
 pytestmark = pytest.mark.slow
-POINT = Point("hf", "cpu", None, "none", None, 1, 1, None, "gate-test")
+POINT = Point("hf", "cpu", None, "none", None, 1, 1, None, id="gate-test")
 
 
 @pytest.fixture(scope="module")

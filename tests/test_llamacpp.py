@@ -38,17 +38,21 @@ def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_reco
     assert record.correctness["verdict"] == "pass", record.correctness.get("report")
 
 
-def test_exported_gguf_logits_match_transformers_at_every_position(tiny_llama, tmp_path):
+@pytest.mark.parametrize("source", ["tiny-llama", "tiny-mixtral"])
+def test_exported_gguf_logits_match_transformers_at_every_position(source, cache_dir, tmp_path):
     import llama_cpp
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM
 
+    from harness import models
+
+    tiny = models.resolve(scenario.ModelSpec(source=source), cache_dir)
     ids = [1, 40, 77, 123, 9, 300, 41, 5, 17]
-    hf = AutoModelForCausalLM.from_pretrained(str(tiny_llama.hf_dir), dtype=torch.float32).eval()
+    hf = AutoModelForCausalLM.from_pretrained(str(tiny.hf_dir), dtype=torch.float32).eval()
     with torch.no_grad():
         reference = hf(torch.tensor([ids])).logits[0].numpy()
-    path = gguf_export.export(tiny_llama.hf_dir, tmp_path / "tiny.gguf", dtype="f32")
+    path = gguf_export.export(tiny.hf_dir, tmp_path / "tiny.gguf", dtype="f32")
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, logits_all=True, verbose=False)
     llm.eval(ids)
     ours = np.array(llm.scores[: len(ids)])
@@ -68,7 +72,7 @@ def test_levels_come_from_llama_cpps_quantizer(tiny_records):
     from adapters.llamacpp import LlamaCppAdapter
     from harness.sweep import Point
 
-    asym8 = Point("llamacpp", "cpu", None, "int8_asym", None, 1, 1, None, "x")
+    asym8 = Point("llamacpp", "cpu", None, "int8_asym", None, 1, 1, None, id="x")
     assert "does not support quantization 'int8_asym'" in LlamaCppAdapter.capability_reason(asym8)
 
 
@@ -94,5 +98,5 @@ sweep: {adapter: [llamacpp], quantization: [int8_sym]}
 
 def test_gguf_export_refuses_other_architectures(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gemma3_text"}')
-    with pytest.raises(ValueError, match="supports llama, not 'gemma3_text'"):
+    with pytest.raises(ValueError, match="supports llama, mixtral, not 'gemma3_text'"):
         gguf_export.export(tmp_path, tmp_path / "x.gguf")

@@ -18,7 +18,7 @@ SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot tak
 
 
 def point(device="CPU", quantization="none", max_seq_len=None, beam_width=1) -> Point:
-    return Point("openvino", device, max_seq_len, quantization, None, beam_width, 1, None, "test")
+    return Point("openvino", device, max_seq_len, quantization, None, beam_width, 1, None, id="test")
 
 
 def loaded(model, max_new_tokens=8, **axes) -> OpenVINOAdapter:

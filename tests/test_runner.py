@@ -54,7 +54,7 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
     assert records["fake-cpu-bf16-beam1"].status == "ok" and records["hf-cpu-bf16-beam2"].status == "ok"
     from harness.sweep import Point
 
-    int4 = Point("fake", "cpu", None, "int4_sym", None, 1, 1, None, "x")
+    int4 = Point("fake", "cpu", None, "int4_sym", None, 1, 1, None, id="x")
     assert FakeAdapter.supports(int4).startswith("fake does not support quantization 'int4_sym'")
 
 
