@@ -178,6 +178,14 @@ class HFAdapter(Adapter):
             self._step_cache = out.past_key_values
             return out.logits[0, -1].float().cpu().numpy()
 
+    def score(self, tokens: Sequence[int], last: int):
+        torch = self._torch
+        with torch.inference_mode():
+            tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+            # logits_to_keep: the LM head (262k rows for Gemma) runs only where the caller reads
+            out = self.model(input_ids=tensor, use_cache=False, logits_to_keep=last)
+            return out.logits[0, -last:].float().cpu().numpy()
+
     def prefill(self, tokens: Sequence[int]):
         from transformers import DynamicCache
 

@@ -198,6 +198,16 @@ class OpenVINOAdapter(Adapter):
         self._position += len(ids)
         return np.array(request.get_tensor("logits").data[0, -1], dtype=np.float32)
 
+    def score(self, tokens: Sequence[int], last: int):
+        import numpy as np
+
+        if self.point.device in _STATIC:
+            raise NotImplementedError("GenAI's static NPU pipeline returns chosen tokens only, no logits")
+        self._step_request().reset_state()
+        self._position = 0
+        self._infer(tokens)
+        return np.array(self._request.get_tensor("logits").data[0, -last:], dtype=np.float32)
+
     def prefill(self, tokens: Sequence[int]):
         if self.point.device in _STATIC:
             raise NotImplementedError("GenAI's static NPU pipeline returns chosen tokens only, no logits")

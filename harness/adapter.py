@@ -129,6 +129,11 @@ class Adapter(ABC):
     def decode(self, token: int) -> np.ndarray:
         """Append one token to the state from ``prefill``/``decode``; return its fp32 logits [vocab]."""
 
+    def score(self, tokens: Sequence[int], last: int) -> np.ndarray:
+        """Optional: fp32 logits of the ``last`` positions of ``tokens`` in one pass, shape [last, vocab]
+        (task accuracy's teacher forcing; without it, prefill + one decode per token does the same work)."""
+        raise NotImplementedError(f"{self.name} has no one-pass scoring")
+
     def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
         """Optional, for engines without step-wise logits: the token the engine chooses at each
         position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""

@@ -112,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
+    commands.add_parser("lm-eval", help="lm-eval's command line with --model harness registered and the shipped "
+                        "tasks on its include path (all arguments go to lm-eval); --install-hook makes the plain "
+                        "`lm_eval --model harness` work in this environment", add_help=False)
     routing = commands.add_parser("routing", help="MoE routing statistics and the G x C expert-capacity table "
                                   "from real router traces of an HF MoE model")
     routing.add_argument("model", metavar="MODEL", help="HF MoE checkpoint directory or a tiny model name")
@@ -149,6 +152,9 @@ def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["lm-eval"]:  # lm-eval's own command line, untouched by our parser
+        return _lm_eval(argv[1:])
     args = _parser().parse_args(argv)
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
@@ -296,6 +302,27 @@ def _report(args) -> int:
 
     written = build(args.sources, args.output, title=args.title)
     print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
+    return 0
+
+
+def _lm_eval(args: list[str]) -> int:
+    from harness import lm_eval_hook
+
+    if args == ["--install-hook"]:
+        import sysconfig
+
+        print(f"wrote {lm_eval_hook.write_pth(sysconfig.get_paths()['purelib'])}")
+        return 0
+    from harness import accuracy
+
+    accuracy._offline()
+    lm_eval_hook.register()
+    if not any(a == "--include_path" or a.startswith("--include_path=") for a in args):
+        args = [*args, "--include_path", str(accuracy.TASKS_DIR)]
+    from lm_eval.__main__ import cli_evaluate
+
+    sys.argv = ["lm_eval", *args]
+    cli_evaluate()
     return 0
 
 

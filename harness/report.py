@@ -16,7 +16,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from harness import __version__, moe_report, plots, results, tables
+from harness import __version__, accuracy_report, moe_report, plots, results, tables
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -118,7 +118,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         "points": df[[c for c in POINT_COLUMNS if c in df]],
     }
     moe_tables, moe_plots = moe_report.build(df, pairs)
-    named_tables.update(moe_tables)
+    accuracy_tables, accuracy_plots = accuracy_report.build(pairs)
+    named_tables.update(moe_tables, **accuracy_tables)
     csv_files = [out / "points.csv"]
     df.drop(columns=["path"]).to_csv(csv_files[0], index=False)
     for name, table in named_tables.items():
@@ -127,7 +128,7 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
             table.to_csv(csv_files[-1], index=False)
 
     rendered_plots, plot_files = [], []
-    for plot in plots.build_all(df) + moe_plots:
+    for plot in plots.build_all(df) + accuracy_plots + moe_plots:
         png = _png(plot.figure)
         plot_files.append(out / "plots" / f"{plot.slug}.png")
         plot_files[-1].write_bytes(png)
@@ -159,6 +160,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
           "## Correctness (failures first)\n", markdown_table(named_tables["correctness"])]
     if not named_tables["first_next"].empty:
         md += ["## First and next token\n", markdown_table(named_tables["first_next"])]
+    if "accuracy" in named_tables:
+        md += ["## Task accuracy (lm-eval)\n", markdown_table(named_tables["accuracy"])]
     if "moe_layers" in named_tables:
         md += ["## MoE routing per layer\n", markdown_table(named_tables["moe_layers"])]
     if not named_tables["not_run"].empty:

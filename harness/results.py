@@ -31,6 +31,7 @@ class Record:
     units: dict = field(default_factory=dict)
     samples: dict = field(default_factory=dict)  # raw per-round timings, so stats can be recomputed
     correctness: dict = field(default_factory=dict)  # the gate's result, when the scenario has a gate
+    accuracy: dict = field(default_factory=dict)  # lm-eval task scores, the reference's, and the deltas
     adapter: dict = field(default_factory=dict)  # adapter.describe()
     details: dict = field(default_factory=dict)  # generated text, traceback tail, ...
     environment: dict = field(default_factory=dict)
@@ -165,6 +166,7 @@ def row(record: Record, path: Optional[Path] = None) -> dict:
         "gate_divergence_index": gate.get("free_divergence_index"),
         "gate_skipped": gate.get("skipped"),
         "gate_reasons": "; ".join(gate.get("reasons") or []) or None,
+        **accuracy_columns(record.accuracy),
         "model": record.model.get("name"),
         "model_checksum": record.model.get("checksum"),
         "engine": record.adapter.get("engine"),
@@ -174,6 +176,20 @@ def row(record: Record, path: Optional[Path] = None) -> dict:
         "started_at": record.started_at,
         "path": None if path is None else str(path),
     }
+
+
+def accuracy_columns(accuracy: dict) -> dict:
+    """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric."""
+    out = {}
+    for task, metrics in (accuracy.get("tasks") or {}).items():
+        deltas = (accuracy.get("delta") or {}).get(task, {})
+        for metric, value in metrics.items():
+            if metric.endswith("_stderr") or metric == "items":
+                continue
+            out[f"accuracy.{task}.{metric}"] = value
+            out[f"accuracy.{task}.{metric}.stderr"] = metrics.get(f"{metric}_stderr")
+            out[f"accuracy.{task}.{metric}.delta"] = deltas.get(metric)
+    return out
 
 
 def frame(pairs: Iterable[tuple[Optional[Path], Record]]):

@@ -107,7 +107,7 @@ class Runner:
     @staticmethod
     def _settings(scenario: Scenario) -> dict:
         return scenario.model_dump(include={"model", "generation", "measurement", "prompts", "synthetic_prompts",
-                                            "quantization_options", "adapter_options", "gate"})
+                                            "quantization_options", "adapter_options", "gate", "accuracy"})
 
     def _new_record(self, scenario: Scenario, point: Point) -> results.Record:
         return results.Record(
@@ -141,6 +141,7 @@ class Runner:
         if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
             raise _Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
         reference = self._reference(scenario, model) if scenario.gate else None  # before the device loads
+        accuracy_reference = self._accuracy_reference(scenario, model)  # likewise
 
         adapter = adapter_cls()
         settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads,
@@ -157,6 +158,8 @@ class Runner:
                 self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)
             if reference is not None:
                 self._gate(scenario, point, adapter, reference, tokenizer, record)
+            if scenario.accuracy is not None:
+                self._accuracy(scenario, model, adapter, tokenizer, accuracy_reference, record)
             routing = adapter.routing(prompt_ids)
             if routing:  # MoE: what the router did with these prompts, for the report's load plots
                 record.details["routing"] = routing
@@ -266,6 +269,35 @@ class Runner:
                 self.log(f"reference: computed in {reference.compute_s:.1f} s, stored at {path}")
             self._references[path] = reference
         return self._references[path]
+
+    def _accuracy_reference(self, scenario: Scenario, model) -> Optional[dict]:
+        spec = scenario.accuracy
+        if spec is None or not spec.reference:
+            return None
+        from harness import accuracy
+
+        dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
+        store = self.reference_dir or Path("results") / results.REFERENCE_DIR
+        return accuracy.reference(model, spec.tasks, spec.limit, spec.num_fewshot, dtype,
+                                  scenario.measurement.threads, store, log=self.log)
+
+    def _accuracy(self, scenario: Scenario, model, adapter, tokenizer, reference, record) -> None:
+        from harness import accuracy
+        from harness.lm_eval_model import HarnessLM
+        from harness.reference import eos_ids
+
+        spec = scenario.accuracy
+        start = now_ns()
+        lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{record.point_id}")
+        try:
+            scores = accuracy.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+        except NotImplementedError as exc:  # an engine with neither logits nor generation to score
+            record.accuracy = {"skipped": str(exc)}
+            return
+        record.accuracy = {"tasks": scores, "reference": reference,
+                           "delta": accuracy.delta(scores, reference) if reference else None,
+                           "limit": spec.limit, "num_fewshot": spec.num_fewshot}
+        record.metrics["accuracy_s"] = (now_ns() - start) / 1e9
 
     def prepare_reference(self, scenario: Scenario):
         """Compute (or find) the scenario's gate reference without touching any device: run once on

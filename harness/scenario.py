@@ -104,6 +104,17 @@ class Gate(_Strict):
         return self
 
 
+class Accuracy(_Strict):
+    """Task accuracy through lm-evaluation-harness (see harness.accuracy)."""
+
+    tasks: list[str] = Field(min_length=1, description="lm-eval tasks: the shipped harness_cloze and "
+                             "harness_choice, or any task whose dataset is cached on this machine")
+    limit: Optional[PositiveInt] = Field(None, description="items per task (all when unset)")
+    num_fewshot: NonNegativeInt = 0
+    reference: bool = Field(True, description="also score the HF reference (gate.reference_dtype, else bf16) "
+                            "on the same tasks and record each point's delta")
+
+
 class Sweep(_Strict):
     adapter: list[str] = Field(min_length=1)
     device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
@@ -136,6 +147,7 @@ class Scenario(_Strict):
     adapter_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)")
     gate: Optional[Gate] = None
+    accuracy: Optional[Accuracy] = None
     sweep: Sweep
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     include: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create (or reuse) the virtual environment with the harness, its hf and openvino extras and the test tools, and
+# Create (or reuse) the virtual environment with the harness, its engine and accuracy extras and the test tools, and
 # print its path on the last line. The environment is cached under ~/.cache/harness/venvs, keyed by
 # pyproject.toml, so a fresh clone reuses it and a dependency change rebuilds it.
 set -euo pipefail
@@ -11,7 +11,7 @@ if [[ ! -f "$venv/.ready" ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,llamacpp,coreml,test]" >&2
+    "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,llamacpp,coreml,accuracy,test]" >&2
     # optimum-intel pulls PyPI's torchvision, which cannot load beside the CPU torch build
     # ("operator torchvision::nms does not exist") and breaks transformers' imports; text models
     # need no torchvision.
@@ -21,4 +21,6 @@ else
     # Same dependencies: only point the editable install at this checkout.
     "$venv/bin/python" -m pip install -q --no-deps -e "$root" >&2
 fi
+# lm-eval has no plugin discovery: a .pth hook makes `lm_eval --model harness` work in this venv
+"$venv/bin/harness" lm-eval --install-hook >&2
 echo "$venv"

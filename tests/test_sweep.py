@@ -24,7 +24,7 @@ sweep:
     ]
     assert points[0].axes() == {
         "adapter": "hf", "device": "cpu", "max_seq_len": 128, "quantization": "none",
-        "prompt_len": 32, "beam_width": 1, "batch_size": 1, "moe_chunk_size": None,
+        "prompt_len": 32, "beam_width": 1, "batch_size": 1, "moe_chunk_size": None, "moe_capacity": None,
     }
 
 

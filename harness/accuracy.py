@@ -1,0 +1,112 @@
+"""Task accuracy through lm-evaluation-harness: a point's adapter scored on the scenario's ``accuracy``
+tasks, beside the HF reference on the same tasks (computed once per model and task set, then reused).
+
+Shipped tasks (``harness/tasks``, offline): ``harness_cloze`` (LAMBADA style) and ``harness_choice``
+(PIQA / HellaSwag style). Any standard lm-eval task name also works where its dataset is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"
+DEFAULT_BOOTSTRAP = 200  # perplexity's stderr is bootstrapped; lm-eval's 100000 takes minutes
+
+
+def _offline() -> None:
+    # nothing here may reach a dataset hub: local JSON and already-cached datasets only
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+SHIPPED = frozenset(path.stem for path in TASKS_DIR.glob("*.yaml"))
+
+
+def task_manager(tasks=()):
+    """Shipped tasks, plus lm-eval's own index only when a task needs it (indexing all of them takes seconds)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(TASKS_DIR), include_defaults=not set(tasks) <= SHIPPED)
+
+
+def evaluate(lm, tasks: list[str], limit: Optional[int], num_fewshot: int,
+             bootstrap_iters: int = DEFAULT_BOOTSTRAP) -> dict[str, dict[str, float]]:
+    """``{task: {metric: value, metric_stderr: value}}`` for an lm-eval LM."""
+    _offline()
+    import logging
+
+    from lm_eval import simple_evaluate
+
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)
+    out = simple_evaluate(model=lm, tasks=list(tasks), num_fewshot=num_fewshot, limit=limit,
+                          task_manager=task_manager(tasks), log_samples=False, bootstrap_iters=bootstrap_iters,
+                          verbosity="ERROR")
+    return {task: {**_metrics(values), "items": int(values.get("sample_len", 0))}
+            for task, values in out["results"].items()}
+
+
+def _metrics(values: dict) -> dict[str, float]:
+    """lm-eval's ``"acc,none"`` / ``"acc_stderr,none"`` keys as ``acc`` / ``acc_stderr``."""
+    metrics = {}
+    for key, value in values.items():
+        name, _, _filter = key.partition(",")
+        if name not in ("alias", "sample_len") and isinstance(value, (int, float)):
+            metrics[name] = float(value)
+    return metrics
+
+
+def delta(point: dict, reference: dict) -> dict[str, dict[str, float]]:
+    """Point minus reference for every metric both have (stderrs excluded)."""
+    return {task: {m: point[task][m] - reference[task][m] for m in point[task]
+                   if not m.endswith("_stderr") and m != "items" and m in reference.get(task, {})}
+            for task in point if task in reference}
+
+
+def _tasks_sha() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(TASKS_DIR.iterdir()):
+        if path.suffix in (".jsonl", ".yaml", ".py"):
+            digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, dtype: str,
+              threads: Optional[int], store: Path, log=lambda message: None) -> dict:
+    """The HF ``dtype`` model's scores on ``tasks``, cached under ``store`` by everything they depend on."""
+    import lm_eval
+
+    key = json.dumps({"model": model.checksum, "tasks": sorted(tasks), "limit": limit, "fewshot": num_fewshot,
+                      "dtype": dtype, "task_data": _tasks_sha(), "lm_eval": lm_eval.__version__}, sort_keys=True)
+    path = Path(store) / f"accuracy-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    if path.exists():
+        log(f"accuracy reference: reused {path}")
+        return json.loads(path.read_text())["scores"]
+    from harness.lm_eval_model import HarnessLM
+    from harness.reference import eos_ids
+    from harness.sweep import Point
+
+    from adapters.hf import HFAdapter
+    from harness.adapter import LoadSettings
+
+    start = time.perf_counter()
+    engine = HFAdapter()
+    engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, id="accuracy-reference"),
+                LoadSettings(dtype=dtype, threads=threads))
+    try:
+        tokenizer = model.tokenizer()
+        lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), f"{model.name}:hf-{dtype}")
+        scores = evaluate(lm, tasks, limit, num_fewshot)
+    finally:
+        engine.close()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": json.loads(key), "scores": scores,
+                               "compute_s": time.perf_counter() - start}, indent=1))
+    tmp.replace(path)  # atomic: a parallel runner never reads half a file
+    log(f"accuracy reference: computed in {time.perf_counter() - start:.1f} s, stored at {path}")
+    return scores
