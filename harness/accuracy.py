@@ -86,15 +86,14 @@ def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, d
     if path.exists():
         log(f"accuracy reference: reused {path}")
         return json.loads(path.read_text())["scores"]
+    from harness import registry
+    from harness.adapter import LoadSettings
     from harness.lm_eval_model import HarnessLM
     from harness.reference import eos_ids
     from harness.sweep import Point
 
-    from adapters.hf import HFAdapter
-    from harness.adapter import LoadSettings
-
     start = time.perf_counter()
-    engine = HFAdapter()
+    engine = registry.get("hf")()
     engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, id="accuracy-reference"),
                 LoadSettings(dtype=dtype, threads=threads))
     try:

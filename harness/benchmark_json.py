@@ -18,7 +18,7 @@ KEY = "harness_record"
 def compact(record: Record) -> dict:
     data = record.to_dict()
     data["samples"] = {"rounds_ms": round_values(record)}
-    data["details"] = {}
+    data["details"] = {k: v for k, v in record.details.items() if k == "routing"}  # small; the report plots it
     data["correctness"] = {k: v for k, v in record.correctness.items() if k not in ("prompts", "reference")}
     return data
 

@@ -158,7 +158,7 @@ class Runner:
                 self._time(scenario, point, adapter, prompt_ids, tokenizer, record, on_round)
             if reference is not None:
                 self._gate(scenario, point, adapter, reference, tokenizer, record)
-            if scenario.accuracy is not None:
+            if scenario.accuracy is not None and self.timing:  # `harness verify` runs the gate alone
                 self._accuracy(scenario, model, adapter, tokenizer, accuracy_reference, record)
             routing = adapter.routing(prompt_ids)
             if routing:  # MoE: what the router did with these prompts, for the report's load plots
@@ -272,7 +272,7 @@ class Runner:
 
     def _accuracy_reference(self, scenario: Scenario, model) -> Optional[dict]:
         spec = scenario.accuracy
-        if spec is None or not spec.reference:
+        if spec is None or not spec.reference or not self.timing:
             return None
         from harness import accuracy
 
