@@ -25,6 +25,7 @@ BENCHMARKS = [
     ("isolation overhead", ["isolation_overhead.py"], True),
     ("energy tracking overhead", ["energy_overhead.py"], True),
     ("gate reference cost", ["reference_cost.py"], True),
+    ("accuracy scoring, one pass vs stepwise", ["accuracy_scoring.py"], False),
 ]
 
 
