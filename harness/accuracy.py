@@ -18,6 +18,15 @@ TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 DEFAULT_BOOTSTRAP = 200  # perplexity's stderr is bootstrapped; lm-eval's 100000 takes minutes
 
 
+def unavailable() -> Optional[str]:
+    """Why task accuracy cannot run here (lm-eval missing), or None."""
+    from importlib.util import find_spec
+
+    if find_spec("lm_eval") is None:
+        return "lm-eval is not installed: pip install -e '.[accuracy]'"
+    return None
+
+
 def _offline() -> None:
     # nothing here may reach a dataset hub: local JSON and already-cached datasets only
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -43,9 +52,22 @@ def evaluate(lm, tasks: list[str], limit: Optional[int], num_fewshot: int,
     from lm_eval import simple_evaluate
 
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
-    out = simple_evaluate(model=lm, tasks=list(tasks), num_fewshot=num_fewshot, limit=limit,
-                          task_manager=task_manager(tasks), log_samples=False, bootstrap_iters=bootstrap_iters,
-                          verbosity="ERROR")
+    manager = task_manager(tasks)
+    unknown = [name for name in tasks if name not in manager.all_tasks]
+    if unknown:
+        raise ValueError(f"accuracy.tasks: {', '.join(map(repr, unknown))} unknown: not shipped "
+                         f"({', '.join(sorted(SHIPPED))}) and not an lm-eval task, group or tag")
+    quiet = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # lm-eval's per-task bars would interleave with the sweep's progress
+    try:
+        out = simple_evaluate(model=lm, tasks=list(tasks), num_fewshot=num_fewshot, limit=limit,
+                              task_manager=manager, log_samples=False, bootstrap_iters=bootstrap_iters,
+                              verbosity="ERROR")
+    finally:
+        if quiet is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = quiet
     return {task: {**_metrics(values), "items": int(values.get("sample_len", 0))}
             for task, values in out["results"].items()}
 

@@ -130,7 +130,7 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     pyproject.toml and covered by tests/test_pytest_plugin.py.
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
-    from harness import benchmark_json
+    from harness import benchmark_json, results
 
     benchmark.extra_info.update({
         "scenario": record.scenario,
@@ -145,6 +145,7 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
         "gate_verdict": record.correctness.get("verdict"),
         "gate_top1_match_rate": record.correctness.get("top1_match_rate"),
         "gate_kl_ratio": record.correctness.get("kl_ratio"),
+        **results.accuracy_columns(record.accuracy),
         benchmark_json.KEY: benchmark_json.compact(record),  # lets reports and gates read this file
     })
     if record.status == "skipped":

@@ -276,6 +276,9 @@ class Runner:
             return None
         from harness import accuracy
 
+        if accuracy.unavailable():
+            return None
+
         dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
         store = self.reference_dir or Path("results") / results.REFERENCE_DIR
         return accuracy.reference(model, spec.tasks, spec.limit, spec.num_fewshot, dtype,
@@ -283,10 +286,15 @@ class Runner:
 
     def _accuracy(self, scenario: Scenario, model, adapter, tokenizer, reference, record) -> None:
         from harness import accuracy
-        from harness.lm_eval_model import HarnessLM
         from harness.reference import eos_ids
 
         spec = scenario.accuracy
+        reason = accuracy.unavailable()
+        if reason:  # timing and the gate still stand; the record says why accuracy is missing
+            record.accuracy = {"skipped": reason}
+            return
+        from harness.lm_eval_model import HarnessLM
+
         start = now_ns()
         lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{record.point_id}")
         try:

@@ -178,3 +178,22 @@ def test_lm_eval_command_line_runs_a_shipped_task_against_the_hf_adapter(command
     assert "harness_choice" in done.stdout and "acc" in done.stdout
     written = list(tmp_path.rglob("results_*.json"))
     assert written and json.loads(written[0].read_text())["results"]["harness_choice"]["acc,none"] >= 0
+
+
+def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a))
+    loaded = scenario.loads(ACCURACY.replace("include:\n  - {adapter: openvino, device: CPU, quantization: int8_sym}\n", ""),
+                            "<no-lm-eval>", "no_lm_eval")
+    (point,) = expand(loaded)
+    record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
+    assert record.status == "ok" and record.metrics["tpot_ms"] > 0
+    assert record.accuracy == {"skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"}
+    assert not list(tmp_path.rglob("accuracy-*.json"))  # no reference attempted either
+
+
+def test_an_unknown_task_name_says_what_exists(tiny_lm):
+    with pytest.raises(ValueError, match=r"'harness_clozee' unknown: not shipped \(harness_choice, harness_cloze\)"):
+        accuracy.evaluate(tiny_lm, ["harness_clozee"], 5, 0)

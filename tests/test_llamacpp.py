@@ -100,3 +100,17 @@ def test_gguf_export_refuses_other_architectures(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gemma3_text"}')
     with pytest.raises(ValueError, match="supports llama, mixtral, not 'gemma3_text'"):
         gguf_export.export(tmp_path, tmp_path / "x.gguf")
+
+
+def test_a_prompt_longer_than_the_default_context_gets_room(cache_dir, tmp_path):
+    """A 4096-token prompt plus its output once overflowed llama.cpp's default 4096-token KV cache
+    (``llama_decode returned 1``); without max_seq_len the context now fits prompt and output."""
+    text = TINY.replace('prompts: ["The river", "A bakery on the corner"]', "")
+    text = text.replace("generation: {max_new_tokens: 8}", "generation: {max_new_tokens: 4}")
+    text = text.replace("gate: {k: 5, tokens: 8, prompts: ci}\n", "")
+    text = text.replace("quantization: [none, int8_sym, int4_sym, int4_asym]", "prompt_len: [4096]")
+    loaded = scenario.loads(text, "<long>", "long_prompt")
+    (point,) = expand(loaded)
+    record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
+    assert record.status == "ok", record.reason
+    assert record.adapter["n_ctx"] >= 4096 + 4 and record.metrics["prompt_tokens"] == 4096
