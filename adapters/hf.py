@@ -122,7 +122,7 @@ class HFAdapter(Adapter):
                     cache, step = DynamicCache(config=self.model.config), self.point.moe_chunk_size or len(ids)
                     for start in range(0, len(ids), step):
                         chunk = torch.tensor([list(ids[start:start + step])], dtype=torch.long, device=self.device)
-                        self.model(input_ids=chunk, past_key_values=cache, use_cache=True)
+                        self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
             return {**monitor.summary(), "tokens": sum(len(p) for p in prompts),
                     "chunk": self.point.moe_chunk_size}
         finally:
