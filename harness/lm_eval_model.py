@@ -85,6 +85,8 @@ class HarnessLM(LM):
     def _score(self, context: list[int], continuation: list[int]) -> tuple[float, bool]:
         if not context:
             raise ValueError("an empty context needs a BOS token; this tokenizer adds none")
+        if not continuation:
+            return 0.0, True
         rows = self._logprobs(context, continuation)
         total = float(sum(row[token] for row, token in zip(rows, continuation)))
         greedy = all(int(np.argmax(row)) == token for row, token in zip(rows, continuation))

@@ -197,3 +197,7 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
 def test_an_unknown_task_name_says_what_exists(tiny_lm):
     with pytest.raises(ValueError, match=r"'harness_clozee' unknown: not shipped \(harness_choice, harness_cloze\)"):
         accuracy.evaluate(tiny_lm, ["harness_clozee"], 5, 0)
+
+
+def test_an_empty_continuation_scores_zero(tiny_lm):
+    assert tiny_lm.loglikelihood([_Request("The river", "")]) == [(0.0, True)]
