@@ -41,7 +41,7 @@ def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
     if shown.empty:
         return None
     panels = list(shown.groupby(["task", "metric"], sort=True))
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4.2), squeeze=False)
     for ax, ((task, metric), data) in zip(axes[0], panels):
         labels = [f"{s}::{p}" if shown["scenario"].nunique() > 1 else p

@@ -42,7 +42,7 @@ def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
     """Imbalance per layer for every point, and one point's layer x expert load as a heat map."""
     if routing.empty:
         return None
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -73,11 +73,11 @@ def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
 
 def capacity_plot(df: pd.DataFrame) -> Optional[plots.Plot]:
     """Drop rate and gate KL (x noise floor) against the static expert capacity."""
-    return plots._two_panel(df, "moe_capacity", [("moe_drop_rate", "token-slots dropped"),
-                                                 ("gate_kl_ratio", "gate mean KL / noise floor")],
-                            "moe_capacity", "What a static expert capacity costs",
-                            "Capacity = tokens each expert takes per forward pass; overflow dropped, least "
-                            "salient first. Unlimited-capacity points have no x value.", log_x=True)
+    return plots.panels(df, "moe_capacity", [("moe_drop_rate", "token-slots dropped"),
+                                             ("gate_kl_ratio", "gate mean KL / noise floor")],
+                        "moe_capacity", "What a static expert capacity costs",
+                        "Capacity = tokens each expert takes per forward pass; overflow dropped, least "
+                        "salient first. Unlimited-capacity points have no x value.", log_x=True)
 
 
 def build(df: pd.DataFrame, pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:

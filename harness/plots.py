@@ -22,7 +22,7 @@ class Plot:
     caption: str = ""
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -77,7 +77,7 @@ def tpot_vs_max_seq_len(df: pd.DataFrame) -> Optional[Plot]:
     df = sweeps_over(df, "max_seq_len")
     if not _has_axis(df, "max_seq_len", "tpot_ms"):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     note = _lines(ax, df, "max_seq_len", "tpot_ms", log_x=True)
     ax.set_ylabel("ms/token")
@@ -90,7 +90,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
     df = sweeps_over(df, "quantization")
     if not _has_axis(df, "quantization", "tpot_ms"):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     data = df.dropna(subset=["tpot_ms"])
     groups, note = _series(data, "quantization")
     levels = sorted(data["quantization"].astype(str).unique(), key=lambda q: (q != "none", q))
@@ -117,12 +117,12 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
                 "grey no gate (NITRO Fig. 7)." + note)
 
 
-def _two_panel(df: pd.DataFrame, x: str, metrics: list[tuple[str, str]], slug: str, title: str, caption: str,
-               log_x: bool = False) -> Optional[Plot]:
+def panels(df: pd.DataFrame, x: str, metrics: list[tuple[str, str]], slug: str, title: str, caption: str,
+           log_x: bool = False) -> Optional[Plot]:
     df = sweeps_over(df, x)
     if not any(_has_axis(df, x, metric) for metric, _ in metrics):
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4))
     notes = ""
     for ax, (metric, ylabel) in zip(axes, metrics):
@@ -138,22 +138,22 @@ def _two_panel(df: pd.DataFrame, x: str, metrics: list[tuple[str, str]], slug: s
 
 
 def latency_vs_prompt_len(df: pd.DataFrame) -> Optional[Plot]:
-    return _two_panel(df, "prompt_len", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
-                      "latency_vs_prompt_len", "First- and next-token latency vs prompt length",
-                      "Intel GPU paper Fig. 7 axes.", log_x=True)
+    return panels(df, "prompt_len", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
+                  "latency_vs_prompt_len", "First- and next-token latency vs prompt length",
+                  "Intel GPU paper Fig. 7 axes.", log_x=True)
 
 
 def latency_vs_beam_width(df: pd.DataFrame) -> Optional[Plot]:
-    return _two_panel(df, "beam_width", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
-                      "latency_vs_beam_width", "First- and next-token latency vs beam width",
-                      "Intel GPU paper Fig. 8 axes.")
+    return panels(df, "beam_width", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
+                  "latency_vs_beam_width", "First- and next-token latency vs beam width",
+                  "Intel GPU paper Fig. 8 axes.")
 
 
 def chunk_size(df: pd.DataFrame) -> Optional[Plot]:
-    return _two_panel(df, "moe_chunk_size", [("ttft_ms", "TTFT (ms)"), ("energy_per_token_mj", "energy per token (mJ)"),
-                                             ("cpu_utilization", "CPU cores busy (timed rounds)")],
-                      "chunk_size", "TTFT, energy per token and CPU use vs prefill chunk size",
-                      "NPUMoE Figs. 14-16 axes.", log_x=True)
+    return panels(df, "moe_chunk_size", [("ttft_ms", "TTFT (ms)"), ("energy_per_token_mj", "energy per token (mJ)"),
+                                         ("cpu_utilization", "CPU cores busy (timed rounds)")],
+                  "chunk_size", "TTFT, energy per token and CPU use vs prefill chunk size",
+                  "NPUMoE Figs. 14-16 axes.", log_x=True)
 
 
 def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
@@ -162,7 +162,7 @@ def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
     data = df.dropna(subset=["tpot_ms", "energy_per_token_mj"])
     if len(data) < 2:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ax.scatter(data["tpot_ms"], data["energy_per_token_mj"], color="#90a4ae", label="points")
     front = tables.pareto_front(data, "tpot_ms", "energy_per_token_mj")
@@ -183,7 +183,7 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
     if table.empty:
         return None
     shown = table.head(limit).iloc[::-1]
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(shown) + 1.4))
     y = range(len(shown))
     ax.hlines(list(y), shown["ms_per_token_p50"], shown["ms_per_token_p99"], color="#607d8b")
