@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import __version__
+from harness import __version__, cli_analysis
 from harness.errors import HarnessError
 
 
@@ -112,21 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
-    commands.add_parser("lm-eval", help="lm-eval's command line with --model harness registered and the shipped "
-                        "tasks on its include path (all arguments go to lm-eval); --install-hook makes the plain "
-                        "`lm_eval --model harness` work in this environment", add_help=False)
-    routing = commands.add_parser("routing", help="MoE routing statistics and the G x C expert-capacity table "
-                                  "from real router traces of an HF MoE model")
-    routing.add_argument("model", metavar="MODEL", help="HF MoE checkpoint directory or a tiny model name")
-    routing.add_argument("--prompt-len", type=int, default=256, help="tokens per prompt (default 256)")
-    routing.add_argument("--prompts", type=int, default=8, help="prompts per set; calibration and evaluation "
-                         "sets are disjoint (default 8)")
-    routing.add_argument("--chunk", type=int, default=256, help="prefill chunk the capacities apply to (default 256)")
-    routing.add_argument("--capacities", type=_int_list, default=[128, 64, 32, 16], metavar="C,...")
-    routing.add_argument("--groups", type=_int_list, default=[1, 2, 4], metavar="G,...", help="experts per graph")
-    routing.add_argument("--overlap-k", type=int, default=4, help="K of Overlap@K (default 4)")
-    routing.add_argument("--cache-dir", default=None, metavar="DIR")
-    routing.add_argument("-o", "--output", default="routing", metavar="DIR", help="CSV directory (default routing)")
+    cli_analysis.add_parsers(commands)
 
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
@@ -154,12 +140,12 @@ def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["lm-eval"]:  # lm-eval's own command line, untouched by our parser
-        return _lm_eval(argv[1:])
+        return cli_analysis.lm_eval(argv[1:])
     args = _parser().parse_args(argv)
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
                     "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
-                    "reference": _reference, "routing": _routing}
+                    "reference": _reference, "routing": cli_analysis.routing}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -302,49 +288,6 @@ def _report(args) -> int:
 
     written = build(args.sources, args.output, title=args.title)
     print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
-    return 0
-
-
-def _lm_eval(args: list[str]) -> int:
-    from harness import lm_eval_hook
-
-    if args == ["--install-hook"]:
-        import sysconfig
-
-        print(f"wrote {lm_eval_hook.write_pth(sysconfig.get_paths()['purelib'])}")
-        return 0
-    from harness import accuracy
-
-    accuracy._offline()
-    lm_eval_hook.register()
-    if not any(a == "--include_path" or a.startswith("--include_path=") for a in args):
-        args = [*args, "--include_path", str(accuracy.TASKS_DIR)]
-    from lm_eval.__main__ import cli_evaluate
-
-    sys.argv = ["lm_eval", *args]
-    cli_evaluate()
-    return 0
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
-def _routing(args) -> int:
-    from harness import report, routing_study
-
-    study = routing_study.run(args.model, args.prompt_len, args.prompts, args.chunk, args.capacities,
-                              args.groups, args.overlap_k, args.cache_dir)
-    files = routing_study.write(study, args.output)
-    print(report.markdown_table(study.layers))
-    print(report.markdown_table(study.grid, limit=len(study.grid)))
-    print(f"wrote {', '.join(map(str, files))}")
     return 0
 
 
