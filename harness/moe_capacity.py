@@ -34,13 +34,29 @@ class RoutingMonitor:
         self._handles = []
         self.reset()
         for index, layer in enumerate(self.layers):
-            self._handles.append(layer.self_attn.register_forward_hook(self._saliency_hook(index)))
+            if capacity is not None:  # saliency only orders drops
+                self._handles.append(layer.self_attn.register_forward_hook(self._saliency_hook(index)))
             self._handles.append(layer.mlp.experts.register_forward_pre_hook(self._routing_hook(index),
                                                                              with_kwargs=True))
 
     def reset(self) -> None:
-        self.counts = np.zeros((len(self.layers), self.n_experts), dtype=np.int64)
-        self.dropped = np.zeros(len(self.layers), dtype=np.int64)
+        # per layer, on the model's device: counting in a timed pass must not sync it with the host
+        self._counts: list = [0] * len(self.layers)
+        self._dropped: list = [0] * len(self.layers)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """[layers, experts] token slots routed since ``reset``."""
+        out = np.zeros((len(self.layers), self.n_experts), dtype=np.int64)
+        for index, counts in enumerate(self._counts):
+            if not isinstance(counts, int):
+                out[index] = counts.cpu().numpy()
+        return out
+
+    @property
+    def dropped(self) -> np.ndarray:
+        """[layers] token slots dropped over capacity since ``reset``."""
+        return np.array([int(d) for d in self._dropped], dtype=np.int64)
 
     @property
     def drop_rate(self) -> float:
@@ -59,18 +75,20 @@ class RoutingMonitor:
         return hook
 
     def _routing_hook(self, index: int):
+        import torch
+
         def hook(module, args, kwargs):
             names = ("hidden_states", "top_k_index", "top_k_weights")
             values = list(args) + [kwargs[n] for n in names[len(args):]]
             hidden, top_index, top_weights = values[:3]
             flat = top_index.reshape(-1)
-            self.counts[index] += np.bincount(flat.cpu().numpy(), minlength=self.n_experts)
+            self._counts[index] = self._counts[index] + torch.bincount(flat, minlength=self.n_experts)
             if self.capacity is None:
                 return None
             keep = self._keep(flat, top_index.shape[1], self._saliency.get(index))
             if keep is None:
                 return None
-            self.dropped[index] += int((~keep).sum())
+            self._dropped[index] = self._dropped[index] + (~keep).sum()
             weights = (top_weights.reshape(-1) * keep.to(top_weights.dtype)).reshape(top_weights.shape)
             new = [hidden, top_index, weights]
             return tuple(new[:len(args)]), {**kwargs, **{n: v for n, v in zip(names[len(args):], new[len(args):])}}
