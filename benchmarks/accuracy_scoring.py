@@ -44,16 +44,12 @@ def main() -> None:
     device = args.device or ("CPU" if args.adapter == "openvino" else "cpu")
     lm = HarnessLM(model=args.model, adapter=args.adapter, device=device, dtype=args.dtype, threads=2)
     batch = requests(args.items)
-    one_pass_score = lm.adapter.score
-
-    def stepwise(tokens, last):
-        raise NotImplementedError
-
+    one_pass = lm.adapter.supports_score
     times = {"one_pass": [], "stepwise": []}
     results = {}
     for _ in range(args.rounds):
-        for name, score in (("one_pass", one_pass_score), ("stepwise", stepwise)):
-            lm.adapter.score = score
+        for name, flag in (("one_pass", one_pass), ("stepwise", False)):
+            lm.adapter.supports_score = flag  # without one-pass scoring, prefill + one decode per token
             start = time.perf_counter()
             results[name] = lm.loglikelihood(batch)
             times[name].append(time.perf_counter() - start)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from harness import scenario
+from harness import planning
 from harness.sweep import expand
 
 
 def single_point(model: str, adapter: str = "hf", max_new_tokens: int = 32, min_rounds: int = 4):
     """A one-point scenario (no file) on ``model``: the scenario and its point."""
-    loaded = scenario.loads(
+    loaded = planning.loads(
         f"""
 model: {model}
 prompts: ["The capital of France is"]

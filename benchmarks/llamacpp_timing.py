@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from adapters.llamacpp import LlamaCppAdapter
+from harness.adapters.llamacpp import LlamaCppAdapter
 from common import ours_vs_engine
 from harness import models, prompts
 from harness.adapter import LoadSettings
@@ -30,7 +30,7 @@ def main() -> None:
 
     model = models.resolve(ModelSpec(source=args.model))
     adapter = LlamaCppAdapter()
-    point = Point("llamacpp", "cpu", None, "none", args.prompt_len, 1, 1, None, id="bench")
+    point = Point(adapter="llamacpp", device="cpu", prompt_len=args.prompt_len, id="bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
     f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "prompt_eval_ms")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from adapters.openvino import OpenVINOAdapter
+from harness.adapters.openvino import OpenVINOAdapter
 from common import ours_vs_engine
 from harness import models, prompts
 from harness.adapter import LoadSettings
@@ -30,7 +30,8 @@ def main() -> None:
 
     model = models.resolve(ModelSpec(source=args.model))
     adapter = OpenVINOAdapter()
-    point = Point("openvino", args.device, args.max_seq_len, "none", args.prompt_len, 1, 1, None, id="bench")
+    point = Point(adapter="openvino", device=args.device, max_seq_len=args.max_seq_len,
+                  prompt_len=args.prompt_len, id="bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
     f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "ttft_ms")

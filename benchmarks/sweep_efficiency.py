@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import scenario
+from harness import planning
 from harness.runner import Runner
 
 SWEEP = """
@@ -41,7 +41,7 @@ include:
 
 
 def sweep(cache: Path, results: Path, isolate: bool) -> tuple[float, float, int]:
-    loaded = scenario.loads(SWEEP, "<sweep-efficiency>", "sweep_efficiency")
+    loaded = planning.loads(SWEEP, "<sweep-efficiency>", "sweep_efficiency")
     runner = Runner(results_dir=results, cache_dir=cache, isolate=isolate, energy=False)
     start = time.perf_counter()
     records = runner.run([loaded], progress=False)

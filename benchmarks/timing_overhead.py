@@ -14,7 +14,7 @@ import json
 import statistics
 import time
 
-from adapters.hf import HFAdapter
+from harness.adapters.hf import HFAdapter
 from harness import models, prompts
 from harness.adapter import LoadSettings
 from harness.scenario import ModelSpec
@@ -34,7 +34,7 @@ def main() -> None:
     import torch
 
     model = models.resolve(ModelSpec(source=args.model))
-    point = Point("hf", "cpu", None, "none", args.prompt_len, 1, 1, None, id="bench")
+    point = Point(adapter="hf", device="cpu", prompt_len=args.prompt_len, id="bench")
     adapter = HFAdapter()
     adapter.load(model, point, LoadSettings(dtype="bf16", threads=args.threads))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]

@@ -108,26 +108,15 @@ def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, d
     if path.exists():
         log(f"accuracy reference: reused {path}")
         return json.loads(path.read_text())["scores"]
-    from harness import registry
-    from harness.adapter import LoadSettings
+    from harness.io import write_json_atomic
     from harness.lm_eval_model import HarnessLM
-    from harness.reference import eos_ids
-    from harness.sweep import Point
+    from harness.reference import eos_ids, hf_engine
 
     start = time.perf_counter()
-    engine = registry.get("hf")()
-    engine.load(model, Point("hf", "cpu", None, "none", None, 1, 1, None, id="accuracy-reference"),
-                LoadSettings(dtype=dtype, threads=threads))
-    try:
+    with hf_engine(model, dtype, threads) as engine:
         tokenizer = model.tokenizer()
         lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), f"{model.name}:hf-{dtype}")
         scores = evaluate(lm, tasks, limit, num_fewshot)
-    finally:
-        engine.close()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": json.loads(key), "scores": scores,
-                               "compute_s": time.perf_counter() - start}, indent=1))
-    tmp.replace(path)  # atomic: a parallel runner never reads half a file
+    write_json_atomic(path, {"key": json.loads(key), "scores": scores, "compute_s": time.perf_counter() - start})
     log(f"accuracy reference: computed in {time.perf_counter() - start:.1f} s, stored at {path}")
     return scores

@@ -16,10 +16,11 @@ def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFra
     """One row per (point, task, metric): value ± stderr, the reference's value, and the delta."""
     rows = []
     for _, record in pairs:
-        accuracy = record.accuracy or {}
-        reference = accuracy.get("reference") or {}
-        deltas = accuracy.get("delta") or {}
-        for task, metrics in (accuracy.get("tasks") or {}).items():
+        if record.accuracy is None:
+            continue
+        reference = record.accuracy.reference or {}
+        deltas = record.accuracy.delta or {}
+        for task, metrics in (record.accuracy.tasks or {}).items():
             for metric, value in metrics.items():
                 if metric.endswith("_stderr") or metric == "items":
                     continue

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
+from harness.errors import Unsupported
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -62,8 +64,23 @@ class Adapter(ABC):
     supports_batch: ClassVar[bool] = False
     supports_chunked_prefill: ClassVar[bool] = False
     supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
-    supports_hidden_states: ClassVar[bool] = False  # True: implements hidden_states() for diagnosis
     supports_moe_capacity: ClassVar[bool] = False  # True: can cap tokens per expert (moe_capacity)
+    # Optional methods, one flag each (see OPTIONAL_METHODS). Callers read the flag, never call and
+    # catch. A class that leaves a flag unset gets True exactly when it overrides the flag's methods;
+    # an adapter whose support depends on the loaded point narrows the flag on the instance in load().
+    supports_logits: bool = False  # prefill()/decode(): step-wise fp32 logits (the full gate)
+    supports_score: bool = False  # score(): every position's logits in one pass (task accuracy)
+    supports_forced_top1: bool = False  # teacher_forced_top1(): chosen tokens only (the top-1 gate)
+    supports_hidden_states: bool = False  # hidden_states(): per-layer states (gate diagnosis)
+    supports_routing: bool = False  # routing(): tokens per expert (MoE models)
+    _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._declared_flags = frozenset(flag for flag in OPTIONAL_METHODS if flag in vars(cls))
+        for flag, methods in OPTIONAL_METHODS.items():
+            if not any(flag in vars(klass).get("_declared_flags", ()) for klass in cls.__mro__):
+                setattr(cls, flag, all(getattr(cls, m) is not getattr(Adapter, m) for m in methods))
 
     @classmethod
     def knows_device(cls, device: str) -> bool:
@@ -121,28 +138,31 @@ class Adapter(ABC):
         ``prompts`` holds one prompt per sequence of the batch.
         """
 
-    @abstractmethod
     def prefill(self, tokens: Sequence[int]) -> np.ndarray:
-        """Reset state, run the prompt, return fp32 logits of the last position, shape [vocab]."""
+        """Optional (``supports_logits``): reset state, run the prompt, return fp32 logits of the last
+        position, shape [vocab]."""
+        raise Unsupported(f"{self.name} exposes no step-wise logits")
 
-    @abstractmethod
     def decode(self, token: int) -> np.ndarray:
-        """Append one token to the state from ``prefill``/``decode``; return its fp32 logits [vocab]."""
+        """Optional (``supports_logits``): append one token to the state from ``prefill``/``decode``;
+        return its fp32 logits [vocab]."""
+        raise Unsupported(f"{self.name} exposes no step-wise logits")
 
     def score(self, tokens: Sequence[int], last: int) -> np.ndarray:
-        """Optional: fp32 logits of the ``last`` positions of ``tokens`` in one pass, shape [last, vocab]
-        (task accuracy's teacher forcing; without it, prefill + one decode per token does the same work)."""
-        raise NotImplementedError(f"{self.name} has no one-pass scoring")
+        """Optional (``supports_score``): fp32 logits of the ``last`` positions of ``tokens`` in one
+        pass, shape [last, vocab] (task accuracy's teacher forcing; without it, prefill + one decode per
+        token does the same work)."""
+        raise Unsupported(f"{self.name} has no one-pass scoring")
 
     def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
-        """Optional, for engines without step-wise logits: the token the engine chooses at each
-        position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""
-        raise NotImplementedError(f"{self.name} exposes neither step-wise logits nor forced top-1 tokens")
+        """Optional (``supports_forced_top1``), for engines without step-wise logits: the token the
+        engine chooses at each position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""
+        raise Unsupported(f"{self.name} exposes neither step-wise logits nor forced top-1 tokens")
 
     def hidden_states(self, tokens: Sequence[int]) -> list[np.ndarray]:
         """Optional (``supports_hidden_states``): fp32 hidden states [seq, hidden] of one forward over
         ``tokens``: the embeddings first, then each decoder layer's output."""
-        raise NotImplementedError(f"{self.name} does not expose hidden states")
+        raise Unsupported(f"{self.name} does not expose hidden states")
 
     def runs_quantized(self, point: Point) -> bool:
         """True when the point runs an approximation of the model (quantized weights, or experts with
@@ -151,8 +171,8 @@ class Adapter(ABC):
         return point.quantization != "none" or point.moe_capacity is not None
 
     def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
-        """For MoE models: tokens routed per layer and expert over a prefill of ``prompts`` (see
-        ``RoutingMonitor.summary``), or None where the model is dense or the engine hides its router."""
+        """Optional (``supports_routing``), for MoE models: tokens routed per layer and expert over a
+        prefill of ``prompts`` (see ``RoutingMonitor.summary``), or None where the model is dense."""
         return None
 
     def weight_bytes(self) -> Optional[int]:
@@ -176,6 +196,16 @@ class Adapter(ABC):
 
     def close(self) -> None:
         """Release the model and device memory."""
+
+
+# Each optional capability's flag and the methods that provide it.
+OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
+    "supports_logits": ("prefill", "decode"),
+    "supports_score": ("score",),
+    "supports_forced_top1": ("teacher_forced_top1",),
+    "supports_hidden_states": ("hidden_states",),
+    "supports_routing": ("routing",),
+}
 
 
 class PointSkipped(Exception):

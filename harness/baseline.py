@@ -6,7 +6,6 @@ directory) and ``baseline.json`` describing where they came from.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from datetime import datetime, timezone
@@ -15,6 +14,7 @@ from typing import Iterable
 
 from harness import results
 from harness.errors import UsageError
+from harness.io import write_json_atomic
 
 MANIFEST = "baseline.json"
 DEFAULT_DIR = Path("baselines")
@@ -55,7 +55,7 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
             "points": len(pairs),
             "statuses": {s: sum(r.status == s for _, r in pairs) for s in results.STATUSES},
         }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        write_json_atomic(staging / MANIFEST, manifest)
         if target.exists():
             old = target.with_name(f".{name}.old")
             shutil.rmtree(old, ignore_errors=True)

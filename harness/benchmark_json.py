@@ -2,7 +2,7 @@
 
 The plugin puts a compact copy of each point's record in the benchmark's ``extra_info`` under
 ``harness_record``: the full record minus generated text and raw gaps (per-round figures are kept,
-so the regression gate still knows each point's spread).
+so the regression check still knows each point's spread).
 """
 
 from __future__ import annotations
@@ -10,17 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from harness.results import Record, round_values
+from harness.columns import round_values
+from harness.record import Record, Samples
 
 KEY = "harness_record"
 
 
 def compact(record: Record) -> dict:
-    data = record.to_dict()
-    data["samples"] = {"rounds_ms": round_values(record)}
-    data["details"] = {k: v for k, v in record.details.items() if k == "routing"}  # small; the report plots it
-    data["correctness"] = {k: v for k, v in record.correctness.items() if k not in ("prompts", "reference")}
-    return data
+    small = record.model_copy(update={
+        "samples": Samples(rounds_ms=round_values(record)),
+        "outputs": {}, "prompt_lengths": [], "log": [], "failure": None,  # routing stays: the report plots it
+        "correctness": record.correctness and record.correctness.model_copy(update={"prompts": [], "reference": None}),
+    })
+    return small.to_dict()
 
 
 def is_benchmark_json(data) -> bool:
@@ -34,8 +36,5 @@ def records(data: dict, source: Optional[Path] = None) -> list[Record]:
         carried = (bench.get("extra_info") or {}).get(KEY)
         if carried is None:
             continue
-        try:
-            out.append(Record.from_dict(carried))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: benchmarks[{index}] ({bench.get('name')}): {exc}") from None
+        out.append(Record.from_dict(carried, source=f"{source}: benchmarks[{index}] ({bench.get('name')})"))
     return out

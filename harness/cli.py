@@ -7,53 +7,16 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import __version__, cli_analysis
+from harness import __version__, cli_analysis, cli_output
+from harness.history import cli as history_cli
 from harness.errors import HarnessError
-
-
-def add_run_options(add, prefix: str = "") -> None:
-    """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
-    add(f"--{prefix}results", dest="harness_results", metavar="DIR", default="results",
-        help="directory for result records (default: results)")
-    add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
-        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)")
-    add(f"--{prefix}reference-dir", dest="harness_reference_dir", metavar="DIR", default=None,
-        help="store of HF references for the gate (default: <results>/references)")
-    add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
-        help="recompute gate references even when a stored one matches")
-    add(f"--{prefix}isolation", dest="harness_isolation", choices=("point", "none"), default="point",
-        help="point: each point in its own process, so a crash or hang fails only that point (default); "
-             "none: all in this process (faster, no protection)")
-    add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
-        help="per-point time limit with isolation (default 3600)")
-    add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
-        help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)")
-    add(f"--{prefix}no-energy", dest="harness_no_energy", action="store_true",
-        help="skip energy, CPU-time and roofline figures")
-    add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
-        help="per-point address-space limit with isolation (default: none)")
-    add(f"--{prefix}shard", dest="harness_shard", metavar="I/N", default=None,
-        help="run only this machine's share of the points (1-based; points sharing a converted model stay "
-             "together); every runner must pass the same scenarios and filters")
-
-
-def runner_from(options, **overrides):
-    """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
-    from harness.isolation import Limits
-    from harness.results import REFERENCE_DIR
-    from harness.runner import Runner
-
-    def path(value):
-        return Path(value) if value else None
-
-    results = path(options.harness_results) or Path("results")
-    return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
-                  reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
-                  refresh_reference=options.harness_refresh_reference,
-                  isolate=options.harness_isolation == "point",
-                  allow_remote_code=options.harness_trust_remote_code,
-                  energy=not options.harness_no_energy,
-                  limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
+from harness.options import (
+    add_baseline_options,
+    add_gate_options,
+    add_run_options,
+    remote_code_error,
+    runner_from,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,28 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
     cli_analysis.add_parsers(commands)
+    history_cli.add_parser(commands)
 
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
     add_baseline_options(gate.add_argument)
     return parser
-
-
-def add_baseline_options(add, prefix: str = "") -> None:
-    add(f"--{prefix}baselines-dir", dest="harness_baselines_dir", metavar="DIR", default="baselines",
-        help="where named baselines live (default: baselines)")
-
-
-def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
-    """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
-    from harness.regression import DEFAULT_THRESHOLDS
-
-    add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
-        default=None, help="baseline name (see `harness baseline save`) or a path to its records")
-    add(f"--{prefix}max-regression", dest="harness_max_regression", metavar="METRIC=PCT,...",
-        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {DEFAULT_THRESHOLDS}); a "
-        "regression must also exceed the measured spread")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -145,7 +93,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
                     "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
-                    "reference": _reference, "routing": cli_analysis.routing}
+                    "reference": _reference, "routing": cli_analysis.routing,
+                    "history": history_cli.run}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -160,24 +109,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def remote_code_error(loaded, allowed: bool):
-    """A scenario that asks to run the model's own code needs the command line's confirmation."""
-    from harness.errors import ScenarioError
-
-    if loaded.model.trust_remote_code and not allowed:
-        return ScenarioError(loaded.path, "true runs code shipped with the model; confirm with --trust-remote-code "
-                             "(pytest: --harness-trust-remote-code)", field="model.trust_remote_code")
-    return None
-
-
 def _load_all(paths: Sequence[str], allow_remote_code: bool = False):
-    from harness import scenario
+    from harness import planning
     from harness.errors import ScenarioErrors
 
     loaded, errors = [], []
     for path in paths:
         try:
-            loaded.append(scenario.load(path))
+            loaded.append(planning.load(path))
         except ScenarioErrors as exc:
             errors += exc.errors
             continue
@@ -214,9 +153,9 @@ def _run(args) -> int:
     if not records:
         print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
         return 2
-    _print_table(records)
+    cli_output.run_table(records)
     print(f"records written under {args.harness_results}/")
-    return 1 if any(r.status in ("failed", "timeout") or r.correctness.get("verdict") == "fail" for r in records) else 0
+    return 1 if any(r.status in ("failed", "timeout") or r.verdict == "fail" for r in records) else 0
 
 
 def _parse_prompts(value: Optional[str]):
@@ -240,47 +179,16 @@ def _verify(args) -> int:
     failed = False
     for scenario in scenarios:
         for record in runner.run([scenario], progress=False, select=select):
-            gate = record.correctness
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
                 print(f"{record.status.upper():<6} {name}: {record.reason}")
                 failed |= record.status in ("failed", "timeout")
                 continue
-            if gate.get("verdict") is None:
-                print(f"{'NOGATE':<6} {name}: {gate.get('skipped')}")
-                continue
-            ratio = gate.get("kl_ratio")
-            print(f"{gate['verdict'].upper():<6} {name}: top-{gate['k']} {gate['mode']}, "
-                  f"top-1 match {gate['top1_match_rate']:.0%}, mean KL {gate['kl_mean']:.3g} "
-                  f"({ratio:.1f}x noise floor {gate['noise_floor']:.3g}), "
-                  f"first divergence {gate['free_divergence_index']}")
-            if gate.get("report"):
-                print(gate["report"])
-            failed |= gate["verdict"] == "fail"
+            print(cli_output.verdict_line(name, record.correctness))
+            if record.correctness and record.correctness.report:
+                print(record.correctness.report)
+            failed |= record.verdict == "fail"
     return 1 if failed else 0
-
-
-def _fmt(value, digits=1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _print_table(records) -> None:
-    header = (f"{'point':<40} {'status':<8} {'TTFT ms':>9} {'ms/token':>9} {'p90':>7} {'decode tok/s':>13} "
-              f"{'RSS MiB':>8} {'gate':>6}")
-    print(header)
-    print("-" * len(header))
-    for r in records:
-        m = r.metrics
-        name = f"{r.scenario}::{r.point_id}"
-        print(f"{name:<40} {r.status:<8} {_fmt(m.get('ttft_ms')):>9} {_fmt(m.get('tpot_ms')):>9} "
-              f"{_fmt(m.get('ms_per_token_p90')):>7} {_fmt(m.get('decode_tokens_per_s')):>13} "
-              f"{_fmt(m.get('peak_rss_mb'), 0):>8} {r.correctness.get('verdict') or '-':>6}")
-        if r.status != "ok":
-            print(f"    {r.reason}")
-        elif r.correctness.get("skipped"):
-            print(f"    gate not run: {r.correctness['skipped']}")
-        elif r.correctness.get("report"):
-            print("    " + r.correctness["report"].replace("\n", "\n    "))
 
 
 def _report(args) -> int:

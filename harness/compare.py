@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
+from harness import metrics
 from harness.regression import index
 from harness.results import Record
 
 
 def _ratio(numerator, denominator):
     return None if numerator is None or denominator in (None, 0) else numerator / denominator
+
+
+def improvement(metric: str, before: Optional[float], after: Optional[float]) -> Optional[float]:
+    """Above 1 is better, whatever the metric's direction in the catalogue."""
+    return _ratio(after, before) if metrics.get(metric).higher_is_better else _ratio(before, after)
+
+
+# (ratio column, metric, ratio of the two runs)
+RATIOS = (("speedup", "tpot_ms", improvement), ("ttft_speedup", "ttft_ms", improvement),
+          ("energy_ratio", "energy_per_token_mj", lambda metric, before, after: _ratio(after, before)))
 
 
 def comparison(baseline: Iterable[Record], new: Iterable[Record]):
@@ -26,25 +37,19 @@ def comparison(baseline: Iterable[Record], new: Iterable[Record]):
         before, after = base.get(point), now.get(point)
         b = before.metrics if before else {}
         a = after.metrics if after else {}
-        rows.append({
-            "scenario": point[0],
-            "point_id": point[1],
-            "status_base": before.status if before else "missing",
-            "status_new": after.status if after else "missing",
-            "tpot_ms_base": b.get("tpot_ms"),
-            "tpot_ms_new": a.get("tpot_ms"),
-            "speedup": _ratio(b.get("tpot_ms"), a.get("tpot_ms")),
-            "ttft_ms_base": b.get("ttft_ms"),
-            "ttft_ms_new": a.get("ttft_ms"),
-            "ttft_speedup": _ratio(b.get("ttft_ms"), a.get("ttft_ms")),
-            "energy_per_token_mj_base": b.get("energy_per_token_mj"),
-            "energy_per_token_mj_new": a.get("energy_per_token_mj"),
-            "energy_ratio": _ratio(a.get("energy_per_token_mj"), b.get("energy_per_token_mj")),
-            "gate_base": (before.correctness.get("verdict") if before else None),
-            "gate_new": (after.correctness.get("verdict") if after else None),
-            "top1_match_base": (before.correctness.get("top1_match_rate") if before else None),
-            "top1_match_new": (after.correctness.get("top1_match_rate") if after else None),
+        row = {"scenario": point[0], "point_id": point[1],
+               "status_base": before.status if before else "missing",
+               "status_new": after.status if after else "missing"}
+        for column, metric, ratio in RATIOS:
+            row[f"{metric}_base"], row[f"{metric}_new"] = b.get(metric), a.get(metric)
+            row[column] = ratio(metric, b.get(metric), a.get(metric))
+        row.update({
+            "gate_base": before.verdict if before else None,
+            "gate_new": after.verdict if after else None,
+            "top1_match_base": before.correctness.top1_match_rate if before and before.correctness else None,
+            "top1_match_new": after.correctness.top1_match_rate if after and after.correctness else None,
         })
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

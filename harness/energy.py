@@ -123,6 +123,14 @@ def metrics(window: Window, tokens: int, prefill: Optional[Window], prompt_token
     return out
 
 
+def unavailable_metrics(unavailable_sources: dict[str, str], device: str) -> dict[str, str]:
+    """{metric name: why it is missing or partial} from the meter's unavailable sources."""
+    out = {f"energy_{source}_j": why for source, why in unavailable_sources.items()}
+    if "npu" in device.lower():
+        out["energy_j"] = NPU_NOTE  # measured, but without the NPU's own share
+    return out
+
+
 class CycleCounter:
     """CPU cycles of this process over a window, from ``perf stat`` attached to it, when the kernel allows."""
 

@@ -44,3 +44,13 @@ class UsageError(HarnessError):
     """A command-line value or input file the user gave cannot be used; the message says what to give."""
 
     exit_code = 2
+
+
+class Unsupported(HarnessError, NotImplementedError):
+    """An optional adapter method called on an adapter (or loaded point) that lacks the capability.
+
+    Callers check the adapter's ``supports_*`` flags first; this is the safety net the default
+    methods raise. It stays a ``NotImplementedError`` so older callers that caught that still work,
+    but the harness never catches ``NotImplementedError`` itself: torch raises it for a missing
+    kernel, and that is a failure, not a missing capability.
+    """

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from harness.errors import Unsupported
 from harness.reference import (
     PromptReference,
     Reference,
@@ -152,6 +153,32 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
     result.kl_mean, result.kl_max = float(np.mean(kls)), float(np.max(kls))
     result.cosine_min = float(np.min(cosines))
     return result
+
+
+@dataclass(frozen=True)
+class NotRun:
+    why: str  # what the loaded point's engine lacks
+
+
+def unsupported_reason(adapter) -> Optional[str]:
+    """Why no gate can run on this loaded adapter, from its flags (nothing is called), or None."""
+    if adapter.supports_logits or adapter.supports_forced_top1:
+        return None
+    return f"{adapter.name} exposes neither step-wise logits nor forced top-1 tokens on this point"
+
+
+def run(adapter, reference: Reference, config: GateConfig) -> GateResult | NotRun:
+    """The full gate on step-wise logits, else the top-1 gate on forced tokens, else ``NotRun``. An
+    engine's exception (a missing kernel's ``NotImplementedError`` too) is the point's failure."""
+    why = unsupported_reason(adapter)
+    if why:
+        return NotRun(why)
+    if adapter.supports_logits:
+        return evaluate(adapter, reference, config)
+    try:
+        return evaluate_top1(adapter, reference, config)
+    except Unsupported as exc:  # a limit of this point for these prompts (a static pipeline's prompt size)
+        return NotRun(f"{adapter.name} has no step-wise logits on this point, and forced top-1: {exc}")
 
 
 def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:

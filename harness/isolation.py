@@ -2,14 +2,13 @@
 becomes a result record instead of the end of the sweep.
 
 The parent hands the child the resolved scenario and the point as JSON; the child (``python -m
-harness.isolation``) runs the point with an in-process Runner and writes its record to a file the
+harness.worker``) runs the point's steps in its own process and writes its record to a file the
 parent named. If the child dies first, the parent writes the record: ``timeout`` after the time
 limit, else ``failed`` with the signal or exit code and the tail of the child's output.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -29,24 +28,17 @@ class Limits:
     memory_limit_mb: Optional[int] = None
 
 
-def run_in_child(runner, scenario, point, limits: Limits):
+def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lambda message: None):
     """The point's record, produced by a child process (see module docstring)."""
     from harness import results
+    from harness.record import Failure
 
     with tempfile.TemporaryDirectory(prefix="harness-point-") as work:
         work = Path(work)
         job = {
             "scenario": scenario.model_dump(mode="json"),
             "point": point.axes() | {"id": point.id},
-            "runner": {
-                "cache_dir": str(runner.cache_dir) if runner.cache_dir else None,
-                "reference_dir": str(runner.reference_dir) if runner.reference_dir else None,
-                "timing": runner.timing,
-                "gate_prompts": runner.gate_prompts,
-                "refresh_reference": runner.refresh_reference,
-                "allow_remote_code": runner.allow_remote_code,
-                "energy": runner.energy,
-            },
+            "session": session_options,
             "adapters": _in_process_adapters(),
             "memory_limit_mb": limits.memory_limit_mb,
         }
@@ -55,7 +47,7 @@ def run_in_child(runner, scenario, point, limits: Limits):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
         with output_file.open("wb") as output:
             child = subprocess.Popen(
-                [sys.executable, "-m", "harness.isolation", str(work / "job.json"), str(record_file)],
+                [sys.executable, "-m", "harness.worker", str(work / "job.json"), str(record_file)],
                 stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )
             try:
@@ -67,8 +59,9 @@ def run_in_child(runner, scenario, point, limits: Limits):
                 timed_out = True
         if record_file.exists() and not timed_out:
             record = results.read(record_file)
-            for message in record.details.pop("log", []):  # the child's progress lines, in order
-                runner.log(message)
+            for message in record.log:  # the child's progress lines, in order
+                log(message)
+            record.log = []
             return record
         tail = _tail(output_file)
         record = results.Record(
@@ -84,7 +77,8 @@ def run_in_child(runner, scenario, point, limits: Limits):
                 record.reason += f"; memory limit {limits.memory_limit_mb} MiB or the OOM killer"
         else:
             record.reason = f"the engine process exited with code {code} before writing a result"
-        record.details = {"exit_code": code, "output_tail": tail}
+        record.failure = Failure(exit_code=code, output_tail=tail,
+                                 signal=signal.Signals(-code).name if code is not None and code < 0 else None)
         return record
 
 
@@ -100,54 +94,3 @@ def _in_process_adapters() -> dict[str, str]:
 def _tail(path: Path) -> str:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     return "\n".join(lines[-TAIL_LINES:])
-
-
-def _child(job_file: str, record_file: str) -> int:
-    import importlib
-    import resource
-
-    from harness import results
-    from harness.runner import Runner
-    from harness.scenario import Scenario
-    from harness.sweep import Point
-
-    job = json.loads(Path(job_file).read_text())
-    if job["memory_limit_mb"]:
-        limit = job["memory_limit_mb"] * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from harness import registry
-
-    for target in job["adapters"].values():
-        module, _, qualname = target.partition(":")
-        cls = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        registry.register_adapter(cls)
-    scenario = Scenario.model_validate(job["scenario"])
-    point = Point(**job["point"])
-    options = job["runner"]
-    messages: list[str] = []
-    runner = Runner(
-        results_dir=None,
-        cache_dir=Path(options["cache_dir"]) if options["cache_dir"] else None,
-        reference_dir=Path(options["reference_dir"]) if options["reference_dir"] else None,
-        timing=options["timing"], gate_prompts=options["gate_prompts"],
-        refresh_reference=options["refresh_reference"], allow_remote_code=options["allow_remote_code"],
-        energy=options["energy"],
-        log=messages.append,
-    )
-    record = runner.run_point(scenario, point)
-    record.details["log"] = messages
-    target = Path(record_file)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record.to_dict()))
-    tmp.replace(target)
-    return 0
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="run one sweep point (used by harness itself)")
-    parser.add_argument("job")
-    parser.add_argument("record")
-    parsed = parser.parse_args()
-    sys.exit(_child(parsed.job, parsed.record))

@@ -18,7 +18,8 @@ import numpy as np
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
-from harness.reference import log_softmax
+from harness.errors import Unsupported
+from harness.reference import forced_logprobs, log_softmax
 
 MAX_GEN_TOKENS = 64  # generate_until's cap when a task sets none
 
@@ -75,12 +76,12 @@ class HarnessLM(LM):
 
     def _logprobs(self, context: list[int], continuation: list[int]) -> list[np.ndarray]:
         """Log-probabilities over the vocabulary at each continuation position."""
-        try:
+        if self.adapter.supports_score:
             return [log_softmax(row) for row in self.adapter.score(context + continuation[:-1], len(continuation))]
-        except NotImplementedError:
-            from harness.reference import forced_logprobs
-
-            return forced_logprobs(self.adapter, context, continuation)
+        if not self.adapter.supports_logits:
+            raise Unsupported(f"{self.adapter.name} exposes no logits on this point: log-likelihood tasks "
+                              "cannot be scored (generation tasks can)")
+        return forced_logprobs(self.adapter, context, continuation)
 
     def _score(self, context: list[int], continuation: list[int]) -> tuple[float, bool]:
         if not context:
@@ -113,7 +114,9 @@ class HarnessLM(LM):
         limit = int(gen_kwargs.get("max_gen_toks") or MAX_GEN_TOKENS)
         ids = self._encode(context)
         generated: list[int] = []
-        try:
+        if not self.adapter.supports_logits:  # engines with no step-wise logits (static NPU pipelines) generate whole
+            generated = self.adapter.generate([ids], limit).output_ids[0]
+        else:
             logits = self.adapter.prefill(ids)
             for _ in range(limit):
                 token = int(np.argmax(logits))
@@ -123,8 +126,6 @@ class HarnessLM(LM):
                 if _cut(self.tokenizer.decode(generated), until) is not None:
                     break
                 logits = self.adapter.decode(token)
-        except NotImplementedError:  # engines with no step-wise logits (static NPU pipelines) generate whole
-            generated = self.adapter.generate([ids], limit).output_ids[0]
         text = self.tokenizer.decode(generated)
         cut = _cut(text, until)
         return text if cut is None else cut

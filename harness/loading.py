@@ -18,14 +18,14 @@ class LoadedPoint:
 
 
 def _point(scenario: Optional[str], point: Optional[str], adapter: str, device: str, quantization: str):
-    from harness import scenario as scenarios
+    from harness import planning
     from harness.sweep import Point, expand
 
     if scenario is None:
         if point is not None:
             raise UsageError("point=… needs scenario=… (the file that defines the point)")
-        return None, Point(adapter, device, None, quantization, None, 1, 1, None, id=f"{adapter}-{device}-{quantization}")
-    loaded = scenarios.load(scenario)
+        return None, Point(adapter=adapter, device=device, quantization=quantization, id=f"{adapter}-{device}-{quantization}")
+    loaded = planning.load(scenario)
     points = expand(loaded)
     if point is None:
         if len(points) != 1:

@@ -1,5 +1,5 @@
 """The report's MoE section: per-layer expert load and imbalance from the routing stored in records
-(``details.routing``), and what a static expert capacity costs (drop rate and gate KL vs capacity)."""
+(``Record.routing``), and what a static expert capacity costs (drop rate and gate KL vs capacity)."""
 
 from __future__ import annotations
 
@@ -15,17 +15,17 @@ def routing_frame(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFram
     """Long form, one row per (point, layer, expert): tokens routed and the layer's share of them."""
     rows = []
     for _, record in pairs:
-        routing = record.details.get("routing") if record.status == "ok" else None
-        if not routing:
+        routing = record.routing if record.status == "ok" else None
+        if routing is None:
             continue
-        dropped = routing.get("dropped") or [0] * len(routing["counts"])
-        for layer, counts in enumerate(routing["counts"]):
+        dropped = routing.dropped or [0] * len(routing.counts)
+        for layer, counts in enumerate(routing.counts):
             total = sum(counts) or 1
             for expert, tokens in enumerate(counts):
                 rows.append({"scenario": record.scenario, "point_id": record.point_id, "layer": layer,
                              "expert": expert, "tokens": tokens, "load_share": tokens / total,
-                             "imbalance": routing["imbalance"][layer], "layer_dropped": dropped[layer],
-                             "layer_drop_rate": dropped[layer] / total, "capacity": routing.get("capacity")})
+                             "imbalance": routing.imbalance[layer], "layer_dropped": dropped[layer],
+                             "layer_drop_rate": dropped[layer] / total, "capacity": routing.capacity})
     return pd.DataFrame(rows)
 
 
@@ -73,11 +73,11 @@ def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
 
 def capacity_plot(df: pd.DataFrame) -> Optional[plots.Plot]:
     """Drop rate and gate KL (x noise floor) against the static expert capacity."""
-    return plots.panels(df, "moe_capacity", [("moe_drop_rate", "token-slots dropped"),
-                                             ("gate_kl_ratio", "gate mean KL / noise floor")],
+    return plots.panels(df, "moe_capacity", ["moe_drop_rate", "gate_kl_ratio"],
                         "moe_capacity", "What a static expert capacity costs",
                         "Capacity = tokens each expert takes per forward pass; overflow dropped, least "
-                        "salient first. Unlimited-capacity points have no x value.", log_x=True)
+                        "salient first. Unlimited-capacity points have no x value.", log_x=True,
+                        labels={"gate_kl_ratio": "gate mean KL / noise floor"})
 
 
 def build(df: pd.DataFrame, pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:

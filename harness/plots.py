@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-from harness import tables
+from harness import metrics, tables
 
 MAX_SERIES = 16  # beyond this a legend is unreadable: the series with the most points are kept
 VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
@@ -80,7 +80,7 @@ def tpot_vs_max_seq_len(df: pd.DataFrame) -> Optional[Plot]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     note = _lines(ax, df, "max_seq_len", "tpot_ms", log_x=True)
-    ax.set_ylabel("ms/token")
+    ax.set_ylabel(metrics.label("tpot_ms"))
     ax.set_title("ms/token vs max sequence length")
     return Plot("tpot_vs_max_seq_len", "ms/token vs max_seq_len", fig,
                 "Median decode latency per device and engine as the static context grows (NITRO Fig. 6)." + note)
@@ -109,7 +109,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
                         ha="center", va="bottom", fontsize=6, rotation=90)
         ax.plot([], [], " ", label=f"{g + 1}: {label}")
     ax.set_xticks(range(len(levels)), levels, rotation=20)
-    ax.set_ylabel("ms/token")
+    ax.set_ylabel(metrics.label("tpot_ms"))
     ax.set_title("ms/token per quantization level (colour: gate verdict)")
     ax.legend(fontsize=7, title="bars left to right", title_fontsize=7, loc="upper right")
     return Plot("tpot_by_quantization", "ms/token per quantization level", fig,
@@ -117,15 +117,18 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
                 "grey no gate (NITRO Fig. 7)." + note)
 
 
-def panels(df: pd.DataFrame, x: str, metrics: list[tuple[str, str]], slug: str, title: str, caption: str,
-           log_x: bool = False) -> Optional[Plot]:
+def panels(df: pd.DataFrame, x: str, columns: list[str], slug: str, title: str, caption: str,
+           log_x: bool = False, labels: Optional[dict[str, str]] = None) -> Optional[Plot]:
+    """One panel per column against ``x``; y labels from the metric catalogue unless ``labels`` names them
+    (columns that are not metrics, such as the gate's)."""
     df = sweeps_over(df, x)
-    if not any(_has_axis(df, x, metric) for metric, _ in metrics):
+    if not any(_has_axis(df, x, column) for column in columns):
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4))
+    fig, axes = plt.subplots(1, len(columns), figsize=(5.5 * len(columns), 4))
     notes = ""
-    for ax, (metric, ylabel) in zip(axes, metrics):
+    for ax, metric in zip(axes, columns):
+        ylabel = (labels or {}).get(metric) or metrics.label(metric)
         if _has_axis(df, x, metric):
             notes = _lines(ax, df, x, metric, log_x=log_x) or notes
         else:
@@ -138,20 +141,19 @@ def panels(df: pd.DataFrame, x: str, metrics: list[tuple[str, str]], slug: str, 
 
 
 def latency_vs_prompt_len(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "prompt_len", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
+    return panels(df, "prompt_len", ["ttft_ms", "tpot_ms"],
                   "latency_vs_prompt_len", "First- and next-token latency vs prompt length",
                   "Intel GPU paper Fig. 7 axes.", log_x=True)
 
 
 def latency_vs_beam_width(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "beam_width", [("ttft_ms", "first token (ms)"), ("tpot_ms", "next token (ms/token)")],
+    return panels(df, "beam_width", ["ttft_ms", "tpot_ms"],
                   "latency_vs_beam_width", "First- and next-token latency vs beam width",
                   "Intel GPU paper Fig. 8 axes.")
 
 
 def chunk_size(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "moe_chunk_size", [("ttft_ms", "TTFT (ms)"), ("energy_per_token_mj", "energy per token (mJ)"),
-                                         ("cpu_utilization", "CPU cores busy (timed rounds)")],
+    return panels(df, "moe_chunk_size", ["ttft_ms", "energy_per_token_mj", "cpu_utilization"],
                   "chunk_size", "TTFT, energy per token and CPU use vs prefill chunk size",
                   "NPUMoE Figs. 14-16 axes.", log_x=True)
 
@@ -169,8 +171,8 @@ def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
     ax.plot(front["tpot_ms"], front["energy_per_token_mj"], color="#c62828", marker="o", label="Pareto front")
     for _, point in front.iterrows():
         ax.annotate(point["point_id"], (point["tpot_ms"], point["energy_per_token_mj"]), fontsize=6)
-    ax.set_xlabel("ms/token")
-    ax.set_ylabel("energy per token (mJ)")
+    ax.set_xlabel(metrics.label("tpot_ms"))
+    ax.set_ylabel(metrics.label("energy_per_token_mj"))
     ax.set_title("Latency-energy trade-off")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
@@ -191,7 +193,7 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
     ax.scatter(shown["ms_per_token_p90"], list(y), marker="|", s=120, color="#ef6c00", label="p90", zorder=3)
     ax.scatter(shown["ms_per_token_p99"], list(y), marker="x", color="#c62828", label="p99", zorder=3)
     ax.set_yticks(list(y), [f"{s}::{p}" for s, p in zip(shown["scenario"], shown["point_id"])], fontsize=6)
-    ax.set_xlabel("ms/token")
+    ax.set_xlabel(metrics.get("ms_per_token_p50").unit)
     ax.set_title("Per-token latency spread (noisiest first)")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

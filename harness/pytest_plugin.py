@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import add_baseline_options, add_gate_options, add_run_options, remote_code_error, runner_from
+from harness.options import add_baseline_options, add_gate_options, add_run_options, remote_code_error, runner_from
 from harness.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
@@ -36,6 +36,9 @@ def pytest_addoption(parser):
     add_run_options(group.addoption, prefix="harness-")
     add_gate_options(group.addoption, prefix="harness-", required=False)
     add_baseline_options(group.addoption, prefix="harness-")
+    parser.addini("harness_scenarios", type="paths", default=[],
+                  help="scenario files, folders or globs (relative to the ini file) that pytest collects "
+                       "without being named on the command line")
 
 
 def pytest_configure(config):
@@ -66,21 +69,49 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
+# A top-level ``sweep:`` key; read from the bytes so that a broken scenario is still found (and reported).
+_SWEEP_KEY = re.compile(rb"""^["']?sweep["']?[ \t]*:""", re.MULTILINE)
+
+
 def _is_scenario(path: Path, config) -> bool:
-    if "scenarios" in path.parts:
+    """Scenario files are collected only where the user points pytest: a YAML file named on the command
+    line, or a YAML with a top-level ``sweep:`` key under a folder named there or matching the
+    ``harness_scenarios`` ini option. An installed plugin never reaches into other projects' YAML."""
+    path = path.resolve()
+    given = []
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        given = [(config.invocation_params.dir / str(arg).split("::")[0]).resolve() for arg in config.args]
+    if path in given:
         return True
-    given = {Path(str(arg).split("::")[0]).resolve() for arg in config.args}
-    return path.resolve() in given
+    places = [place for place in given if place.is_dir()] + list(config.getini("harness_scenarios"))
+    if not any(_covers(Path(place), path) for place in places):
+        return False
+    from harness.yaml_load import MAX_BYTES
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(MAX_BYTES + 1)
+    except OSError:
+        return False
+    return len(head) <= MAX_BYTES and _SWEEP_KEY.search(head) is not None  # a larger file is data
+
+
+def _covers(place: Path, path: Path) -> bool:
+    """``path`` is ``place``, lies under the folder ``place``, or matches the glob ``place``."""
+    if any(char in str(place) for char in "*?["):
+        return path.match(str(place.resolve()))  # the ini option's paths are absolute: the whole path matches
+    place = place.resolve()
+    return path == place or place in path.parents
 
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from harness import scenario
+        from harness import planning
         from harness.errors import ScenarioErrors
         from harness.sweep import expand
 
         try:
-            loaded = scenario.load(self.path)
+            loaded = planning.load(self.path)
         except ScenarioErrors as exc:
             raise self.CollectError(str(exc)) from None
         problem = remote_code_error(loaded, self.config.option.harness_trust_remote_code)
@@ -130,42 +161,27 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     pyproject.toml and covered by tests/test_pytest_plugin.py.
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
-    from harness import benchmark_json, results
+    from harness import benchmark_json
+    from harness.columns import flatten
 
-    benchmark.extra_info.update({
-        "scenario": record.scenario,
-        "point_id": record.point_id,
-        "status": record.status,
-        "model": record.model.get("name"),
-        "model_checksum": record.model.get("checksum"),
-        "engine": record.adapter.get("engine"),
-        "engine_version": record.adapter.get("engine_version"),
-        **record.point,
-        **record.metrics,
-        "gate_verdict": record.correctness.get("verdict"),
-        "gate_top1_match_rate": record.correctness.get("top1_match_rate"),
-        "gate_kl_ratio": record.correctness.get("kl_ratio"),
-        **results.accuracy_columns(record.accuracy),
-        benchmark_json.KEY: benchmark_json.compact(record),  # lets reports and gates read this file
-    })
+    # the same columns as results.load's DataFrame, plus the record itself so reports and gates read this file
+    benchmark.extra_info.update({**flatten(record), benchmark_json.KEY: benchmark_json.compact(record)})
     if record.status == "skipped":
         pytest.skip(record.reason)
-    gate_failed = record.correctness.get("verdict") == "fail"
+    gate_failed = record.verdict == "fail"
     known = known_failure(scenario, record) if record.status in ("failed", "timeout") or gate_failed else None
     if known is not None:
-        pytest.xfail(f"known failure ({known.reason}): {record.reason or record.correctness.get('reasons')}")
+        pytest.xfail(f"known failure ({known.reason}): {record.reason or record.correctness.reasons}")
     if record.status in ("failed", "timeout"):
-        detail = record.details.get("traceback") or record.details.get("output_tail") or ""
+        detail = (record.failure and (record.failure.traceback or record.failure.output_tail)) or ""
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
     if not benchmark.disabled:
-        gaps = [gap for r in record.samples["rounds"] for gap in r["gaps_s"]] or [
-            r["ttft_s"] for r in record.samples["rounds"]
-        ]
+        gaps = [gap for r in record.samples.rounds for gap in r.gaps_s] or [r.ttft_s for r in record.samples.rounds]
         stats = benchmark._make_stats(1)
         for gap in gaps:
             stats.update(gap)
-    if record.correctness.get("verdict") == "fail":  # timings are kept; the point still fails
-        pytest.fail(record.correctness["report"], pytrace=False)
+    if record.verdict == "fail":  # timings are kept; the point still fails
+        pytest.fail(record.correctness.report or "", pytrace=False)
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m: shard what this runner selected, as `harness run -k` does

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 
 from harness import results
 from harness.errors import HarnessError
+from harness.io import write_json_atomic
 
 SCHEMA_VERSION = 1
 
@@ -183,41 +185,45 @@ class ReferenceStore:
             if stored is not None:
                 return stored, path, True
         reference = compute(model, pairs, prompt_ids, settings)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(reference)), encoding="utf-8")
-        tmp.replace(path)
+        write_json_atomic(path, asdict(reference), indent=None)  # parallel runners never read half a file
         return reference, path, False
 
 
-def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
-    """Run HF transformers greedily in ``settings.dtype``; calibrate the noise floor against fp32."""
+@contextmanager
+def hf_engine(model, dtype: str, threads: Optional[int], device: str = "cpu"):
+    """HF transformers loaded in ``dtype``: the engine every reference (gate, noise floor, accuracy,
+    diagnosis) is computed with; closed on exit."""
     from harness import registry
     from harness.adapter import LoadSettings
     from harness.sweep import Point
 
+    engine = registry.get("hf")()
+    engine.load(model, Point(adapter="hf", device=device, id=f"hf-reference-{dtype}"),
+                LoadSettings(dtype=dtype, threads=threads))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
+    """Run HF transformers greedily in ``settings.dtype``; calibrate the noise floor against fp32."""
     start = time.perf_counter()
-    hf = registry.get("hf")
-    point = Point("hf", settings.device, None, "none", None, 1, 1, None, id="reference")
     tokenizer = model.tokenizer()
     stop = eos_ids(model, tokenizer)
 
-    engine = hf()
-    engine.load(model, point, LoadSettings(dtype=settings.dtype, threads=settings.threads))
     references = []
-    for (kind, text), ids in zip(pairs, prompt_ids):
-        tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
-        references.append(PromptReference(kind, text, list(ids), tokens, tops, lps))
-    describe = engine.describe()
-    engine.close()
+    with hf_engine(model, settings.dtype, settings.threads, settings.device) as engine:
+        for (kind, text), ids in zip(pairs, prompt_ids):
+            tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
+            references.append(PromptReference(kind, text, list(ids), tokens, tops, lps))
+        describe = engine.describe()
 
-    floor_engine = hf()
-    floor_engine.load(model, point, LoadSettings(dtype=settings.floor_dtype, threads=settings.threads))
     per_prompt = []
-    for ref in references:
-        device = forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
-        per_prompt.append(float(np.mean([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])))
-    floor_engine.close()
+    with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
+        for ref in references:
+            device = forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
+            per_prompt.append(float(np.mean([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])))
 
     import harness
 

@@ -13,21 +13,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from harness import metrics
 from harness.errors import UsageError
 from harness.results import Record, round_values
 
-# Short names users type -> (metric column, higher is better)
-ALIASES = {
-    "tpot": ("tpot_ms", False),
-    "ttft": ("ttft_ms", False),
-    "e2e": ("e2e_ms", False),
-    "energy_per_token": ("energy_per_token_mj", False),
-    "energy": ("energy_j", False),
-    "throughput": ("throughput_tokens_per_s", True),
-    "decode_tokens_per_s": ("decode_tokens_per_s", True),
-    "prefill_tokens_per_s": ("prefill_tokens_per_s", True),
-    "peak_rss": ("peak_rss_mb", False),
-}
 DEFAULT_THRESHOLDS = "tpot=5%,ttft=10%,energy_per_token=10%"
 
 
@@ -40,24 +29,23 @@ class Threshold:
 
 
 def parse_thresholds(text: str) -> list[Threshold]:
-    """``tpot=5%,ttft=10%`` -> thresholds. Any metric column works as a name; bad entries are quoted back."""
-    from harness.measure import UNITS
-
+    """``tpot=5%,ttft=10%`` -> thresholds. Any catalogued metric with a direction works as a name (see
+    ``harness.metrics``); bad entries are quoted back."""
     out = []
     for entry in filter(None, (part.strip() for part in text.split(","))):
         match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([0-9]*\.?[0-9]+)\s*(%?)", entry)
         if not match:
             raise UsageError(f"--max-regression: {entry!r}: expected NAME=PERCENT, e.g. tpot=5%")
         name, number, percent = match.groups()
-        if name in ALIASES:
-            metric, higher = ALIASES[name]
-        elif name in UNITS:
-            metric, higher = name, UNITS[name] == "tokens/s"
-        else:
-            known = ", ".join(sorted(ALIASES))
-            raise UsageError(f"--max-regression: {entry!r}: unknown metric {name!r} (use one of {known}, "
-                             "or a metric column such as tpot_ms)")
-        out.append(Threshold(name, metric, float(number) / 100 if percent else float(number), higher))
+        try:
+            metric = metrics.resolve(name)
+        except UsageError as exc:
+            raise UsageError(f"--max-regression: {entry!r}: {exc}") from None
+        if metric.higher_is_better is None:
+            raise UsageError(f"--max-regression: {entry!r}: {metric.name} has no better direction "
+                             f"({metric.label or metric.name}, {metric.unit}), so it cannot regress")
+        out.append(Threshold(name, metric.name, float(number) / 100 if percent else float(number),
+                             metric.higher_is_better))
     if not out:
         raise UsageError("--max-regression: no thresholds given")
     return out
@@ -141,9 +129,9 @@ def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Th
                 continue
             outcome.findings.append(Finding(scenario, pid, "failed", f"{record.status}: {record.reason}"))
             continue
-        if record.correctness.get("verdict") == "fail":
-            reasons = "; ".join(record.correctness.get("reasons") or []) or "see the record"
-            outcome.findings.append(Finding(scenario, pid, "agreement", f"top-{record.correctness.get('k')} "
+        if record.verdict == "fail":
+            reasons = "; ".join(record.correctness.reasons) or "see the record"
+            outcome.findings.append(Finding(scenario, pid, "agreement", f"top-{record.correctness.k} "
                                             f"agreement fails: {reasons}"))
     for point, before in base.items():
         scenario, pid = point
@@ -161,7 +149,7 @@ def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Th
         if after.status != "ok":
             continue  # already reported above
         outcome.compared += 1
-        if before.correctness.get("verdict") == "pass" and after.correctness.get("verdict") == "drift":
+        if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
         for threshold in thresholds:
             failure, note = metric_check(threshold, before, after)

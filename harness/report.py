@@ -16,7 +16,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from harness import __version__, accuracy_report, moe_report, plots, results, tables
+from harness import __version__, accuracy_report, metrics, moe_report, plots, results, tables
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -79,19 +79,19 @@ def _png(figure) -> bytes:
 def _outputs(pairs: list[tuple[Path, results.Record]]) -> list[dict]:
     """Generated text of gate failures and drifts first, then others, capped."""
     order = {"fail": 0, "drift": 1}
-    chosen = sorted((r for _, r in pairs if r.details.get("outputs")),
-                    key=lambda r: (order.get(r.correctness.get("verdict"), 2), r.scenario, r.point_id))
+    chosen = sorted((r for _, r in pairs if r.outputs),
+                    key=lambda r: (order.get(r.verdict, 2), r.scenario, r.point_id))
     out = []
     for record in chosen[:MAX_SHOWN_OUTPUTS]:
-        text = "\n---\n".join(record.details["outputs"].values())
+        text = "\n---\n".join(record.outputs.values())
         out.append({"name": f"{record.scenario}::{record.point_id}",
-                    "verdict": record.correctness.get("verdict") or "no gate", "text": text})
+                    "verdict": record.verdict or "no gate", "text": text})
     return out
 
 
 POINT_COLUMNS = ["scenario", "point_id", "status", "host", "adapter", "device", "engine", "model", "quantization",
-                 "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "moe_capacity", "ttft_ms", "tpot_ms",
-                 "decode_tokens_per_s", "energy_per_token_mj", "peak_rss_mb", "gate_verdict"]
+                 "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "moe_capacity",
+                 *metrics.HEADLINE, "peak_rss_mb", "gate_verdict"]
 
 
 def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None = None) -> Written:

@@ -6,56 +6,15 @@ Data only; rendering lives elsewhere. ``load`` turns records into a pandas DataF
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-SCHEMA_VERSION = 1
-STATUSES = ("ok", "skipped", "failed", "timeout")
+from harness.io import write_json_atomic
+from harness.columns import accuracy_columns, flatten, round_values  # noqa: F401
+from harness.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
+
 REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
-
-
-@dataclass
-class Record:
-    scenario: str
-    point_id: str
-    point: dict  # the point's axes
-    status: str  # ok | skipped | failed | timeout
-    reason: Optional[str] = None  # why skipped, or the error when failed
-    settings: dict = field(default_factory=dict)  # model, generation, measurement as resolved
-    model: dict = field(default_factory=dict)  # name, checksum, paths
-    metrics: dict = field(default_factory=dict)
-    units: dict = field(default_factory=dict)
-    samples: dict = field(default_factory=dict)  # raw per-round timings, so stats can be recomputed
-    correctness: dict = field(default_factory=dict)  # the gate's result, when the scenario has a gate
-    accuracy: dict = field(default_factory=dict)  # lm-eval task scores, the reference's, and the deltas
-    adapter: dict = field(default_factory=dict)  # adapter.describe()
-    details: dict = field(default_factory=dict)  # generated text, traceback tail, ...
-    environment: dict = field(default_factory=dict)
-    scenario_path: Optional[str] = None
-    started_at: Optional[str] = None
-    finished_at: Optional[str] = None
-    schema_version: int = SCHEMA_VERSION
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Record:
-        data = migrate(dict(data))
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def migrate(data: dict) -> dict:
-    """Upgrade an older record to the current schema (none exist yet: version 1 is the first)."""
-    version = data.get("schema_version")
-    if version is None or version > SCHEMA_VERSION:
-        raise ValueError(f"unsupported record schema_version {version!r} (this harness reads <= {SCHEMA_VERSION})")
-    return data
 
 
 def safe_name(name: str) -> str:
@@ -69,25 +28,17 @@ def record_path(results_dir: Path, record: Record) -> Path:
 
 
 def write(record: Record, results_dir: str | Path) -> Path:
-    """Write ``record`` atomically: a temporary file in the same directory, then ``os.replace``."""
-    path = record_path(Path(results_dir), record)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(record.to_dict(), out, indent=1, allow_nan=False)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``record`` atomically (``harness.io.write_json_atomic``)."""
+    return write_json_atomic(record_path(Path(results_dir), record), record.to_dict())
 
 
 def read(path: str | Path) -> Record:
-    return Record.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    """The record in ``path``; a malformed one is a ValueError naming the file and the field."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
+    return Record.from_dict(data, source=path)
 
 
 def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
@@ -121,10 +72,7 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{file}: not a readable JSON file ({exc})") from None
         if isinstance(data, dict) and "point_id" in data and "schema_version" in data:
-            try:
-                yield file, Record.from_dict(data)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"{file}: {exc}") from None
+            yield file, Record.from_dict(data, source=file)
         elif benchmark_json.is_benchmark_json(data):
             for record in benchmark_json.records(data, source=file):
                 yield file, record
@@ -133,63 +81,9 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
                              "file written with the harness plugin")
 
 
-def round_values(record: Record) -> dict[str, list[float]]:
-    """Per-round TTFT, ms/token and end-to-end figures (ms): the spread a regression must exceed."""
-    if "rounds_ms" in record.samples:  # records rebuilt from pytest-benchmark JSON keep only these
-        return record.samples["rounds_ms"]
-    rounds = record.samples.get("rounds") or []
-    out: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "e2e_ms": []}
-    for r in rounds:
-        out["ttft_ms"].append(r["ttft_s"] * 1e3)
-        out["e2e_ms"].append(r["e2e_s"] * 1e3)
-        if r["gaps_s"]:
-            out["tpot_ms"].append((r["e2e_s"] - r["ttft_s"]) / len(r["gaps_s"]) * 1e3)
-    return out
-
-
 def row(record: Record, path: Optional[Path] = None) -> dict:
-    """One flat row for a record: identity, axes, metrics, gate summary, provenance."""
-    gate = record.correctness
-    return {
-        "scenario": record.scenario,
-        "point_id": record.point_id,
-        "status": record.status,
-        "reason": record.reason,
-        **record.point,
-        **record.metrics,
-        "gate_verdict": gate.get("verdict"),
-        "gate_k": gate.get("k"),
-        "gate_mode": gate.get("mode"),
-        "gate_kl_mean": gate.get("kl_mean"),
-        "gate_kl_ratio": gate.get("kl_ratio"),
-        "gate_top1_match_rate": gate.get("top1_match_rate"),
-        "gate_divergence_index": gate.get("free_divergence_index"),
-        "gate_skipped": gate.get("skipped"),
-        "gate_reasons": "; ".join(gate.get("reasons") or []) or None,
-        **accuracy_columns(record.accuracy),
-        "model": record.model.get("name"),
-        "model_checksum": record.model.get("checksum"),
-        "engine": record.adapter.get("engine"),
-        "engine_version": record.adapter.get("engine_version"),
-        "emulated": bool(record.adapter.get("emulated")),
-        "host": record.environment.get("hostname"),
-        "started_at": record.started_at,
-        "path": None if path is None else str(path),
-    }
-
-
-def accuracy_columns(accuracy: dict) -> dict:
-    """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric."""
-    out = {}
-    for task, metrics in (accuracy.get("tasks") or {}).items():
-        deltas = (accuracy.get("delta") or {}).get(task, {})
-        for metric, value in metrics.items():
-            if metric.endswith("_stderr") or metric == "items":
-                continue
-            out[f"accuracy.{task}.{metric}"] = value
-            out[f"accuracy.{task}.{metric}.stderr"] = metrics.get(f"{metric}_stderr")
-            out[f"accuracy.{task}.{metric}.delta"] = deltas.get(metric)
-    return out
+    """``columns.flatten(record)`` plus the file it came from."""
+    return {**flatten(record), "path": None if path is None else str(path)}
 
 
 def frame(pairs: Iterable[tuple[Optional[Path], Record]]):

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from harness.io import write_json_atomic
+
 TRIAD_BYTES = 256 * 2**20  # per array; 3 arrays, far beyond any last-level cache here
 
 
@@ -42,8 +44,7 @@ def bandwidth(cache: Path) -> dict:
     if key not in known:
         known[key] = {"bytes_per_s": measure_bandwidth(), "method": "numpy triad, 3 x 256 MiB, best of 5",
                       "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(known, indent=1))
+        write_json_atomic(path, known)  # runners sharing a cache never read half a file
     return known[key]
 
 
@@ -61,8 +62,7 @@ def kv_bytes_per_token(config: dict, bytes_per_element: int = 2) -> Optional[int
 def decode_bound(weight_bytes: Optional[int], config: dict, context_tokens: float, bandwidth_bytes_per_s: float,
                  tpot_ms: Optional[float]) -> dict:
     if not weight_bytes:
-        return {"decode_bound_ms": None, "roofline_fraction": None,
-                "roofline_note": "the adapter reports no weight size"}
+        return {"decode_bound_ms": None, "roofline_fraction": None}
     kv = kv_bytes_per_token(config) or 0
     step_bytes = weight_bytes + kv * context_tokens
     bound_ms = step_bytes / bandwidth_bytes_per_s * 1e3
@@ -72,5 +72,11 @@ def decode_bound(weight_bytes: Optional[int], config: dict, context_tokens: floa
         "decode_bound_ms": bound_ms,
         "roofline_fraction": bound_ms / tpot_ms if tpot_ms else None,
         "prefill_compute_bound_ms": None,
-        "roofline_note": "prefill compute bound needs a peak FLOP/s figure, not measured yet",
     }
+
+
+def unavailable(weight_bytes: Optional[int]) -> dict[str, str]:
+    """{metric: why} for the roofline figures ``decode_bound`` leaves empty."""
+    if not weight_bytes:
+        return dict.fromkeys(("decode_bound_ms", "roofline_fraction"), "the adapter reports no weight size")
+    return {"prefill_compute_bound_ms": "prefill compute bound needs a peak FLOP/s figure, not measured yet"}

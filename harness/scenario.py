@@ -1,7 +1,8 @@
 """Scenario files: schema, safe YAML loading, and errors that name file, line and field.
 
 A scenario names a model, prompts, generation and measurement settings, and the axes to sweep.
-``harness.sweep`` expands it into points.
+``harness.sweep`` expands it into points; ``harness.planning`` loads a file and runs the checks that
+need the adapter registry, the model sources or the points (this module needs none of them).
 """
 
 from __future__ import annotations
@@ -24,20 +25,10 @@ from pydantic import (
     model_validator,
 )
 
+from harness import yaml_load
 from harness.errors import ScenarioError, ScenarioErrors
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
-AXES = (
-    "adapter",
-    "device",
-    "max_seq_len",
-    "quantization",
-    "prompt_len",
-    "beam_width",
-    "batch_size",
-    "moe_chunk_size",
-    "moe_capacity",
-)
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 # Written for this project: neutral starters that any base model can continue.
@@ -128,6 +119,10 @@ class Sweep(_Strict):
     moe_capacity: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
 
 
+# The sweep axes, in point-id order: the one list (harness.sweep.Point has exactly these fields).
+AXES: tuple[str, ...] = tuple(Sweep.model_fields)
+
+
 class KnownFailure(_Strict):
     """A failure the scenario expects: under pytest its points are xfail instead of failed."""
 
@@ -178,36 +173,27 @@ class Scenario(_Strict):
 # --- loading -------------------------------------------------------------------------------------
 
 
-def load(path: str | Path) -> Scenario:
-    """Load and validate one scenario file; raise ScenarioErrors naming file, line and field."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioErrors([ScenarioError(str(path), f"cannot read: {exc.strerror or exc}")]) from None
-    return loads(text, str(path), default_name=path.stem)
+def read(path: str | Path) -> str:
+    """A scenario file's text; ScenarioErrors naming the file when it cannot be read."""
+    return yaml_load.read_text(path)  # bounded, UTF-8 only
 
 
-def loads(text: str, path: str = "<string>", default_name: str = "scenario") -> Scenario:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)  # SafeLoader: no object-construction tags
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioErrors([ScenarioError(path, f"invalid YAML: {problem}", line)]) from None
+def parse(text: str, path: str = "<string>", default_name: str = "scenario") -> tuple[Scenario, yaml.Node]:
+    """Validate the schema of one scenario's YAML: (the scenario, its YAML tree for line numbers).
+
+    Checks that need the adapter registry, the model sources or the sweep's points live in
+    ``harness.planning``, whose ``load``/``loads`` run both.
+    """
+    root, data = yaml_load.compose(text, path)  # safe tags only; no aliases, duplicate keys or bombs
     if not isinstance(data, dict):
         raise ScenarioErrors([ScenarioError(path, "expected a mapping of scenario fields at the top level", 1)])
     data = dict(data)
     data.setdefault("name", default_name)
     data["path"] = path
     try:
-        scenario = Scenario.model_validate(data)
+        return Scenario.model_validate(data), root
     except ValidationError as exc:
         raise ScenarioErrors([_to_scenario_error(err, root, path) for err in exc.errors()]) from None
-    _check_semantics(scenario, root, path)
-    return scenario
 
 
 def line_of(root: yaml.Node | None, loc: tuple) -> int | None:
@@ -260,85 +246,3 @@ def _to_scenario_error(err: dict, root, path: str) -> ScenarioError:
     if "input" in err and kind not in ("too_short",):
         message += f", got {err['input']!r}"
     return ScenarioError(path, message, line, field)
-
-
-def _check_semantics(scenario: Scenario, root, path: str) -> None:
-    """Checks that span fields or need the registry; pydantic handles types."""
-    from harness import models, registry
-    from harness.errors import HarnessError
-
-    errors: list[ScenarioError] = []
-    adapter_classes = {}
-    for i, name in enumerate(scenario.sweep.adapter):
-        try:
-            adapter_classes[name] = registry.get(name)
-        except HarnessError as exc:
-            errors.append(ScenarioError(path, str(exc), line_of(root, ("sweep", "adapter", i)), f"sweep.adapter.{i}"))
-    for i, entry in enumerate(scenario.include):  # include entries may name adapters the sweep does not
-        name = entry.get("adapter")
-        if name is not None and name not in adapter_classes:
-            try:
-                adapter_classes[name] = registry.get(str(name))
-            except HarnessError as exc:
-                errors.append(ScenarioError(path, str(exc), line_of(root, ("include", i, "adapter")),
-                                            f"include.{i}.adapter"))
-    for i, device in enumerate(scenario.sweep.device):
-        if adapter_classes and not any(cls.knows_device(device) for cls in adapter_classes.values()):
-            known = sorted({d for cls in adapter_classes.values() for d in cls.devices})
-            errors.append(ScenarioError(
-                path, f"no adapter in this sweep has device {device!r} (known: {', '.join(known)})",
-                line_of(root, ("sweep", "device", i)), f"sweep.device.{i}",
-            ))
-    patterns = [(("exclude", i), entry) for i, entry in enumerate(scenario.exclude)]
-    patterns += [(("include", i), entry) for i, entry in enumerate(scenario.include)]
-    patterns += [(("known_failures", i, "match"), known.match) for i, known in enumerate(scenario.known_failures)]
-    for loc, entry in patterns:
-        for key in entry:
-            if key not in AXES:
-                close = difflib.get_close_matches(str(key), AXES, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                errors.append(ScenarioError(
-                    path, f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
-                    line_of(root, (*loc, key)), ".".join(map(str, (*loc, key))),
-                ))
-    problem = models.check_source(scenario.model)
-    if problem:
-        errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
-    if not errors:
-        from harness.sweep import expand
-
-        points = expand(scenario)
-        if not points:
-            errors.append(ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep"))
-        errors += _contradictions(scenario, points, adapter_classes, root, path)
-    if errors:
-        raise ScenarioErrors(errors)
-
-
-def _contradictions(scenario: Scenario, points, adapter_classes, root, path: str) -> list[ScenarioError]:
-    """Axis values that no point can ever run (e.g. beams when no adapter in the sweep has beam search).
-
-    A value that some points can run leaves the others to skip with their reason; a value that none
-    can run is a mistake in the file.
-    """
-    max_new = scenario.generation.max_new_tokens
-
-    def reason(point) -> Optional[str]:
-        cls = adapter_classes[point.adapter]
-        if not cls.knows_device(point.device):
-            return f"{point.adapter} has no device {point.device!r}"
-        if point.prompt_len and point.max_seq_len and point.prompt_len + max_new > point.max_seq_len:
-            return f"prompt_len {point.prompt_len} + max_new_tokens {max_new} exceeds max_seq_len {point.max_seq_len}"
-        return cls.capability_reason(point)
-
-    reasons = {point.id: reason(point) for point in points}
-    errors = []
-    for axis in sorted(scenario.explicit_axes - {"adapter", "device"}):
-        for i, value in enumerate(getattr(scenario.sweep, axis)):
-            matching = [p for p in points if getattr(p, axis) == value]
-            if matching and all(reasons[p.id] for p in matching):
-                errors.append(ScenarioError(
-                    path, f"no point with {axis}={value} can run: {reasons[matching[0].id]}",
-                    line_of(root, ("sweep", axis, i)), f"sweep.{axis}.{i}",
-                ))
-    return errors

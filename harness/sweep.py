@@ -22,16 +22,18 @@ _ID_PARTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Point:
+    """One sweep point: a value for every axis of ``harness.scenario.AXES`` (defaults as in the schema)."""
+
     adapter: str
     device: str
-    max_seq_len: Optional[int]
-    quantization: str
-    prompt_len: Optional[int]
-    beam_width: int
-    batch_size: int
-    moe_chunk_size: Optional[int]
+    max_seq_len: Optional[int] = None
+    quantization: str = "none"
+    prompt_len: Optional[int] = None
+    beam_width: int = 1
+    batch_size: int = 1
+    moe_chunk_size: Optional[int] = None
     moe_capacity: Optional[int] = None
     id: str = ""
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from harness import metrics
+
 VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
 # Columns that tell points apart in a table or a plot's legend, in the order they are named.
 IDENTITY = ["scenario", "host", "model", "adapter", "device", "quantization", "max_seq_len", "prompt_len",
@@ -55,9 +57,9 @@ def overview(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     keys = [c for c in ("host", "device", "adapter", "engine", "model", "quantization") if c in ok]
     ok = ok.assign(**{c: ok[c].fillna("-") for c in keys})
-    metrics = [c for c in ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "energy_per_token_mj") if c in ok]
+    shown = [c for c in metrics.HEADLINE if c in ok]
     grouped = ok.groupby(keys, sort=True, dropna=False)
-    table = grouped[metrics].median()
+    table = grouped[shown].median()
     table.insert(0, "points", grouped.size())
     table["gate"] = grouped["gate_verdict"].agg(_verdict_summary) if "gate_verdict" in ok else "-"
     return table.reset_index()
@@ -78,7 +80,7 @@ def correctness(df: pd.DataFrame) -> pd.DataFrame:
 def spread(df: pd.DataFrame) -> pd.DataFrame:
     """Per point: ms/token percentiles and coefficient of variation, noisiest first."""
     ok = ok_points(df)
-    need = ["ms_per_token_p50", "ms_per_token_p90", "ms_per_token_p99", "ms_per_token_mean", "ms_per_token_stddev"]
+    need = list(metrics.SPREAD)
     if ok.empty or not all(c in ok for c in need):
         return pd.DataFrame()
     table = ok[["scenario", "point_id", *need, *[c for c in ("ttft_ms", "ttft_ms_p90", "rounds") if c in ok]]].copy()
@@ -111,7 +113,9 @@ def not_run(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pareto_front(points: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
-    """Rows not dominated on (x, y), both lower-is-better, sorted by x."""
+    """Rows not dominated on (x, y), both lower-is-better in the metric catalogue, sorted by x."""
+    if any(metrics.get(name).higher_is_better is not False for name in (x, y)):
+        raise ValueError(f"pareto_front({x}, {y}): both metrics must be lower-is-better")
     ordered = points.dropna(subset=[x, y]).sort_values([x, y])
     best, keep = float("inf"), []
     for idx, value in ordered[y].items():

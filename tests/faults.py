@@ -6,7 +6,7 @@ the gate's code is the same for all of them.
 
 from __future__ import annotations
 
-from adapters.hf import HFAdapter
+from harness.adapters.hf import HFAdapter
 
 
 def _middle_layer(model) -> int:

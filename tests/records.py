@@ -42,4 +42,4 @@ def record(point_id: str = "hf-cpu-bf16", scenario: str = "demo", tpot_ms: float
     return Record(scenario=scenario, point_id=point_id, point=point, status="ok", metrics=metrics,
                   samples={"rounds": [r.to_dict() for r in timed]}, correctness=correctness,
                   model={"name": "tiny", "checksum": "abc"}, adapter={"engine": "transformers", "engine_version": "5"},
-                  details={"outputs": outputs or {"0": "a plain output"}}, environment={"hostname": "test-host"})
+                  outputs=outputs or {"0": "a plain output"}, environment={"hostname": "test-host"})

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[accuracy]'")
 
-from harness import accuracy, report, scenario  # noqa: E402
+from harness import accuracy, planning, report  # noqa: E402
 from harness.errors import ScenarioErrors  # noqa: E402
 from harness.runner import Runner  # noqa: E402
 from harness.sweep import expand  # noqa: E402
@@ -74,8 +74,9 @@ def test_one_pass_scoring_matches_prefill_and_decode(tiny_lm, monkeypatch):
     one_pass = tiny_lm.loglikelihood(requests)
 
     def no_score(tokens, last):
-        raise NotImplementedError
+        raise AssertionError("score() called on an adapter whose supports_score is False")
 
+    monkeypatch.setattr(tiny_lm.adapter, "supports_score", False)  # the capability flag decides, not an exception
     monkeypatch.setattr(tiny_lm.adapter, "score", no_score)
     stepwise = tiny_lm.loglikelihood(requests)
     assert np.allclose([t for t, _ in one_pass], [t for t, _ in stepwise], atol=1e-3)
@@ -112,7 +113,7 @@ include:
 
 @pytest.fixture(scope="module")
 def accuracy_records(tmp_path_factory, cache_dir):
-    loaded = scenario.loads(ACCURACY, "<accuracy>", "accuracy")
+    loaded = planning.loads(ACCURACY, "<accuracy>", "accuracy")
     out = tmp_path_factory.mktemp("accuracy")
     runner = Runner(results_dir=out, cache_dir=cache_dir, reference_dir=out / "references", isolate=False,
                     energy=False)
@@ -124,15 +125,15 @@ def test_points_record_accuracy_with_the_delta_to_the_reference(accuracy_records
     hf, ov = records["hf"], records["openvino"]
     assert hf.status == ov.status == "ok", (hf.reason, ov.reason)
     for record in (hf, ov):
-        tasks = record.accuracy["tasks"]
+        tasks = record.accuracy.tasks
         assert set(tasks) == {"harness_cloze", "harness_choice"}
         assert tasks["harness_choice"]["items"] == 12 and 0 <= tasks["harness_choice"]["acc"] <= 1
         assert {"acc", "acc_stderr", "perplexity"} <= set(tasks["harness_cloze"])
-        assert record.accuracy["reference"] == hf.accuracy["reference"]
+        assert record.accuracy.reference == hf.accuracy.reference
     # the hf bf16 point runs the reference's own engine and precision: no difference at all
-    assert all(d == 0 for task in hf.accuracy["delta"].values() for d in task.values())
-    ov_delta = ov.accuracy["delta"]["harness_cloze"]["perplexity"]
-    expected = ov.accuracy["tasks"]["harness_cloze"]["perplexity"] - ov.accuracy["reference"]["harness_cloze"]["perplexity"]
+    assert all(d == 0 for task in hf.accuracy.delta.values() for d in task.values())
+    ov_delta = ov.accuracy.delta["harness_cloze"]["perplexity"]
+    expected = ov.accuracy.tasks["harness_cloze"]["perplexity"] - ov.accuracy.reference["harness_cloze"]["perplexity"]
     assert ov_delta == pytest.approx(expected) and ov_delta != 0  # int8 weights move the perplexity
 
 
@@ -159,7 +160,7 @@ def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
 
 def test_an_accuracy_section_without_tasks_is_an_error():
     with pytest.raises(ScenarioErrors, match="accuracy.tasks"):
-        scenario.loads(ACCURACY.replace("tasks: [harness_cloze, harness_choice], ", "tasks: [], "), "<bad>")
+        planning.loads(ACCURACY.replace("tasks: [harness_cloze, harness_choice], ", "tasks: [], "), "<bad>")
 
 
 def _offline_env() -> dict:
@@ -185,12 +186,12 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a))
-    loaded = scenario.loads(ACCURACY.replace("include:\n  - {adapter: openvino, device: CPU, quantization: int8_sym}\n", ""),
+    loaded = planning.loads(ACCURACY.replace("include:\n  - {adapter: openvino, device: CPU, quantization: int8_sym}\n", ""),
                             "<no-lm-eval>", "no_lm_eval")
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "ok" and record.metrics["tpot_ms"] > 0
-    assert record.accuracy == {"skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"}
+    assert record.accuracy.model_dump(exclude_none=True) == {"skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"}
     assert not list(tmp_path.rglob("accuracy-*.json"))  # no reference attempted either
 
 

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("coremltools", reason="coremltools not installed: pip install -e '.[coreml]'")
 
-from adapters.coreml import CoreMLAdapter, convert  # noqa: E402
+from harness.adapters.coreml import CoreMLAdapter, convert  # noqa: E402
 
 PROMPT = [1, 40, 77, 123, 9, 300, 41]
 
@@ -25,7 +25,7 @@ def hf_tiny(tiny_llama):
 def test_chunked_static_model_matches_transformers(hf_tiny, chunk):
     import torch
 
-    from adapters.coreml_static import StaticLlama, StaticRunner
+    from harness.adapters.coreml.static import StaticLlama, StaticRunner
 
     runner = StaticRunner(StaticLlama(hf_tiny, 32, cache_dtype=torch.float32).eval(), chunk=chunk, pad_token_id=2)
     ours = [runner.prefill(PROMPT), runner.decode(5), runner.decode(17)]
@@ -75,7 +75,7 @@ def test_program_writes_the_kv_state_and_computes_in_fp16(package):
 
 
 def test_devices_map_to_compute_units_and_skip_off_macos():
-    from adapters.coreml import COMPUTE_UNITS
+    from harness.adapters.coreml import COMPUTE_UNITS
 
     assert COMPUTE_UNITS == {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
     import sys
@@ -100,16 +100,16 @@ sweep:
 
 
 def test_the_static_source_passes_the_gate_and_ane_points_skip(write_scenario, tmp_path):
-    from harness import scenario
+    from harness import planning
     from harness.runner import Runner
     from harness.sweep import expand
 
-    loaded = scenario.load(write_scenario(SCENARIO))
+    loaded = planning.load(write_scenario(SCENARIO))
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
     static, ane = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert static.status == "ok", static.reason
     assert static.adapter["emulated"] is True
-    assert static.correctness["verdict"] == "pass", static.correctness.get("report")
+    assert static.correctness.verdict == "pass", static.correctness.report
     assert static.metrics["engine_prefill_padded_tokens"] >= static.metrics["prompt_tokens"]
     assert 0 <= static.metrics["engine_padding_waste"] < 1
     import sys

@@ -4,47 +4,40 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from harness import energy, roofline
 
-UJ_PER_TICK = 2_000  # 2 mJ per millisecond: about 2 W
+UJ_PER_READ = {"package-0": 500_000, "dram": 125_000}  # each read finds the counter 0.5 J / 0.125 J on
 
 
 class FakeRapl:
-    """intel-rapl:0 (package-0) with a dram subzone; a thread advances both counters every ms."""
+    """intel-rapl:0 (package-0) with a dram subzone whose counters advance each time Zeus reads them.
+
+    Per read, not per wall-clock second: a loaded machine that reads late still sees the same energy,
+    so no test depends on how fast a thread ticks.
+    """
 
     def __init__(self, root):
         self.package = root / "intel-rapl:0"
         self.dram = self.package / "intel-rapl:0:0"
+        self.reads = {"package-0": 0, "dram": 0}
         for zone, name in ((self.package, "package-0"), (self.dram, "dram")):
             zone.mkdir(parents=True)
             (zone / "name").write_text(name + "\n")
             (zone / "max_energy_range_uj").write_text("262143328850\n")
             (zone / "energy_uj").write_text("1000000\n")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
 
-    def _tick(self):
-        value = 1_000_000
-        while not self._stop.is_set():
-            value += UJ_PER_TICK
-            for zone, share in ((self.package, 1), (self.dram, 0.25)):
-                tmp = zone / "energy_uj.tmp"
-                tmp.write_text(f"{int(value * share)}\n")
-                os.replace(tmp, zone / "energy_uj")
-            time.sleep(0.001)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+    def advance(self, energy_uj_path: str) -> None:
+        zone = Path(energy_uj_path).parent
+        name = (zone / "name").read_text().strip()
+        self.reads[name] += 1
+        tmp = zone / "energy_uj.tmp"
+        tmp.write_text(f"{1_000_000 + self.reads[name] * UJ_PER_READ[name]}\n")
+        os.replace(tmp, zone / "energy_uj")
 
 
 @pytest.fixture
@@ -54,9 +47,19 @@ def fake_rapl(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rapl, "RAPL_DIR", str(tmp_path / "powercap" / "intel-rapl"))
     monkeypatch.setattr(zeus_cpu, "_cpus", None)  # Zeus caches the CPU set per process
-    with FakeRapl(tmp_path / "powercap" / "intel-rapl") as tree:
-        yield tree
+    rapl.rapl_is_available.cache_clear()  # and whether RAPL exists (an earlier meter in this process saw none)
+    tree = FakeRapl(tmp_path / "powercap" / "intel-rapl")
+    zeus_read = rapl.RAPLFile.read
+
+    def read(self):  # Zeus's own read, of a counter that moved on since the last one
+        if self.energy_uj_path.startswith(str(tmp_path)):
+            tree.advance(self.energy_uj_path)
+        return zeus_read(self)
+
+    monkeypatch.setattr(rapl.RAPLFile, "read", read)
+    yield tree
     zeus_cpu._cpus = None
+    rapl.rapl_is_available.cache_clear()
 
 
 @pytest.fixture
@@ -67,16 +70,19 @@ def no_rapl(tmp_path, monkeypatch):
     monkeypatch.setattr(rapl, "RAPL_DIR", str(tmp_path / "absent"))
     monkeypatch.setattr(rapl, "CONTAINER_RAPL_DIR", str(tmp_path / "absent-too"))
     monkeypatch.setattr(zeus_cpu, "_cpus", None)
+    rapl.rapl_is_available.cache_clear()
     yield
     zeus_cpu._cpus = None
+    rapl.rapl_is_available.cache_clear()
 
 
 def test_every_source_is_measured_or_null_with_a_reason(fake_rapl):
     meter = energy.EnergyMeter()
     meter.begin("w")
-    time.sleep(0.3)
+    time.sleep(0.01)  # any wall time: the fake counters move per read
     window = meter.end("w")
     assert window.energy_j["cpu_package"] > 0.1 and window.energy_j["dram"] > 0.02
+    assert fake_rapl.reads == {"package-0": 2, "dram": 2}  # begin and end read each zone once
     assert window.energy_j["cpu_package"] > window.energy_j["dram"]
     assert window.energy_j["gpu"] is None and "no GPU" in meter.unavailable["gpu"]
     figures = energy.metrics(window, tokens=10, prefill=None, prompt_tokens=0)
@@ -121,7 +127,7 @@ def test_energy_per_token_reaches_the_benchmark_json(pytester, fake_adapters, fa
     assert info["energy_per_token_mj"] > 0 and info["prefill_energy_per_prompt_token_mj"] > 0
     assert info["cpu_utilization"] is not None
     record = json.loads((pytester.path / "results" / "energy" / "fake-cpu-bf16.json").read_text())
-    assert "no GPU" in record["details"]["energy_unavailable"]["gpu"]
+    assert "no GPU" in record["unavailable"]["energy_gpu_j"]
 
 
 def test_roofline_bound_from_bytes_and_bandwidth():
@@ -191,11 +197,11 @@ def test_cycle_counter_says_why_not(tmp_path):
 
 
 def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario, tmp_path, tiny_llama):
-    from harness import scenario
+    from harness import planning
     from harness.runner import Runner
     from harness.sweep import expand
 
-    loaded = scenario.load(write_scenario("""
+    loaded = planning.load(write_scenario("""
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}
@@ -204,7 +210,7 @@ def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario,
     (point,) = expand(loaded)
     record = Runner(results_dir=None).run_point(loaded, point)
     assert record.status == "ok", record.reason
-    assert record.metrics["cpu_cycles"] is not None or record.details["cpu_cycles_unavailable"]
+    assert record.metrics["cpu_cycles"] is not None or record.unavailable["cpu_cycles"]
     assert record.metrics["device_memory_peak_mb"] is None
-    assert record.details["device_memory_unavailable"] == "cpu: host memory is peak_rss_mb"
+    assert record.unavailable["device_memory_peak_mb"] == "cpu: host memory is peak_rss_mb"
     assert record.metrics["roofline_fraction"] > 0 and record.metrics["decode_bound_ms"] > 0

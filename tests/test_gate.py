@@ -247,13 +247,13 @@ def test_verify_refuses_scenarios_without_a_gate(write_scenario, capsys, tiny_ll
 
 
 def test_diagnosis_localises_a_skipped_layer(tiny_llama):
-    from adapters.hf import HFAdapter
+    from harness.adapters.hf import HFAdapter
     from harness.adapter import LoadSettings
     from harness.sweep import Point
 
     from .faults import SkippedLayer
 
-    point = Point("hf", "cpu", None, "none", None, 1, 1, None, id="diag")
+    point = Point(adapter="hf", device="cpu", id="diag")
     healthy, broken = HFAdapter(), SkippedLayer()
     for adapter in (healthy, broken):
         adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.hf import HFAdapter
+from harness.adapters.hf import HFAdapter
 from harness import gate, models
 from harness.adapter import LoadSettings
 from harness.prompts import select_gate_prompts
@@ -19,7 +19,7 @@ from harness.sweep import Point
 from . import faults
 
 pytestmark = pytest.mark.slow
-POINT = Point("hf", "cpu", None, "none", None, 1, 1, None, id="gate-test")
+POINT = Point(adapter="hf", device="cpu", id="gate-test")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters.hf import HFAdapter
+from harness.adapters.hf import HFAdapter
 from harness import prompts
 from harness.adapter import LoadSettings
 from harness.sweep import Point

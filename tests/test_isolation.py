@@ -10,7 +10,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from harness import results, scenario
+from harness import planning, results
 from harness.isolation import Limits
 from harness.runner import Runner
 from harness.sweep import expand
@@ -26,14 +26,14 @@ sweep:
 
 
 def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(write_scenario, tmp_path, fake_adapters):
-    loaded = scenario.load(write_scenario(FAULTY_SWEEP))
+    loaded = planning.load(write_scenario(FAULTY_SWEEP))
     runner = Runner(results_dir=tmp_path, isolate=True, limits=Limits(timeout_s=15, memory_limit_mb=1024))
     records = {r.point["adapter"]: r for r in runner.run([loaded], progress=False)}
 
     assert records["fake"].status == "ok" and records["fake"].metrics["generated_tokens"] == 6
     segfault = records["fake-segfault"]
     assert segfault.status == "failed" and "killed by SIGSEGV (signal 11)" in segfault.reason
-    assert segfault.details["exit_code"] == -signal.SIGSEGV
+    assert segfault.failure.exit_code == -signal.SIGSEGV
     hang = records["fake-hang"]
     assert hang.status == "timeout" and hang.reason == "no result within 15 s; the process was killed"
     assert records["fake-failing"].reason == "RuntimeError: fake engine fault at step 3"
@@ -46,7 +46,7 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
 
 
 def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path, fake_adapters):
-    loaded = scenario.load(write_scenario("""
+    loaded = planning.load(write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 4}
@@ -66,7 +66,7 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
     assert by_id["fake-failing-cpu-bf16-bs1"].started_at != stamps["fake-failing-cpu-bf16-bs1"]  # failed: re-run
     assert set(results.load(tmp_path).point_id) == set(by_id)
 
-    changed = scenario.load(write_scenario("""
+    changed = planning.load(write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 5}

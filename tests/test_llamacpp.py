@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[llamacpp]'")
 
-from harness import gguf_export, scenario  # noqa: E402
+from harness import planning, scenario
+from harness.adapters.llamacpp import gguf_export  # noqa: E402
 from harness.runner import Runner  # noqa: E402
 from harness.sweep import expand  # noqa: E402
 
@@ -25,7 +26,7 @@ sweep:
 
 @pytest.fixture(scope="module")
 def tiny_records(tmp_path_factory, cache_dir):
-    loaded = scenario.loads(TINY, "<tiny>", "tiny_llamacpp")
+    loaded = planning.loads(TINY, "<tiny>", "tiny_llamacpp")
     runner = Runner(results_dir=tmp_path_factory.mktemp("results"), cache_dir=cache_dir, isolate=False, energy=False)
     return {point.quantization: runner.run_point(loaded, point) for point in expand(loaded)}
 
@@ -35,7 +36,7 @@ def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_reco
     assert record.status == "ok", record.reason
     assert record.adapter["file_type"] == "MOSTLY_F16"
     assert record.adapter["quantization_detail"] == {"F16": 16, "F32": 5}
-    assert record.correctness["verdict"] == "pass", record.correctness.get("report")
+    assert record.correctness.verdict == "pass", record.correctness.report
 
 
 @pytest.mark.parametrize("source", ["tiny-llama", "tiny-mixtral"])
@@ -68,11 +69,11 @@ def test_levels_come_from_llama_cpps_quantizer(tiny_records):
         assert record.status == "ok", record.reason
         assert ggml_type in record.adapter["quantization_detail"], record.adapter["quantization_detail"]
         assert record.adapter["file_type"] == f"MOSTLY_{ggml_type}"
-        assert record.correctness["verdict"] in ("pass", "drift", "fail")
-    from adapters.llamacpp import LlamaCppAdapter
+        assert record.correctness.verdict in ("pass", "drift", "fail")
+    from harness.adapters.llamacpp import LlamaCppAdapter
     from harness.sweep import Point
 
-    asym8 = Point("llamacpp", "cpu", None, "int8_asym", None, 1, 1, None, id="x")
+    asym8 = Point(adapter="llamacpp", device="cpu", quantization="int8_asym", id="x")
     assert "does not support quantization 'int8_asym'" in LlamaCppAdapter.capability_reason(asym8)
 
 
@@ -85,7 +86,7 @@ def test_timing_and_engine_counters_are_recorded_side_by_side(tiny_records):
 
 @pytest.mark.slow
 def test_an_already_quantized_gguf_is_not_quantized_again(cache_dir, tmp_path):
-    loaded = scenario.loads("""
+    loaded = planning.loads("""
 model: gemma3-270m
 generation: {max_new_tokens: 4}
 sweep: {adapter: [llamacpp], quantization: [int8_sym]}
@@ -109,8 +110,27 @@ def test_a_prompt_longer_than_the_default_context_gets_room(cache_dir, tmp_path)
     text = text.replace("generation: {max_new_tokens: 8}", "generation: {max_new_tokens: 4}")
     text = text.replace("gate: {k: 5, tokens: 8, prompts: ci}\n", "")
     text = text.replace("quantization: [none, int8_sym, int4_sym, int4_asym]", "prompt_len: [4096]")
-    loaded = scenario.loads(text, "<long>", "long_prompt")
+    loaded = planning.loads(text, "<long>", "long_prompt")
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "ok", record.reason
     assert record.adapter["n_ctx"] >= 4096 + 4 and record.metrics["prompt_tokens"] == 4096
+
+
+def test_extra_buffer_types_are_off_on_amx_cpus_unless_the_scenario_asks():
+    # llama-cpp-python 0.3.36 segfaults in its first eval with AMX/repacked buffers on an amx_int8 Xeon
+    # (the whole pytest process died here before this was turned off).
+    from harness.adapters.llamacpp import extra_buffer_types
+
+    assert extra_buffer_types(None, ["avx2", "amx_int8"])[0] is False
+    assert "segfaults" in extra_buffer_types(None, ["amx_int8"])[1]
+    assert extra_buffer_types(None, ["avx2", "avx512f"]) == (True, "on: llama.cpp's default")
+    assert extra_buffer_types(True, ["amx_int8"])[0] is True
+
+
+def test_the_record_says_which_buffer_types_ran(tiny_records):
+    from harness.environment import cpu_flags
+
+    adapter = tiny_records["none"].adapter
+    assert adapter["extra_buffer_types"] is ("amx_int8" not in cpu_flags())
+    assert adapter["extra_buffer_types_why"]

@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import cli, report, scenario  # noqa: E402
-from harness.moe_capacity import RoutingMonitor  # noqa: E402
+from harness import cli, planning, report  # noqa: E402
+from harness.adapters.hf.moe_capacity import RoutingMonitor  # noqa: E402
 from harness.runner import Runner  # noqa: E402
 from harness.sweep import expand  # noqa: E402
 
@@ -90,7 +90,7 @@ sweep:
 
 @pytest.fixture(scope="module")
 def capacity_records(tmp_path_factory, cache_dir):
-    loaded = scenario.loads(CAPACITY, "<capacity>", "capacity")
+    loaded = planning.loads(CAPACITY, "<capacity>", "capacity")
     out = tmp_path_factory.mktemp("capacity")
     runner = Runner(results_dir=out, cache_dir=cache_dir, isolate=False, energy=False)
     return out, {point.moe_capacity: runner.run_point(loaded, point) for point in expand(loaded)}
@@ -101,13 +101,13 @@ def test_drop_rate_rises_and_agreement_falls_as_capacity_shrinks(capacity_record
     assert all(r.status == "ok" for r in records.values()), [r.reason for r in records.values()]
     drops = [records[c].metrics["moe_drop_rate"] for c in (None, 8, 2)]
     assert drops[0] == 0 and drops[0] < drops[1] < drops[2]
-    ratios = [records[c].correctness["kl_ratio"] for c in (None, 8, 2)]
+    ratios = [records[c].correctness.kl_ratio for c in (None, 8, 2)]
     assert ratios[0] < ratios[1] < ratios[2]
-    assert records[None].correctness["verdict"] == "pass"
-    assert records[2].correctness["verdict"] == "fail"
-    routing = records[8].details["routing"]
-    assert routing["capacity"] == 8 and len(routing["counts"]) == 2 and len(routing["counts"][0]) == 8
-    assert sum(routing["counts"][0]) == routing["tokens"] * 2  # top-2 routing: two slots per token
+    assert records[None].correctness.verdict == "pass"
+    assert records[2].correctness.verdict == "fail"
+    routing = records[8].routing
+    assert routing.capacity == 8 and len(routing.counts) == 2 and len(routing.counts[0]) == 8
+    assert sum(routing.counts[0]) == routing.tokens * 2  # top-2 routing: two slots per token
 
 
 def test_report_has_the_moe_section(capacity_records, tmp_path):
@@ -122,7 +122,7 @@ def test_report_has_the_moe_section(capacity_records, tmp_path):
 def test_capacity_needs_an_moe_model_and_an_engine_that_can_cap(tiny_llama, cache_dir, tmp_path):
     text = CAPACITY.replace("tiny-mixtral", "tiny-llama").replace("[null, 8, 2]", "[8]")
     text = text.replace("adapter: [hf]", "adapter: [hf, llamacpp]")
-    loaded = scenario.loads(text, "<dense>", "dense")
+    loaded = planning.loads(text, "<dense>", "dense")
     runner = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False)
     records = {p.adapter: runner.run_point(loaded, p) for p in expand(loaded)}
     assert records["hf"].status == "skipped" and "tiny-llama (llama) is dense" in records["hf"].reason

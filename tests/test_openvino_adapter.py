@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
-from adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
-from harness import gate, prompts, results, scenario  # noqa: E402
+from harness.adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
+from harness import gate, planning, prompts, results  # noqa: E402
 from harness.adapter import LoadSettings  # noqa: E402
 from harness.prompts import select_gate_prompts  # noqa: E402
 from harness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
@@ -18,7 +18,8 @@ SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot tak
 
 
 def point(device="CPU", quantization="none", max_seq_len=None, beam_width=1) -> Point:
-    return Point("openvino", device, max_seq_len, quantization, None, beam_width, 1, None, id="test")
+    return Point(adapter="openvino", device=device, max_seq_len=max_seq_len, quantization=quantization,
+                 beam_width=beam_width, id="test")
 
 
 def loaded(model, max_new_tokens=8, **axes) -> OpenVINOAdapter:
@@ -43,22 +44,33 @@ def test_dynamic_pipeline_times_every_token_and_reports_genai_figures(tiny_llama
     assert "INFERENCE_PRECISION_HINT" in info["precision_hints"] and "KV_CACHE_PRECISION" in info["precision_hints"]
 
 
-def test_every_round_pays_its_prefill(tiny_llama):
+def test_every_round_pays_its_prefill(tiny_llama, monkeypatch):
     # regression: GenAI's CPU pipeline reuses the previous prompt's KV cache by default, so repeated
-    # rounds of one prompt measured a cache hit (Gemma, prompt 1024: TTFT 39 ms instead of ~2.6 s)
+    # rounds of one prompt measured a cache hit (Gemma, prompt 1024: TTFT 39 ms instead of ~2.6 s).
+    # GenAI's perf counters read the same for a hit and a miss, and a wall-clock ratio fails on a
+    # loaded machine, so this checks what the adapter asks GenAI for: a scheduler with prefix caching off.
     import numpy as np
+    import openvino_genai
 
+    built = []
+    genai_pipeline = openvino_genai.LLMPipeline
+
+    def pipeline(*args, **config):
+        built.append(config)
+        return genai_pipeline(*args, **config)
+
+    monkeypatch.setattr(openvino_genai, "LLMPipeline", pipeline)
+    adapter = loaded(tiny_llama)
+    (config,) = built
+    scheduler = config.get("scheduler_config")
+    assert scheduler is not None, "without a scheduler config GenAI's dynamic pipeline caches prefixes"
+    assert scheduler.enable_prefix_caching is False
+    assert adapter.describe()["prefix_caching"] is False
     rng = np.random.RandomState(0)
     first, second = (rng.randint(10, 500, size=2000).tolist() for _ in range(2))
-    adapter = loaded(tiny_llama)
-    adapter.generate([second], 2)  # warm-up
-
-    def ttft(ids):
-        return adapter.generate([ids], 2).engine_metrics["ttft_ms"]
-
-    fresh = [ttft(first), ttft(second)]
-    repeated = [ttft(second), ttft(second)]
-    assert min(repeated) > 0.5 * max(fresh), (fresh, repeated)
+    for ids in (second, first, second, second):  # repeated prompts run like fresh ones
+        trace = adapter.generate([ids], 2)
+        assert trace.n_generated == 2 and trace.prompt_tokens == 2000 and trace.engine_metrics["ttft_ms"] > 0
 
 
 def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
@@ -107,7 +119,7 @@ def test_refusals_are_decided_before_loading():
 
 
 def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write_scenario, tmp_path, tiny_llama):
-    loaded_scenario = scenario.load(write_scenario("""
+    loaded_scenario = planning.load(write_scenario("""
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
@@ -122,11 +134,11 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     rejected = records["openvino-CPU-int4_sym"]
     assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message
     healthy = records["openvino-CPU-bf16"]
-    assert healthy.status == "ok" and healthy.correctness["verdict"] == "pass"
+    assert healthy.status == "ok" and healthy.correctness.verdict == "pass"
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
     assert npu.status == "ok" and npu.adapter["emulated"] is True
-    assert npu.correctness["mode"] == "forced-top1" and npu.correctness["verdict"] == "pass"
+    assert npu.correctness.mode == "forced-top1" and npu.correctness.verdict == "pass"
     assert records["openvino-CPU-bf16-seq48"].status == "skipped"
     assert len(results.load(tmp_path)) == 8
 

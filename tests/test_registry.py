@@ -44,7 +44,7 @@ def test_register_adapter_in_process_and_refuse_clashes():
 
 
 def test_our_adapters_package_is_the_one_imported():
-    import adapters
+    import harness.adapters as adapters
 
     assert adapters.__doc__.startswith("Engine adapters shipped with the harness")
 

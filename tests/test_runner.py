@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from harness import results, scenario
+from harness import planning, results
 from harness.runner import Runner
 from harness.sweep import expand
 
@@ -8,7 +8,7 @@ from .fakes import FakeAdapter
 
 
 def run_all(write_scenario, tmp_path, text):
-    loaded = scenario.load(write_scenario(text, "sweep.yaml"))
+    loaded = planning.load(write_scenario(text, "sweep.yaml"))
     runner = Runner(results_dir=tmp_path / "results")
     return {r.point_id: r for r in runner.run([loaded], progress=False)}
 
@@ -24,7 +24,7 @@ def test_a_crashing_or_truncating_engine_fails_its_point_and_the_sweep_goes_on(w
     failing = records["fake-failing-cpu-bf16"]
     assert failing.status == "failed"
     assert failing.reason == "RuntimeError: fake engine fault at step 3"
-    assert "fake engine fault" in failing.details["traceback"]
+    assert "fake engine fault" in failing.failure.traceback
     truncating = records["fake-truncating-cpu-bf16"]
     assert truncating.status == "failed" and "generated 2 tokens, 6 were asked for" in truncating.reason
     healthy = records["fake-cpu-bf16"]
@@ -54,14 +54,14 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
     assert records["fake-cpu-bf16-beam1"].status == "ok" and records["hf-cpu-bf16-beam2"].status == "ok"
     from harness.sweep import Point
 
-    int4 = Point("fake", "cpu", None, "int4_sym", None, 1, 1, None, id="x")
+    int4 = Point(adapter="fake", device="cpu", quantization="int4_sym", id="x")
     assert FakeAdapter.supports(int4).startswith("fake does not support quantization 'int4_sym'")
 
 
 def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp_path, tiny_llama):
     from .conftest import TINY_SCENARIO
 
-    loaded = scenario.load(write_scenario(TINY_SCENARIO))
+    loaded = planning.load(write_scenario(TINY_SCENARIO))
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path).run_point(loaded, point)
     assert record.status == "ok", record.reason
@@ -71,10 +71,10 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
                 "prefill_tokens_per_s", "peak_rss_mb", "load_s", "first_call_s"):
         assert m[key] is not None and m[key] > 0, key
     assert record.units["tpot_ms"] == "ms/token"
-    assert len(record.samples["rounds"]) == m["rounds"] >= 2
-    assert all(len(r["gaps_s"]) == 5 for r in record.samples["rounds"])
-    assert record.model["checksum"] == tiny_llama.checksum
+    assert len(record.samples.rounds) == m["rounds"] >= 2
+    assert all(len(r.gaps_s) == 5 for r in record.samples.rounds)
+    assert record.model.checksum == tiny_llama.checksum
     assert record.adapter["engine"] == "transformers"
     assert record.environment["harness_version"] and record.environment["python"]
-    assert set(record.details["outputs"]) == {"0", "1"}
+    assert set(record.outputs) == {"0", "1"}
     assert results.read(tmp_path / "scenario" / "hf-cpu-bf16.json") == record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import cli, scenario
+from harness import cli, planning
 from harness.errors import ScenarioErrors
 
 from .conftest import TINY_SCENARIO
@@ -12,12 +12,12 @@ from .conftest import TINY_SCENARIO
 
 def errors_of(path) -> list[str]:
     with pytest.raises(ScenarioErrors) as info:
-        scenario.load(path)
+        planning.load(path)
     return [str(e) for e in info.value.errors]
 
 
 def test_valid_scenario_loads_with_defaults(write_scenario):
-    loaded = scenario.load(write_scenario(TINY_SCENARIO, "tiny.yaml"))
+    loaded = planning.load(write_scenario(TINY_SCENARIO, "tiny.yaml"))
     assert loaded.name == "tiny"
     assert loaded.model.source == "tiny-llama" and loaded.model.dtype == "bf16"
     assert loaded.sweep.quantization == ["none"]
@@ -187,7 +187,7 @@ def test_a_prompt_longer_than_every_window_is_an_error(write_scenario):
 
 
 def test_values_some_points_can_run_leave_the_rest_to_skip(write_scenario):
-    loaded = scenario.load(write_scenario("""
+    loaded = planning.load(write_scenario("""
         model: tiny-llama
         sweep:
           adapter: [hf, openvino]
@@ -218,7 +218,7 @@ def test_known_failures_name_real_axes(write_scenario):
 
 def test_include_entries_may_name_other_adapters(write_scenario):
     # regression: adapters named only in include entries crashed validation with a KeyError
-    loaded = scenario.load(write_scenario("""
+    loaded = planning.load(write_scenario("""
         model: tiny-llama
         sweep:
           adapter: [hf]

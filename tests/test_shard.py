@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import results, scenario
+from harness import planning, results
 from harness.errors import UsageError
 from harness.shard import assign, merge, parse_shard, select
 from harness.sweep import expand
@@ -28,7 +28,7 @@ exclude:
 
 @pytest.fixture
 def pairs():
-    loaded = scenario.loads(SWEEP, "<s>", "s")
+    loaded = planning.loads(SWEEP, "<s>", "s")
     return [(loaded, p) for p in expand(loaded)]
 
 

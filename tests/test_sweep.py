@@ -1,11 +1,16 @@
 from __future__ import annotations
 
-from harness import scenario
-from harness.sweep import expand
+import dataclasses
+
+import pytest
+
+from harness import planning
+from harness.scenario import AXES, Sweep
+from harness.sweep import Point, expand
 
 
 def load(text: str):
-    return scenario.loads(text, "s.yaml", "s")
+    return planning.loads(text, "s.yaml", "s")
 
 
 def test_product_of_axes_with_readable_ids():
@@ -52,3 +57,11 @@ include:
     ids = [p.id for p in points]
     assert ids == ["hf-cpu-bf16-beam1-bs1", "hf-cpu-bf16-beam1-bs8", "hf-cpu-bf16-beam4-bs1", "hf-cpu-bf16-beam2-bs1"]
     assert points[-1].batch_size == 1  # filled from the axis's first value
+
+
+def test_point_has_one_field_per_axis_and_takes_keywords_only():
+    assert [f.name for f in dataclasses.fields(Point)] == [*AXES, "id"]
+    assert AXES == tuple(Sweep.model_fields)
+    with pytest.raises(TypeError):
+        Point("hf", "cpu")  # positional axes were easy to misorder
+    assert Point(adapter="hf", device="cpu").axes() == {axis: getattr(Sweep(adapter=["hf"]), axis)[0] for axis in AXES}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adapters import xrt
-from adapters.npu_reference import NumpyLlamaRunner
+from harness.adapters import xrt
+from harness.adapters.xrt.npu_reference import NumpyLlamaRunner
 
 
 @pytest.fixture
@@ -103,9 +103,9 @@ def test_a_prompt_longer_than_the_fixed_prefill_is_refused(tiny_llama):
 
 def test_runner_paths_are_checked():
     with pytest.raises(ValueError, match="expected 'module:Class'"):
-        xrt.load_runner("adapters.npu_reference")
-    with pytest.raises(ValueError, match="cannot import 'adapters.npu_reference:Nope'"):
-        xrt.load_runner("adapters.npu_reference:Nope")
+        xrt.load_runner("harness.adapters.xrt.npu_reference")
+    with pytest.raises(ValueError, match="cannot import 'harness.adapters.xrt.npu_reference:Nope'"):
+        xrt.load_runner("harness.adapters.xrt.npu_reference:Nope")
 
 
 SCENARIO = """
@@ -124,11 +124,11 @@ sweep:
 
 
 def test_the_adapter_runs_the_reference_runner_with_the_gate(write_scenario, tmp_path):
-    from harness import scenario
+    from harness import planning
     from harness.runner import Runner
     from harness.sweep import expand
 
-    loaded = scenario.load(write_scenario(SCENARIO))
+    loaded = planning.load(write_scenario(SCENARIO))
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
     reference, npu = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert reference.status == "ok", reference.reason
@@ -136,5 +136,5 @@ def test_the_adapter_runs_the_reference_runner_with_the_gate(write_scenario, tmp
     assert reference.metrics["engine_prefill_padded_tokens"] == 32
     assert reference.metrics["engine_padding_waste"] == pytest.approx(1 - reference.metrics["prompt_tokens"] / 32)
     assert reference.metrics["engine_call_run_ms"] > 0
-    assert reference.correctness["verdict"] == "pass", reference.correctness.get("report")
+    assert reference.correctness.verdict == "pass", reference.correctness.report
     assert npu.status == "skipped" and "amdxdna" in npu.reason

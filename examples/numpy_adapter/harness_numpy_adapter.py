@@ -2,20 +2,22 @@
 
 Install this directory (``pip install -e examples/numpy_adapter``) and the harness finds the
 adapter through the ``harness.adapters`` entry point in its pyproject.toml: ``harness devices``
-lists ``numpy:cpu`` and scenarios can use ``adapter: [numpy]``.
+lists ``numpy:cpu`` and scenarios can use ``adapter: [numpy]``. It imports only ``harness.sdk``,
+the harness's public adapter API.
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, greedy_trace
+from harness.sdk import Adapter, GenerationTrace, LoadSettings, greedy_trace
 
 
 class NumpyAdapter(Adapter):
     name = "numpy"  # must equal the entry point's name
     devices = ("cpu",)
     supports_max_seq_len = True  # the KV cache is allocated for max_seq_len positions
+    supports_logits = True  # prefill()/decode() return fp32 logits: the correctness gate runs on them
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -28,7 +30,7 @@ class NumpyAdapter(Adapter):
     def load(self, model, point, settings: LoadSettings) -> None:
         import numpy  # the "engine" is imported here, never at module import
 
-        from adapters.npu_reference import NumpyLlamaRunner
+        from harness.sdk import NumpyLlamaRunner  # a NumPy Llama forward pass shipped with the SDK
 
         self.numpy_version = numpy.__version__
         self.runner = NumpyLlamaRunner()

@@ -42,7 +42,7 @@ def convert(hf_dir: str | Path, max_seq_len: int, chunk: int, out: str | Path) -
     import torch
     from transformers import AutoModelForCausalLM
 
-    from adapters.coreml_static import StaticLlama, causal_mask
+    from harness.adapters.coreml.static import StaticLlama, causal_mask
 
     hf = AutoModelForCausalLM.from_pretrained(str(hf_dir), dtype=torch.float32).eval()
     module = StaticLlama(hf, max_seq_len, cache_dtype=torch.float16).eval()
@@ -122,6 +122,7 @@ class CoreMLAdapter(Adapter):
     devices = ("ane", "gpu", "cpu", "all", TORCH_STATIC)
     supports_max_seq_len = True
     supports_chunked_prefill = True
+    supports_logits = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -158,7 +159,7 @@ class CoreMLAdapter(Adapter):
         from harness.results import safe_name
 
         family = json.loads((Path(model.hf_dir) / "config.json").read_text()).get("model_type")
-        from adapters.coreml_static import FAMILIES
+        from harness.adapters.coreml.static import FAMILIES
 
         if family not in FAMILIES:
             raise PointSkipped(f"the static Core ML rewrite handles {', '.join(FAMILIES)}, not {family!r}")
@@ -170,7 +171,7 @@ class CoreMLAdapter(Adapter):
             import torch
             from transformers import AutoModelForCausalLM
 
-            from adapters.coreml_static import StaticLlama, StaticRunner
+            from harness.adapters.coreml.static import StaticLlama, StaticRunner
 
             if settings.threads:
                 torch.set_num_threads(settings.threads)

@@ -4,7 +4,7 @@
   static-shape cost model of NPU pipelines); without it the cache grows with the sequence.
 - ``beam_width`` maps to ``num_beams``; ``moe_chunk_size`` to chunked prefill.
 - ``moe_capacity`` (MoE models) caps the tokens each expert takes per forward pass, dropping the least
-  salient first (``harness.moe_capacity``); ``routing`` reports the router's choices for the record.
+  salient first (``harness.adapters.hf.moe_capacity``); ``routing`` reports the router's choices for the record.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ class HFAdapter(Adapter):
     supports_batch = True
     supports_chunked_prefill = True
     supports_max_seq_len = True
+    supports_logits = True
+    supports_score = True
     supports_hidden_states = True
+    supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
 
     @classmethod
@@ -92,7 +95,7 @@ class HFAdapter(Adapter):
 
     def _capacity_monitor(self, model, point):
         from harness.moe import expert_config
-        from harness.moe_capacity import RoutingMonitor
+        from harness.adapters.hf.moe_capacity import RoutingMonitor
 
         try:
             self.n_experts, _ = expert_config(self.model.config)
@@ -111,7 +114,7 @@ class HFAdapter(Adapter):
             return None
         from transformers import DynamicCache
 
-        from harness.moe_capacity import RoutingMonitor
+        from harness.adapters.hf.moe_capacity import RoutingMonitor
 
         monitor = self.monitor or RoutingMonitor(self.model, self.n_experts)
         monitor.reset()

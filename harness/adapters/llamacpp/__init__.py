@@ -8,6 +8,10 @@
 - ``max_seq_len`` is the context (KV cache) size, ``moe_chunk_size`` the prefill batch
   (``n_batch``/``n_ubatch``), ``threads`` both thread counts; ``gpu`` offloads every layer when the
   build has a GPU backend.
+- llama.cpp's extra CPU buffer types (AMX and weight repacking) are off where the CPU has AMX:
+  llama-cpp-python 0.3.36 segfaults in its first ``eval`` there (seen on a Xeon with amx_int8, on
+  the default model and on every quantized tiny model). ``adapter_options: {llamacpp:
+  {extra_buffer_types: true|false}}`` overrides; the record says which was used and why.
 - Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
@@ -15,6 +19,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
@@ -25,12 +30,42 @@ FTYPES = {"int8_sym": ("MOSTLY_Q8_0", "Q8_0"), "int4_sym": ("MOSTLY_Q4_0", "Q4_0
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
 
 
+def extra_buffer_types(option: Optional[bool], cpu_flags: Sequence[str]) -> tuple[bool, str]:
+    """(use llama.cpp's extra CPU buffer types?, why): off on AMX CPUs unless the scenario says otherwise."""
+    if option is not None:
+        return bool(option), "set by adapter_options.llamacpp.extra_buffer_types"
+    if "amx_int8" in cpu_flags:
+        return False, "off: llama-cpp-python 0.3.36 segfaults with its AMX/repacked buffers on this CPU (amx_int8)"
+    return True, "on: llama.cpp's default"
+
+
+@contextmanager
+def _model_params(use_extra_bufts: bool):
+    """llama-cpp-python's ``Llama`` does not expose ``use_extra_bufts``; it builds its model params from
+    ``llama_model_default_params`` inside ``__init__``, so that one call is wrapped while it loads."""
+    import llama_cpp.llama_cpp as low
+
+    default = low.llama_model_default_params
+
+    def params():
+        value = default()
+        value.use_extra_bufts = use_extra_bufts
+        return value
+
+    low.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = default
+
+
 class LlamaCppAdapter(Adapter):
     name = "llamacpp"
     devices = ("cpu", "gpu")
     quantizations = frozenset({"none", *FTYPES})
     supports_max_seq_len = True
     supports_chunked_prefill = True
+    supports_logits = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -62,7 +97,7 @@ class LlamaCppAdapter(Adapter):
     def _source_gguf(self, model, cache: Path) -> Path:
         if model.gguf_path is not None:
             return Path(model.gguf_path)
-        from harness import gguf_export
+        from harness.adapters.llamacpp import gguf_export
         from harness.models import build_once
         from harness.results import safe_name
 
@@ -76,7 +111,7 @@ class LlamaCppAdapter(Adapter):
     def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
         import llama_cpp
 
-        from harness import gguf_export
+        from harness.adapters.llamacpp import gguf_export
         from harness.models import build_once
 
         ftype_name, short = FTYPES[quantization]
@@ -112,12 +147,16 @@ class LlamaCppAdapter(Adapter):
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
         batch = point.moe_chunk_size or 512
+        from harness.environment import cpu_flags
+
+        self.extra_buffer_types = extra_buffer_types(settings.options.get("extra_buffer_types"), cpu_flags())
         start = now_ns()
-        self.llm = llama_cpp.Llama(
-            model_path=str(path), n_ctx=self._context(point, settings), n_batch=batch, n_ubatch=batch,
-            n_threads=settings.threads, n_threads_batch=settings.threads,
-            n_gpu_layers=-1 if point.device == "gpu" else 0, seed=0, verbose=False,
-        )
+        with _model_params(self.extra_buffer_types[0]):
+            self.llm = llama_cpp.Llama(
+                model_path=str(path), n_ctx=self._context(point, settings), n_batch=batch, n_ubatch=batch,
+                n_threads=settings.threads, n_threads_batch=settings.threads,
+                n_gpu_layers=-1 if point.device == "gpu" else 0, seed=0, verbose=False,
+            )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
@@ -164,7 +203,7 @@ class LlamaCppAdapter(Adapter):
         return self._logits()
 
     def runs_quantized(self, point) -> bool:
-        from harness import gguf_export
+        from harness.adapters.llamacpp import gguf_export
 
         return not gguf_export.is_full_precision(self.path)  # e.g. the default model's own Q4_K_M
 
@@ -177,7 +216,7 @@ class LlamaCppAdapter(Adapter):
     def describe(self) -> dict:
         import llama_cpp
 
-        from harness import gguf_export
+        from harness.adapters.llamacpp import gguf_export
 
         return {
             "engine": "llama.cpp",
@@ -190,6 +229,8 @@ class LlamaCppAdapter(Adapter):
             "n_batch": self.llm.n_batch,
             "n_threads": self.llm.context_params.n_threads,
             "gpu_offload": self.point.device == "gpu",
+            "extra_buffer_types": self.extra_buffer_types[0],
+            "extra_buffer_types_why": self.extra_buffer_types[1],
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
         }
 

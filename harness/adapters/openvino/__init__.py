@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
-import shutil
 from importlib.util import find_spec
-from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.openvino import export
+from harness.adapters.openvino.export import NNCF_MODES, weight_types
+from harness.errors import Unsupported
 
-_NNCF_MODES = {"int8_sym": "INT8_SYM", "int8_asym": "INT8_ASYM", "int4_sym": "INT4_SYM", "int4_asym": "INT4_ASYM"}
 EMULATED_NPU = "NPU-emulated"
 _STATIC = ("NPU", EMULATED_NPU)
 
@@ -33,10 +33,15 @@ class TruncatedGeneration(RuntimeError):
 class OpenVINOAdapter(Adapter):
     name = "openvino"
     devices = ("CPU", "GPU", "NPU", EMULATED_NPU)
-    quantizations = frozenset({"none", *_NNCF_MODES})
+    quantizations = frozenset({"none", *NNCF_MODES})
     supports_beams = False  # GenAI streams no per-step callback under beam search: no per-token timing
     supports_max_seq_len = True
     supports_chunked_prefill = True  # dynamic pipelines: the scheduler's split-fuse token budget
+    # Decided per point in load(): the dynamic pipelines step the IR for logits; the static pipeline
+    # returns chosen tokens only, so it has forced top-1 and neither logits nor one-pass scoring.
+    supports_logits = True
+    supports_score = True
+    supports_forced_top1 = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -70,22 +75,6 @@ class OpenVINOAdapter(Adapter):
             return f"the dynamic {point.device} pipeline has no fixed KV cache size (max_seq_len={point.max_seq_len})"
         return super().capability_reason(point)
 
-    # --- conversion -----------------------------------------------------------------------------
-
-    def _artefact(self, model, quantization: str, options: dict, cache: Path) -> Path:
-        import openvino as ov
-
-        from harness.results import safe_name
-
-        version = ov.__version__.split("-")[0]
-        base = cache / "openvino" / f"{safe_name(model.name)}-{model.checksum[:16]}-ov{version}"
-        fp_dir = _cached(base / "none", lambda out: _export(model, out))
-        if quantization == "none":
-            return fp_dir
-        self.compression = _compression_options(quantization, options)
-        key = quantization + "".join(f"-{k}{v}" for k, v in sorted(self.compression.items()))
-        return _cached(base / key, lambda out: _compress(fp_dir, out, quantization, self.compression))
-
     # --- the protocol ---------------------------------------------------------------------------
 
     def load(self, model, point, settings: LoadSettings) -> None:
@@ -95,10 +84,14 @@ class OpenVINOAdapter(Adapter):
         from harness.models import cache_dir
 
         self.point, self.settings = point, settings
+        static = point.device in _STATIC
+        self.supports_logits = self.supports_score = not static
+        self.supports_forced_top1 = static
         cache = cache_dir(settings.cache_dir)
         start = now_ns()
-        self.compression: dict = {}
-        self.ir_dir = self._artefact(model, point.quantization, settings.quantization, cache)
+        self.compression = (export.compression_options(point.quantization, settings.quantization)
+                            if point.quantization != "none" else {})
+        self.ir_dir = export.artefact(model, point.quantization, self.compression, cache)
         self.convert_s = (now_ns() - start) / 1e9
         compile_cache = cache / "openvino" / "compiled"
         compile_cache.mkdir(parents=True, exist_ok=True)
@@ -202,7 +195,7 @@ class OpenVINOAdapter(Adapter):
         import numpy as np
 
         if self.point.device in _STATIC:
-            raise NotImplementedError("GenAI's static NPU pipeline returns chosen tokens only, no logits")
+            raise Unsupported("GenAI's static NPU pipeline returns chosen tokens only, no logits")
         self._step_request().reset_state()
         self._position = 0
         self._infer(tokens)
@@ -210,7 +203,7 @@ class OpenVINOAdapter(Adapter):
 
     def prefill(self, tokens: Sequence[int]):
         if self.point.device in _STATIC:
-            raise NotImplementedError("GenAI's static NPU pipeline returns chosen tokens only, no logits")
+            raise Unsupported("GenAI's static NPU pipeline returns chosen tokens only, no logits")
         self._step_request().reset_state()
         self._position = 0
         return self._infer(tokens)
@@ -231,8 +224,10 @@ class OpenVINOAdapter(Adapter):
         """The static pipeline's greedy choice after each reference prefix: one 1-token generation each."""
         import numpy as np
 
+        if self.point.device not in _STATIC:
+            raise Unsupported("the dynamic pipelines expose logits; forced top-1 is the static pipeline's gate")
         if len(prompt_ids) + len(tokens) - 1 > self.max_prompt:
-            raise NotImplementedError(
+            raise Unsupported(
                 f"teacher forcing needs prompts of up to {len(prompt_ids) + len(tokens) - 1} tokens; "
                 f"this pipeline's MAX_PROMPT_LEN is {self.max_prompt} (raise max_seq_len)"
             )
@@ -284,60 +279,3 @@ def _device_name(core, device: str) -> str:
         return str(core.get_property("CPU" if device == EMULATED_NPU else device, "FULL_DEVICE_NAME"))
     except Exception:  # noqa: BLE001
         return device
-
-
-def weight_types(xml: Path) -> dict[str, int]:
-    """Element types of the IR's weight constants, with how many elements each holds."""
-    import openvino as ov
-
-    counts: dict[str, int] = {}
-    for op in ov.Core().read_model(str(xml)).get_ops():
-        if op.get_type_name() == "Constant":
-            shape = op.get_output_shape(0)
-            size = 1
-            for dim in shape:
-                size *= dim
-            if size >= 1024:
-                key = op.get_output_element_type(0).get_type_name()
-                counts[key] = counts.get(key, 0) + size
-    return counts
-
-
-def _cached(target: Path, build) -> Path:
-    from harness.models import build_once
-
-    build_once(target, build, "openvino_model.xml")
-    return target
-
-
-def _export(model, out: Path) -> None:
-    import openvino as ov
-    from openvino_tokenizers import convert_tokenizer
-    from optimum.intel import OVModelForCausalLM
-    from transformers import AutoTokenizer
-
-    exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
-    exported.save_pretrained(str(out))
-    tokenizer = AutoTokenizer.from_pretrained(str(model.hf_dir))
-    ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
-    ov.save_model(ov_tokenizer, str(out / "openvino_tokenizer.xml"))
-    ov.save_model(ov_detokenizer, str(out / "openvino_detokenizer.xml"))
-
-
-def _compression_options(quantization: str, options: dict) -> dict:
-    """NNCF arguments for a level: int4 is group-wise with a mixed-precision ratio; int8 per channel."""
-    if quantization.startswith("int4"):
-        return {"group_size": options.get("int4_group_size", 128), "ratio": options.get("ratio", 1.0)}
-    return {}
-
-
-def _compress(fp_dir: Path, out: Path, quantization: str, options: dict) -> None:
-    import nncf
-    import openvino as ov
-
-    for file in fp_dir.iterdir():
-        if not file.name.startswith("openvino_model."):
-            shutil.copy2(file, out / file.name)
-    ir = ov.Core().read_model(str(fp_dir / "openvino_model.xml"))
-    mode = getattr(nncf.CompressWeightsMode, _NNCF_MODES[quantization])
-    ov.save_model(nncf.compress_weights(ir, mode=mode, **options), str(out / "openvino_model.xml"))

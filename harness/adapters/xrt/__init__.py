@@ -13,7 +13,7 @@ kernels itself: it drives a *runner* named by import path in the scenario
 - optional ``profile() -> {"write_ms", "run_ms", "read_ms"}``: the per-call split of recent calls.
 
 Device ``npu`` needs the NPU, XRT and a runner naming it. Device ``cpu-reference`` runs the shipped
-NumPy runner (``adapters.npu_reference``) with the same dataflow: it tests the adapter, the padding
+NumPy runner (``harness.adapters.xrt.npu_reference``) with the same dataflow: it tests the adapter, the padding
 and the gate here, and its records say ``emulated`` — they are never NPU timings.
 """
 
@@ -30,7 +30,7 @@ from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped
 
 SYSFS_ROOT = Path("/sys")  # tests point this at a fake tree
 XRT_ROOT = Path("/opt/xilinx/xrt")
-REFERENCE_RUNNER = "adapters.npu_reference:NumpyLlamaRunner"
+REFERENCE_RUNNER = "harness.adapters.xrt.npu_reference:NumpyLlamaRunner"
 CPU_REFERENCE = "cpu-reference"
 
 
@@ -82,6 +82,7 @@ class XRTAdapter(Adapter):
     name = "xrt"
     devices = ("npu", CPU_REFERENCE)
     supports_max_seq_len = True
+    supports_logits = True
 
     @classmethod
     def available(cls) -> tuple[bool, str]:

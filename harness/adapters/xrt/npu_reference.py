@@ -3,7 +3,7 @@
 Fixed-length prefill (the prompt padded with EOS up to ``prefill_len``, logits read at the last
 real position), single-token decode, and a host-side KV cache laid out
 ``[layers, kv_heads, max_seq, head_dim]`` with decode attention on the CPU. It implements the
-runner protocol of ``adapters/xrt.py`` so the adapter, its padding logic and the gate are tested
+runner protocol of ``harness.adapters.xrt`` so the adapter, its padding logic and the gate are tested
 without an NPU. It is a CPU reference: its timings are never NPU timings.
 """
 

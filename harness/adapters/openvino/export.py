@@ -1,0 +1,81 @@
+"""Conversion for the ``openvino`` adapter: optimum-intel export to a stateful IR, openvino-tokenizers,
+NNCF weight compression for the quantization axis, each artefact built once into the cache."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+NNCF_MODES = {"int8_sym": "INT8_SYM", "int8_asym": "INT8_ASYM", "int4_sym": "INT4_SYM", "int4_asym": "INT4_ASYM"}
+
+
+def artefact(model, quantization: str, compression: dict, cache: Path) -> Path:
+    """The IR directory for ``quantization`` (exported and compressed on first use, then reused)."""
+    import openvino as ov
+
+    from harness.results import safe_name
+
+    version = ov.__version__.split("-")[0]
+    base = cache / "openvino" / f"{safe_name(model.name)}-{model.checksum[:16]}-ov{version}"
+    fp_dir = cached(base / "none", lambda out: export(model, out))
+    if quantization == "none":
+        return fp_dir
+    key = quantization + "".join(f"-{k}{v}" for k, v in sorted(compression.items()))
+    return cached(base / key, lambda out: compress(fp_dir, out, quantization, compression))
+
+
+def weight_types(xml: Path) -> dict[str, int]:
+    """Element types of the IR's weight constants, with how many elements each holds."""
+    import openvino as ov
+
+    counts: dict[str, int] = {}
+    for op in ov.Core().read_model(str(xml)).get_ops():
+        if op.get_type_name() == "Constant":
+            shape = op.get_output_shape(0)
+            size = 1
+            for dim in shape:
+                size *= dim
+            if size >= 1024:
+                key = op.get_output_element_type(0).get_type_name()
+                counts[key] = counts.get(key, 0) + size
+    return counts
+
+
+def cached(target: Path, build) -> Path:
+    from harness.models import build_once
+
+    build_once(target, build, "openvino_model.xml")
+    return target
+
+
+def export(model, out: Path) -> None:
+    import openvino as ov
+    from openvino_tokenizers import convert_tokenizer
+    from optimum.intel import OVModelForCausalLM
+    from transformers import AutoTokenizer
+
+    exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
+    exported.save_pretrained(str(out))
+    tokenizer = AutoTokenizer.from_pretrained(str(model.hf_dir))
+    ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
+    ov.save_model(ov_tokenizer, str(out / "openvino_tokenizer.xml"))
+    ov.save_model(ov_detokenizer, str(out / "openvino_detokenizer.xml"))
+
+
+def compression_options(quantization: str, options: dict) -> dict:
+    """NNCF arguments for a level: int4 is group-wise with a mixed-precision ratio; int8 per channel."""
+    if quantization.startswith("int4"):
+        return {"group_size": options.get("int4_group_size", 128), "ratio": options.get("ratio", 1.0)}
+    return {}
+
+
+def compress(fp_dir: Path, out: Path, quantization: str, options: dict) -> None:
+    import nncf
+    import openvino as ov
+
+    for file in fp_dir.iterdir():
+        if not file.name.startswith("openvino_model."):
+            shutil.copy2(file, out / file.name)
+    ir = ov.Core().read_model(str(fp_dir / "openvino_model.xml"))
+    mode = getattr(nncf.CompressWeightsMode, NNCF_MODES[quantization])
+    ov.save_model(nncf.compress_weights(ir, mode=mode, **options), str(out / "openvino_model.xml"))

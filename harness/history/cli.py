@@ -1,0 +1,196 @@
+"""``harness history add|list|show|export|check``. ``add_parser`` adds the command to the harness
+parser; ``run(args)`` returns the exit code (0 ok, 1 a regression found, 2 a usage error), printing
+errors as one line."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from typing import Optional
+
+from harness.errors import HarnessError, UsageError
+from harness.history import DEFAULT_URL, REQUIRES
+
+
+def _percent(text: str) -> float:
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(%?)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a relative change such as 2% or 0.02")
+    return float(match.group(1)) / (100 if match.group(2) else 1)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from harness.history.changepoints import DEFAULT_PENALTY
+    from harness.history.check import DEFAULT_SINCE, DEFAULT_THRESHOLD
+
+    history = subparsers.add_parser("history", help="keep every run in a database; trends and change points")
+    commands = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", default=DEFAULT_URL, metavar="URL", help=f"SQLAlchemy database URL (default {DEFAULT_URL}; "
+                    "PostgreSQL: postgresql+psycopg://user:password@host/dbname)")
+    add = commands.add_parser("add", parents=[db], help="add result records; each RESULTS argument is one run; "
+                              "adding the same records again stores nothing")
+    add.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, record or pytest-benchmark JSON")
+    add.add_argument("--commit", default=None, metavar="SHA", help="commit of the run (default: the records' own)")
+    commands.add_parser("list", parents=[db], help="list the runs in the history")
+    show = commands.add_parser("show", parents=[db], help="one point's series: values, spread, verdicts, change points")
+    show.add_argument("point", metavar="SCENARIO::POINT")
+    show.add_argument("--metric", default=None, help="one metric (short names such as tpot work)")
+    export = commands.add_parser("export", parents=[db], help="every stored value as Parquet or CSV (one row per value)")
+    export.add_argument("--format", choices=("parquet", "csv"), default=None, help="default: from the file name")
+    export.add_argument("-o", "--output", required=True, metavar="FILE")
+    check = commands.add_parser("check", parents=[db], help="change-point detection over every series; exit 1 when "
+                                "a new change point worsens a metric beyond the threshold")
+    check.add_argument("--since", type=int, default=DEFAULT_SINCE, metavar="N", help="a change is new when its "
+                       f"first run after is one of the newest N runs (default {DEFAULT_SINCE})")
+    check.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD, metavar="PCT",
+                       help=f"relative worsening that fails (default {DEFAULT_THRESHOLD:.0%})")
+    check.add_argument("--penalty", type=float, default=DEFAULT_PENALTY, help="change-point penalty, in noise "
+                       f"variances per ln(nights) (default {DEFAULT_PENALTY:g}; lower finds smaller steps and more "
+                       "false alarms)")
+    return history
+
+
+def run(args: argparse.Namespace) -> int:
+    commands = {"add": _add, "list": _list, "show": _show, "export": _export, "check": _check}
+    try:
+        return commands[args.history_command](args)
+    except HarnessError as exc:
+        print(f"ERROR {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (FileNotFoundError, ValueError) as exc:  # unreadable or missing record files, named in the message
+        print(f"ERROR {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        if exc.name not in (*REQUIRES, "pyarrow", "psycopg"):
+            raise
+        print(f"ERROR harness history needs {exc.name}: pip install 'harness[history]'", file=sys.stderr)
+        return 2
+
+
+def _open(args):
+    from harness.history.store import open_db
+
+    return open_db(args.db)
+
+
+def _add(args) -> int:
+    from harness.history import ingest, store
+
+    runs = [ingest.read_run(path, args.commit) for path in args.results]  # read all before writing any
+    engine = _open(args)
+    for run in runs:
+        added = store.add(engine, run)
+        if added.new:
+            print(f"added run #{added.run_id} from {run.source}: {added.points} points, {added.values} values, "
+                  f"commit {run.commit or '?'}")
+        else:
+            print(f"already stored: run #{added.run_id} holds the same records as {run.source}")
+    return 0
+
+
+def _list(args) -> int:
+    from harness.history.queries import runs
+
+    engine = _open(args)
+    found = runs(engine)
+    if not found:
+        print(f"no runs in {engine.url.render_as_string(hide_password=True)}")
+        return 0
+    print(f"{'run':>6}  {'started (UTC)':16}  {'commit':12}  {'points':>6}  {'host':20}  source")
+    for run in found:
+        print(f"{run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {run.n_points:>6}  "
+              f"{(run.host or '-')[:20]:20}  {run.source or ''}")
+    return 0
+
+
+def _point(text: str) -> tuple[str, str]:
+    scenario, sep, point_id = text.partition("::")
+    if not sep or not scenario or not point_id:
+        raise UsageError(f"{text!r}: expected SCENARIO::POINT, e.g. demo::hf-cpu-bf16")
+    return scenario, point_id
+
+
+def _show(args) -> int:
+    from harness.history import catalogue, queries
+    from harness.history.changepoints import detect
+
+    engine = _open(args)
+    scenario, point_id = _point(args.point)
+    everything = queries.series(engine, scenario, point_id, spread=True)
+    if not everything:
+        known = sorted({s.point for s in queries.series(engine)})
+        close = difflib.get_close_matches(args.point, known, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UsageError(f"{args.point}: no such point in {engine.url.render_as_string(hide_password=True)}{hint}")
+    if args.metric:
+        metric = catalogue.resolve(args.metric, {s.metric for s in everything})
+        chosen = [s for s in everything if s.metric == metric]
+        if not chosen:
+            raise UsageError(f"--metric {args.metric}: {args.point} has no such metric (it has "
+                             f"{', '.join(sorted({s.metric for s in everything}))})")
+        for series in chosen:
+            _print_series(series, {c.index for c in detect(series.values)})
+        return 0
+    print(f"{args.point}: {len(everything)} series (--metric NAME shows one run by run)")
+    for series in sorted(everything, key=lambda s: (s.metric, s.fingerprint.label())):
+        changes = detect(series.values)
+        print(f"  {series.metric:28} {len(series.values):>4} runs  latest {series.values[-1]:<10.4g} "
+              f"{len(changes)} change point(s)  [{series.fingerprint.label()}]")
+    outcomes = queries.point_outcomes(engine, scenario, point_id)
+    bad = [(run, status, verdict) for run, status, verdict, _ in outcomes if status != "ok" or verdict == "fail"]
+    for run, status, verdict in bad:
+        print(f"  {run.label()}: status {status}, correctness {verdict or '-'}")
+    return 0
+
+
+def _print_series(series, changes: set[int]) -> None:
+    print(f"{series.point} {series.metric} [{series.fingerprint.label()}]")
+    print(f"  {'run':>6}  {'started (UTC)':16}  {'commit':12}  {'value':>10}  {'spread':>21}  verdict")
+    for i, (run, value, (low, high), verdict) in enumerate(zip(series.runs, series.values, series.spread, series.verdicts)):
+        spread = "" if low is None else f"{low:.4g}..{high:.4g}"
+        mark = "  <- change point" if i in changes else ""
+        print(f"  {run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {value:>10.4g}  "
+              f"{spread:>21}  {verdict or '-'}{mark}")
+
+
+def _export(args) -> int:
+    from pathlib import Path
+
+    from harness.history.queries import frame
+
+    out = Path(args.output)
+    fmt: Optional[str] = args.format or {".parquet": "parquet", ".csv": "csv"}.get(out.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"-o {args.output}: give --format parquet or csv (or a .parquet/.csv file name)")
+    table = frame(_open(args))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        table.to_parquet(out, index=False)
+    else:
+        import json
+
+        for column in ("rounds", "launches"):  # lists as JSON text, which CSV readers keep intact
+            table[column] = [None if v is None else json.dumps(v) for v in table[column]]
+        table.to_csv(out, index=False)
+    print(f"wrote {len(table)} values to {out}")
+    return 0
+
+
+def _check(args) -> int:
+    from harness.history import queries
+    from harness.history.check import check
+
+    if args.since < 0 or args.penalty <= 0:
+        raise UsageError("--since must be >= 0 and --penalty > 0")
+    engine = _open(args)
+    result = check(queries.series(engine), queries.runs(engine), args.since, args.threshold, args.penalty)
+    for finding in result.regressions:
+        print(f"REGRESSION {finding.describe()}")
+    older = len(result.open) - len(result.regressions)
+    print(f"checked {result.n_series} series over {result.n_runs} runs: {len(result.regressions)} new change "
+          f"point(s) worsen a metric by more than {args.threshold:.1%} in the newest {args.since} runs"
+          + (f"; {older} older open one(s) (see harness report --history)" if older else ""))
+    return 1 if result.regressions else 0

@@ -1,0 +1,165 @@
+"""Records -> typed rows for the history. Every read of a record's fields is in ``_rows``, so a change
+of the record's shape is adapted in one place; the rest of the package sees only these dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+@dataclass(frozen=True)
+class FingerprintKey:
+    """The hardware/software a series was measured on; a change here starts a new series."""
+
+    host: Optional[str]
+    device: Optional[str]
+    driver: Optional[str]
+    engine: Optional[str]
+    engine_version: Optional[str]
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:32]
+
+    def label(self) -> str:
+        return " ".join(str(v) for v in (self.host, self.device, self.engine, self.engine_version, self.driver) if v)
+
+
+@dataclass(frozen=True)
+class ValueRow:
+    metric: str
+    value: float
+    rounds: Optional[list[float]] = None  # per-round values, the spread inside one launch
+    launches: Optional[list[float]] = None  # per-launch values, when the record holds several launches
+    ci_low: Optional[float] = None
+    ci_high: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class PointRows:
+    """One record, as the history stores it."""
+
+    scenario: str
+    point_id: str
+    fingerprint: FingerprintKey
+    status: str
+    reason: Optional[str] = None
+    verdict: Optional[str] = None  # correctness gate: pass | fail | None (no gate)
+    kl_ratio: Optional[float] = None
+    accuracy: Optional[dict[str, Any]] = None
+    started_at: Optional[datetime] = None
+    commit: Optional[str] = None
+    values: tuple[ValueRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """The records of one run (one RESULTS argument of ``history add``)."""
+
+    content_hash: str
+    commit: Optional[str]
+    started_at: datetime
+    host: Optional[str]
+    source: str
+    points: tuple[PointRows, ...] = field(default_factory=tuple)
+
+
+def _finite(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _floats(values: Any) -> Optional[list[float]]:
+    if not values:
+        return None
+    out = [v for v in map(_finite, values) if v is not None]
+    return out or None
+
+
+def _time(text: Any) -> Optional[datetime]:
+    if not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def _rows(record) -> PointRows:
+    """The one place that reads a record (``harness.record.Record``): identity, fingerprint, outcome,
+    and each numeric metric with its per-round values (``results.round_values``), per-launch values
+    (``samples.launches``: one metric dict per launch) and interval (``samples.ci``: metric -> [low,
+    high]) when the record carries them."""
+    from harness.results import round_values
+
+    adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
+    device = adapter.get("device") or point.get("device")
+    name = adapter.get("device_name")
+    fingerprint = FingerprintKey(
+        host=env.get("hostname"),
+        device=f"{device} ({name})" if device and name else (device or name),
+        driver=adapter.get("driver") or adapter.get("driver_version"),
+        engine=adapter.get("engine") or point.get("adapter"),
+        engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")))
+    rounds = round_values(record) if record.status == "ok" else {}
+    launches = getattr(record.samples, "launches", None) or []
+    intervals = getattr(record.samples, "ci", None) or {}
+    values = []
+    for metric, raw in sorted(record.metrics.items()):
+        value = _finite(raw)
+        if value is None:
+            continue
+        ci = intervals.get(metric) or (None, None)
+        values.append(ValueRow(metric, value, _floats(rounds.get(metric)),
+                               _floats(launch.get(metric) for launch in launches if isinstance(launch, dict)),
+                               _finite(ci[0]), _finite(ci[1])))
+    gate = record.correctness
+    return PointRows(
+        scenario=record.scenario, point_id=record.point_id, fingerprint=fingerprint, status=record.status,
+        reason=record.reason, verdict=gate.verdict if gate else None,
+        kl_ratio=_finite(gate.kl_ratio) if gate else None,
+        accuracy=record.accuracy.model_dump(mode="json", exclude_none=True) if record.accuracy else None,
+        started_at=_time(record.started_at), commit=(env.get("git") or {}).get("commit"), values=tuple(values))
+
+
+def _digest(points: Iterable[PointRows]) -> str:
+    """Content hash of a run: its points in a canonical order, so the same records hash the same
+    whichever order or path they were read in."""
+    canonical = sorted(json.dumps(asdict(p), sort_keys=True, default=str) for p in points)
+    return hashlib.sha256("\n".join(canonical).encode()).hexdigest()
+
+
+def run_rows(points: list[PointRows], source: str, commit: Optional[str] = None) -> RunRows:
+    """A run from its points: the commit given, else the records' most common one; the earliest start."""
+    if not points:
+        raise ValueError(f"{source}: no result records")
+    commits = Counter(p.commit for p in points if p.commit)
+    hosts = Counter(p.fingerprint.host for p in points if p.fingerprint.host)
+    starts = [p.started_at for p in points if p.started_at]
+    return RunRows(content_hash=_digest(points), commit=commit or (commits.most_common(1)[0][0] if commits else None),
+                   started_at=min(starts) if starts else datetime.now(timezone.utc),
+                   host=hosts.most_common(1)[0][0] if hosts else None, source=source, points=tuple(points))
+
+
+def read_run(path: str | Path, commit: Optional[str] = None) -> RunRows:
+    """The records under ``path`` (a results directory, a record file or a pytest-benchmark JSON) as one run.
+    A point recorded twice keeps its later record."""
+    from harness.results import iter_records
+
+    latest: dict[tuple, PointRows] = {}
+    for _, record in iter_records([path]):
+        rows = _rows(record)
+        key = (rows.scenario, rows.point_id, rows.fingerprint)
+        old = latest.get(key)
+        if old is None or (rows.started_at or datetime.min.replace(tzinfo=timezone.utc)) >= \
+                (old.started_at or datetime.min.replace(tzinfo=timezone.utc)):
+            latest[key] = rows
+    return run_rows(list(latest.values()), str(path), commit)

@@ -1,0 +1,77 @@
+"""Option definitions shared by the ``harness`` command line and the pytest plugin (defined once: the
+plugin adds them with the ``harness-`` prefix), and the helpers that read them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add_run_options(add, prefix: str = "") -> None:
+    """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
+    add(f"--{prefix}results", dest="harness_results", metavar="DIR", default="results",
+        help="directory for result records (default: results)")
+    add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
+        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)")
+    add(f"--{prefix}reference-dir", dest="harness_reference_dir", metavar="DIR", default=None,
+        help="store of HF references for the gate (default: <results>/references)")
+    add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
+        help="recompute gate references even when a stored one matches")
+    add(f"--{prefix}isolation", dest="harness_isolation", choices=("point", "none"), default="point",
+        help="point: each point in its own process, so a crash or hang fails only that point (default); "
+             "none: all in this process (faster, no protection)")
+    add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
+        help="per-point time limit with isolation (default 3600)")
+    add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
+        help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)")
+    add(f"--{prefix}no-energy", dest="harness_no_energy", action="store_true",
+        help="skip energy, CPU-time and roofline figures")
+    add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
+        help="per-point address-space limit with isolation (default: none)")
+    add(f"--{prefix}shard", dest="harness_shard", metavar="I/N", default=None,
+        help="run only this machine's share of the points (1-based; points sharing a converted model stay "
+             "together); every runner must pass the same scenarios and filters")
+
+
+def runner_from(options, **overrides):
+    """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
+    from harness.isolation import Limits
+    from harness.results import REFERENCE_DIR
+    from harness.runner import Runner
+
+    def path(value):
+        return Path(value) if value else None
+
+    results = path(options.harness_results) or Path("results")
+    return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
+                  reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
+                  refresh_reference=options.harness_refresh_reference,
+                  isolate=options.harness_isolation == "point",
+                  allow_remote_code=options.harness_trust_remote_code,
+                  energy=not options.harness_no_energy,
+                  limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
+
+
+def add_baseline_options(add, prefix: str = "") -> None:
+    add(f"--{prefix}baselines-dir", dest="harness_baselines_dir", metavar="DIR", default="baselines",
+        help="where named baselines live (default: baselines)")
+
+
+def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
+    """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
+    from harness.regression import DEFAULT_THRESHOLDS
+
+    add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
+        default=None, help="baseline name (see `harness baseline save`) or a path to its records")
+    add(f"--{prefix}max-regression", dest="harness_max_regression", metavar="METRIC=PCT,...",
+        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {DEFAULT_THRESHOLDS}); a "
+        "regression must also exceed the measured spread")
+
+
+def remote_code_error(loaded, allowed: bool):
+    """A scenario that asks to run the model's own code needs the command line's confirmation."""
+    from harness.errors import ScenarioError
+
+    if loaded.model.trust_remote_code and not allowed:
+        return ScenarioError(loaded.path, "true runs code shipped with the model; confirm with --trust-remote-code "
+                             "(pytest: --harness-trust-remote-code)", field="model.trust_remote_code")
+    return None

@@ -1,0 +1,49 @@
+"""The adapter SDK: everything a third-party adapter may import from the harness, and nothing else.
+
+Names here keep working across releases (a change is announced with a deprecation warning first);
+any other ``harness`` module is internal and may change. A complete adapter built only on this
+module: ``examples/numpy_adapter``.
+
+- ``Adapter``: the base class (its ``supports_*`` flags declare optional capabilities: a class that
+  overrides an optional method without setting the flag gets the flag; ``OPTIONAL_METHODS`` lists
+  them). ``LoadSettings``: what ``load`` receives besides the model and the point. ``Point``,
+  ``ResolvedModel``: the types of ``load``'s other arguments.
+- ``GenerationTrace``, ``now_ns``, ``greedy_trace``: the timed result of ``generate``, the one clock,
+  and a timed greedy loop for engines driven step by step.
+- ``PointSkipped``: raise from ``load`` when a point cannot run with this model here.
+  ``Unsupported``: what an optional method raises on a point that lacks it (set the flag too).
+- ``register_adapter``: register a class in-process (packages use the ``harness.adapters`` entry point).
+- ``build_once``, ``cache_dir``, ``safe_name``: build a converted artefact once into the harness
+  cache, atomically, under a file-system-safe name.
+- ``NumpyLlamaRunner``: a NumPy Llama/Qwen2 forward pass with a KV cache (``prepare``, ``prefill``,
+  ``decode`` -> fp32 logits): a CPU reference to test an adapter's plumbing against. Imported on
+  first use, so importing the SDK does not import NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.adapter import OPTIONAL_METHODS, Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
+from harness.errors import Unsupported
+from harness.models import ResolvedModel, build_once, cache_dir
+from harness.registry import register_adapter
+from harness.results import safe_name
+from harness.sweep import Point
+
+if TYPE_CHECKING:
+    from harness.adapters.xrt.npu_reference import NumpyLlamaRunner
+
+__all__ = [
+    "OPTIONAL_METHODS", "Adapter", "GenerationTrace", "LoadSettings", "NumpyLlamaRunner", "Point", "PointSkipped",
+    "ResolvedModel", "Unsupported", "build_once", "cache_dir", "greedy_trace", "now_ns", "register_adapter",
+    "safe_name",
+]
+
+
+def __getattr__(name: str):
+    if name == "NumpyLlamaRunner":
+        from harness.adapters.xrt.npu_reference import NumpyLlamaRunner
+
+        return NumpyLlamaRunner
+    raise AttributeError(f"module 'harness.sdk' has no attribute {name!r}")

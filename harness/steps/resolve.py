@@ -1,0 +1,70 @@
+"""Resolve a point (adapter, model, tokenizer, prompts; skips decided before anything loads) and load it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness import models, prompts, registry
+from harness.adapter import Adapter, LoadSettings, now_ns
+from harness.record import ModelInfo
+from harness.scenario import Scenario
+from harness.steps.part import Part, Skip
+from harness.steps.session import Session
+from harness.sweep import Point
+
+
+@dataclass(frozen=True)
+class ResolvedPoint:
+    scenario: Scenario
+    point: Point
+    adapter_cls: type[Adapter]
+    model: models.ResolvedModel
+    tokenizer: Any
+    prompt_ids: list[list[int]]
+    settings: LoadSettings
+
+    @property
+    def part(self) -> Part:
+        model = self.model
+        return Part(updates={"model": ModelInfo(name=model.name, checksum=model.checksum, hf_dir=str(model.hf_dir),
+                                                gguf=str(model.gguf_path) if model.gguf_path else None)})
+
+
+def skip_reason(point: Point) -> str | None:
+    """Why the point's adapter cannot run it here, from class-level checks only (no engine import)."""
+    return registry.get(point.adapter).supports(point)
+
+
+def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
+    adapter_cls = registry.get(point.adapter)
+    reason = adapter_cls.supports(point)
+    if reason:
+        raise Skip(reason)
+    if not session.timing and scenario.gate is None:
+        raise Skip("the scenario has no gate section")
+    model = session.model(scenario)
+    tokenizer = model.tokenizer()
+    if point.prompt_len is not None:
+        prompt_ids = prompts.synthetic(tokenizer, point.prompt_len, scenario.synthetic_prompts)
+    else:
+        prompt_ids = prompts.encode_texts(tokenizer, scenario.prompts)
+    max_new = scenario.generation.max_new_tokens
+    longest = max(len(p) for p in prompt_ids)
+    if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
+        raise Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
+    settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads, max_new_tokens=max_new,
+                            cache_dir=str(session.cache_dir) if session.cache_dir else None,
+                            quantization=scenario.quantization_options.model_dump(),
+                            options=dict(scenario.adapter_options.get(point.adapter, {})),
+                            trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code)
+    return ResolvedPoint(scenario, point, adapter_cls, model, tokenizer, prompt_ids, settings)
+
+
+def load(resolved: ResolvedPoint) -> tuple[Adapter, Part]:
+    """The loaded engine and the load's figures (load time, the adapter's export/compile timings)."""
+    adapter = resolved.adapter_cls()
+    start = now_ns()
+    adapter.load(resolved.model, resolved.point, resolved.settings)
+    load_s = (now_ns() - start) / 1e9
+    return adapter, Part(metrics={**adapter.load_figures(), "load_s": load_s})

@@ -1,0 +1,104 @@
+"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task accuracy."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from harness import prompts
+from harness.adapter import Adapter, now_ns
+from harness.errors import Unsupported
+from harness.record import Accuracy, Correctness, ReferenceInfo
+from harness.steps.part import Part
+from harness.steps.resolve import ResolvedPoint
+from harness.steps.session import Session
+
+
+def gate_reference(session: Session, scenario, model):
+    """The scenario's stored HF reference (computed once per model, prompt set and settings), or None."""
+    if scenario.gate is None:
+        return None
+    from harness.reference import ReferenceSettings, ReferenceStore
+
+    spec = scenario.gate
+    pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
+    settings = ReferenceSettings(tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype,
+                                 threads=scenario.measurement.threads)
+    store = ReferenceStore(session.reference_store)
+
+    def compute():
+        reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=session.refresh_reference)
+        session.log(f"reference: reused {path}" if reused else
+                    f"reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        return reference
+
+    return session.reference(store.path_for(model.name, pairs, settings), compute)
+
+
+def accuracy_reference(session: Session, scenario, model) -> Optional[dict]:
+    spec = scenario.accuracy
+    if spec is None or not spec.reference or not session.timing:
+        return None
+    from harness import accuracy
+
+    if accuracy.unavailable():
+        return None
+    dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
+    return accuracy.reference(model, spec.tasks, spec.limit, spec.num_fewshot, dtype,
+                              scenario.measurement.threads, session.reference_store, log=session.log)
+
+
+def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Part:
+    from harness import gate
+
+    spec = resolved.scenario.gate
+    point = resolved.point
+    fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
+    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
+                             fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
+    start = now_ns()
+    result = gate.run(adapter, reference, config)
+    if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
+        return Part(updates={"correctness": Correctness(skipped=result.why)})
+    part = Correctness.model_validate(result.to_dict() | {"reference": ReferenceInfo(
+        created_at=reference.created_at, versions=reference.versions, noise_floor=reference.noise_floor,
+        prompts=len(reference.prompts), tokens=reference.settings["tokens"])})
+    part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+    if result.verdict != "pass" and adapter.supports_hidden_states:
+        part.diagnosis = diagnose(resolved, adapter, reference)
+        layer = part.diagnosis.get("departs_at_layer")
+        if layer is not None:
+            part.report += f"\ndiagnosis: hidden states depart from HF at decoder layer {layer}"
+    return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
+
+
+def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference) -> dict:
+    """Per-layer hidden states against HF in the reference dtype, on the first gate prompt."""
+    from harness import gate
+    from harness.reference import hf_engine
+
+    scenario = resolved.scenario
+    with hf_engine(resolved.model, scenario.gate.reference_dtype, scenario.measurement.threads) as engine:
+        first = reference.prompts[0]
+        return gate.diagnose(adapter, engine, first.prompt_ids + first.tokens[:-1])
+
+
+def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[dict], point_id: str) -> Part:
+    from harness import accuracy as tasks
+    from harness.reference import eos_ids
+
+    spec = resolved.scenario.accuracy
+    reason = tasks.unavailable()
+    if reason:  # timing and the gate still stand; the record says why accuracy is missing
+        return Part(updates={"accuracy": Accuracy(skipped=reason)})
+    from harness.lm_eval_model import HarnessLM
+
+    model, tokenizer = resolved.model, resolved.tokenizer
+    start = now_ns()
+    lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{point_id}")
+    try:
+        scores = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+    except Unsupported as exc:  # an engine with neither logits nor generation to score
+        return Part(updates={"accuracy": Accuracy(skipped=str(exc))})
+    return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": Accuracy(
+        tasks=scores, reference=reference, delta=tasks.delta(scores, reference) if reference else None,
+        limit=spec.limit, num_fewshot=spec.num_fewshot)})

@@ -1,0 +1,52 @@
+"""The isolated side of ``harness.isolation``: ``python -m harness.worker JOB RECORD`` runs one point's
+steps and writes its record where the parent asked. Imports steps, never the runner."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import resource
+import sys
+from pathlib import Path
+
+
+def _register_in_process_adapters(targets: dict[str, str]) -> None:
+    from harness import registry
+
+    for target in targets.values():
+        module, _, qualname = target.partition(":")
+        cls = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        registry.register_adapter(cls)
+
+
+def run_job(job_file: str, record_file: str) -> int:
+    from harness import steps
+    from harness.io import write_json_atomic
+    from harness.scenario import Scenario
+    from harness.steps.session import Session
+    from harness.sweep import Point
+
+    job = json.loads(Path(job_file).read_text())
+    if job["memory_limit_mb"]:
+        limit = job["memory_limit_mb"] * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _register_in_process_adapters(job["adapters"])
+    scenario = Scenario.model_validate(job["scenario"])
+    point = Point(**job["point"])
+    messages: list[str] = []
+    session = Session.from_options(job["session"], log=messages.append)
+    record = steps.execute(session, scenario, point)
+    record.log = messages
+    write_json_atomic(record_file, record.to_dict(), indent=None)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="run one sweep point (used by harness itself)")
+    parser.add_argument("job")
+    parser.add_argument("record")
+    parsed = parser.parse_args()
+    sys.exit(run_job(parsed.job, parsed.record))
