@@ -46,7 +46,7 @@ def sweep(cache: Path, results: Path, isolate: bool) -> tuple[float, float, int]
     start = time.perf_counter()
     records = runner.run([loaded], progress=False)
     wall = time.perf_counter() - start
-    inference = sum(r["e2e_s"] for rec in records if rec.status == "ok" for r in rec.samples["rounds"])
+    inference = sum(r.e2e_s for rec in records if rec.status == "ok" for r in rec.samples.rounds)
     return wall, inference, sum(r.status == "ok" for r in records)
 
 

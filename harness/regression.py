@@ -1,4 +1,5 @@
-"""The regression gate: new records against a baseline, point by point. Pure: no I/O, no printing.
+"""The regression check behind ``harness gate`` (not the correctness gate, ``harness.gate``): new
+records against a baseline, point by point. Pure: no I/O, no printing.
 
 A point fails the gate when it passed (or ran) in the baseline and is now failed, timed out, skipped
 or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed beyond its

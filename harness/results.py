@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from harness.io import write_json_atomic
 from harness.columns import accuracy_columns, flatten, round_values  # noqa: F401
+from harness.io import write_json_atomic
 from harness.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
 
 REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
