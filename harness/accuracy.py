@@ -98,25 +98,37 @@ def _tasks_sha() -> str:
 
 
 def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, dtype: str,
-              threads: Optional[int], store: Path, log=lambda message: None) -> dict:
-    """The HF ``dtype`` model's scores on ``tasks``, cached under ``store`` by everything they depend on."""
+              threads: Optional[int], store: Path, log=lambda message: None, compute=None) -> dict:
+    """The HF ``dtype`` model's scores on ``tasks``, cached under ``store`` by everything they depend on.
+
+    Computed under a lock beside the file, so runners sharing ``store`` compute it once (the others
+    wait, then read); ``compute()`` (injectable for tests) returns the scores."""
     import lm_eval
+
+    from harness.io import compute_once, read_json, write_json_atomic
 
     key = json.dumps({"model": model.checksum, "tasks": sorted(tasks), "limit": limit, "fewshot": num_fewshot,
                       "dtype": dtype, "task_data": _tasks_sha(), "lm_eval": lm_eval.__version__}, sort_keys=True)
     path = Path(store) / f"accuracy-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-    if path.exists():
-        log(f"accuracy reference: reused {path}")
-        return json.loads(path.read_text())["scores"]
-    from harness.io import write_json_atomic
-    from harness.lm_eval_model import HarnessLM
-    from harness.reference import eos_ids, hf_engine
-
     start = time.perf_counter()
-    with hf_engine(model, dtype, threads) as engine:
-        tokenizer = model.tokenizer()
-        lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), f"{model.name}:hf-{dtype}")
-        scores = evaluate(lm, tasks, limit, num_fewshot)
-    write_json_atomic(path, {"key": json.loads(key), "scores": scores, "compute_s": time.perf_counter() - start})
-    log(f"accuracy reference: computed in {time.perf_counter() - start:.1f} s, stored at {path}")
+
+    def compute_scores():
+        if compute is not None:
+            return compute()
+        from harness.lm_eval_model import HarnessLM
+        from harness.reference import eos_ids, hf_engine
+
+        with hf_engine(model, dtype, threads) as engine:
+            tokenizer = model.tokenizer()
+            lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), f"{model.name}:hf-{dtype}")
+            return evaluate(lm, tasks, limit, num_fewshot)
+
+    def write(target: Path, scores) -> None:
+        write_json_atomic(target, {"key": json.loads(key), "scores": scores, "compute_s": time.perf_counter() - start})
+
+    scores, reused = compute_once(path, lambda p: read_json(p)["scores"] if p.exists() else None, compute_scores, write)
+    if reused:
+        log(f"accuracy reference: reused {path}")
+    else:
+        log(f"accuracy reference: computed in {time.perf_counter() - start:.1f} s, stored at {path}")
     return scores

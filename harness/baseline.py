@@ -14,7 +14,7 @@ from typing import Iterable
 
 from harness import results
 from harness.errors import UsageError
-from harness.io import write_json_atomic
+from harness.io import make_dir_like_mkdir, write_json_atomic
 
 MANIFEST = "baseline.json"
 DEFAULT_DIR = Path("baselines")
@@ -45,6 +45,7 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
+        make_dir_like_mkdir(staging)  # mkdtemp's 0700 would hide a shared baseline from the team
         for _, record in pairs:
             results.write(record, staging)
         manifest = {

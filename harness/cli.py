@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import __version__, cli_analysis, cli_output
+from harness import __version__, cli_analysis, cli_output, lifecycle
 from harness.history import cli as history_cli
 from harness.errors import HarnessError
 from harness.options import (
     add_baseline_options,
     add_gate_options,
+    add_plan_options,
     add_run_options,
     remote_code_error,
     runner_from,
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    add_plan_options(check.add_argument)
 
     report = commands.add_parser("report", help="render records as HTML (plots embedded), Markdown and CSV")
     report.add_argument("sources", nargs="+", metavar="RESULTS",
@@ -76,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
     cli_analysis.add_parsers(commands)
+    _add_quickstart_parsers(commands)
     history_cli.add_parser(commands)
 
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
@@ -94,7 +97,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
                     "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
                     "reference": _reference, "routing": cli_analysis.routing,
-                    "history": history_cli.run}
+                    "history": history_cli.run, "summary": _summary, "export": _export}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -109,14 +112,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def _load_all(paths: Sequence[str], allow_remote_code: bool = False):
+def _load_all(paths: Sequence[str], allow_remote_code: bool = False, max_points: Optional[int] = None):
     from harness import planning
     from harness.errors import ScenarioErrors
+    from harness.sweep import DEFAULT_MAX_POINTS
 
     loaded, errors = [], []
     for path in paths:
         try:
-            loaded.append(planning.load(path))
+            loaded.append(planning.load(path, max_points or DEFAULT_MAX_POINTS))
         except ScenarioErrors as exc:
             errors += exc.errors
             continue
@@ -125,20 +129,37 @@ def _load_all(paths: Sequence[str], allow_remote_code: bool = False):
             errors.append(problem)
     if errors:
         raise ScenarioErrors(errors)
+    planning.check_unique(loaded)  # one name, one place for records
     return loaded
 
 
 def _check(args) -> int:
     from harness.sweep import expand
 
-    for scenario in _load_all(args.scenarios, allow_remote_code=True):  # check runs nothing
+    for scenario in _load_all(args.scenarios, allow_remote_code=True,  # check runs nothing
+                              max_points=args.harness_max_points):
         for point in expand(scenario):
             print(f"{scenario.path}::{point.id}")
     return 0
 
 
+def _interruptible(command, results_dir: Optional[Path] = None) -> int:
+    """SIGTERM, SIGINT or SIGHUP end a sweep command with its records so far, no process of it left,
+    one line on stderr and exit 128 + the signal's number (harness.lifecycle)."""
+    with lifecycle.interruptible():
+        try:
+            return command()
+        except lifecycle.Interrupted as exc:
+            print(lifecycle.summary(exc, results_dir), file=sys.stderr)
+            return exc.exit_code
+
+
 def _run(args) -> int:
-    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code)
+    return _interruptible(lambda: _run_sweep(args), Path(args.harness_results))
+
+
+def _run_sweep(args) -> int:
+    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
     shard = None
@@ -167,7 +188,11 @@ def _parse_prompts(value: Optional[str]):
 
 
 def _verify(args) -> int:
-    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code)
+    return _interruptible(lambda: _verify_all(args))
+
+
+def _verify_all(args) -> int:
+    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
     without = [s.path for s in scenarios if s.gate is None]
     if without:
         print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
@@ -176,9 +201,18 @@ def _verify(args) -> int:
                          log=lambda message: print(message))
     runner.results_dir = None  # verification does not overwrite timing records (references still stored)
     select = (lambda point: args.select in point.id) if args.select else None
+    from harness.sweep import expand
+
     failed = False
+    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
     for scenario in scenarios:
-        for record in runner.run([scenario], progress=False, select=select):
+        try:
+            records = runner.run([scenario], progress=False, select=select)
+        except lifecycle.Interrupted as exc:
+            exc.done, exc.total = done + (exc.done or 0), total  # counted over every scenario
+            raise
+        done += len(records)
+        for record in records:
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
                 print(f"{record.status.upper():<6} {name}: {record.reason}")
@@ -192,20 +226,52 @@ def _verify(args) -> int:
 
 
 def _report(args) -> int:
+    from harness.io import check_writable_dir
     from harness.report import build
 
+    check_writable_dir(args.output, "report -o")
     written = build(args.sources, args.output, title=args.title)
     print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
     return 0
 
 
+def _add_quickstart_parsers(commands) -> None:
+    summary = commands.add_parser("summary", help="per engine and device: is it right, how fast, at what energy")
+    summary.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
+    summary.add_argument("--report", default=None, help="a report path to name at the end")
+    export = commands.add_parser("export", help="per-token and per-gate-position rows for other tools")
+    export.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
+    export.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
+    export.add_argument("-o", "--output", required=True, help="the file to write")
+
+
+def _summary(args) -> int:
+    from harness import results
+    from harness.summary import summarize
+
+    print(summarize([record for _, record in results.iter_records(args.sources)], report=args.report))
+    return 0
+
+
+def _export(args) -> int:
+    from harness import export, results
+    from harness.io import check_writable_file
+
+    check_writable_file(args.output, "export -o")
+    count = export.write([record for _, record in results.iter_records(args.sources)], args.output, args.format)
+    print(f"wrote {count} rows to {args.output}")
+    return 0
+
+
 def _baseline(args) -> int:
     from harness import baseline
+    from harness.io import check_writable_dir
 
     if args.baseline_command == "list":
         for manifest in sorted(Path(args.harness_baselines_dir).glob(f"*/{baseline.MANIFEST}")):
             print(manifest.parent.name)
         return 0
+    check_writable_dir(args.harness_baselines_dir, "baseline save --baselines-dir")
     target = baseline.save(args.sources, args.name, Path(args.harness_baselines_dir), replace=args.replace)
     print(f"baseline {args.name!r} saved at {target}")
     return 0
@@ -220,7 +286,10 @@ def _records(sources):
 def _compare(args) -> int:
     from harness import baseline
     from harness.compare import comparison, format_table
+    from harness.io import check_writable_file
 
+    if args.csv:
+        check_writable_file(args.csv, "compare --csv")
     table = comparison(baseline.load(args.base, Path(args.harness_baselines_dir)), _records([args.new]))
     print(format_table(table))
     if args.csv:
@@ -229,7 +298,8 @@ def _compare(args) -> int:
 
 
 def _reference(args) -> int:
-    scenarios = [s for s in _load_all(args.scenarios, args.harness_trust_remote_code) if s.gate is not None]
+    scenarios = [s for s in _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+                 if s.gate is not None]
     if not scenarios:
         print("ERROR none of these scenarios has a gate section", file=sys.stderr)
         return 2
@@ -242,8 +312,10 @@ def _reference(args) -> int:
 
 def _merge(args) -> int:
     from harness import results
+    from harness.io import check_writable_dir
     from harness.shard import merge
 
+    check_writable_dir(args.output, "merge -o")
     merged, conflicts = merge(results.iter_records(args.sources))
     if not merged:
         print(f"ERROR no result records under {', '.join(args.sources)}", file=sys.stderr)

@@ -74,6 +74,10 @@ class PromptResult:
     kl_max: Optional[float] = None
     cosine_min: Optional[float] = None
     failures: list[Divergence] = field(default_factory=list)
+    # Teacher-forced, per generated position (for the report's KL plot and ``harness export``):
+    # KL(reference || device) to 4 significant digits (None in top-1 mode), and 1/0 top-1 agreement.
+    position_kl: Optional[list[float]] = None
+    position_top1: Optional[list[int]] = None
 
 
 @dataclass
@@ -129,12 +133,13 @@ def free_running(adapter, index: int, ref: PromptReference, k: int, stop_ids: Se
 def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
     result = PromptResult(prompt=index, kind=ref.kind)
     device = forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
-    kls, cosines, top1 = [], [], 0
+    kls, cosines, top1, matches = [], [], 0, []
     for position, (ref_token, logprobs) in enumerate(zip(ref.tokens, device)):
         ref_ids, ref_lps = ref.top_ids[position], ref.top_logprobs[position]
         dev_top = top_ids(logprobs, k).tolist()
         device_token = dev_top[0]
         top1 += device_token == ref_token
+        matches.append(int(device_token == ref_token))
         kls.append(coarse_kl(ref_ids, ref_lps, logprobs))
         a, b = np.asarray(ref_lps, dtype=np.float64), logprobs[np.asarray(ref_ids)].astype(np.float64)
         cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
@@ -152,6 +157,8 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
     result.top1_match_rate = top1 / len(ref.tokens)
     result.kl_mean, result.kl_max = float(np.mean(kls)), float(np.max(kls))
     result.cosine_min = float(np.min(cosines))
+    result.position_kl = [float(f"{kl:.4g}") for kl in kls]  # compact: 4 digits are plenty against a floor
+    result.position_top1 = matches
     return result
 
 
@@ -167,27 +174,30 @@ def unsupported_reason(adapter) -> Optional[str]:
     return f"{adapter.name} exposes neither step-wise logits nor forced top-1 tokens on this point"
 
 
-def run(adapter, reference: Reference, config: GateConfig) -> GateResult | NotRun:
+def run(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult | NotRun:
     """The full gate on step-wise logits, else the top-1 gate on forced tokens, else ``NotRun``. An
-    engine's exception (a missing kernel's ``NotImplementedError`` too) is the point's failure."""
+    engine's exception (a missing kernel's ``NotImplementedError`` too) is the point's failure.
+    ``on_prompt(j, m)`` is called before prompt j (1-based) of m, for progress display."""
     why = unsupported_reason(adapter)
     if why:
         return NotRun(why)
     if adapter.supports_logits:
-        return evaluate(adapter, reference, config)
+        return evaluate(adapter, reference, config, on_prompt)
     try:
-        return evaluate_top1(adapter, reference, config)
+        return evaluate_top1(adapter, reference, config, on_prompt)
     except Unsupported as exc:  # a limit of this point for these prompts (a static pipeline's prompt size)
         return NotRun(f"{adapter.name} has no step-wise logits on this point, and forced top-1: {exc}")
 
 
-def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:
+def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult:
     """Run the gate on a loaded adapter against a reference. The gate's code is the same for every engine."""
     if config.k > reference.settings["top_m"]:
         raise ValueError(f"gate k={config.k} exceeds the reference's stored top-{reference.settings['top_m']}")
     stop = reference.settings["eos_ids"]
     prompt_results = []
     for index, ref in enumerate(reference.prompts):
+        if on_prompt:
+            on_prompt(index + 1, len(reference.prompts))
         result = teacher_forced(adapter, index, ref, config.k) if config.mode in ("forced", "both") else PromptResult(index, ref.kind)
         if config.mode in ("free", "both"):
             ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
@@ -199,7 +209,7 @@ def evaluate(adapter, reference: Reference, config: GateConfig) -> GateResult:
     return _conclude(prompt_results, reference, config, config.mode)
 
 
-def evaluate_top1(adapter, reference: Reference, config: GateConfig) -> GateResult:
+def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult:
     """The gate for engines that expose only the token they choose (GenAI's static NPU pipeline).
 
     Teacher-forced: at every position the device's chosen token, given the reference's prefix, must be
@@ -207,6 +217,8 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig) -> GateResu
     """
     prompt_results = []
     for index, ref in enumerate(reference.prompts):
+        if on_prompt:
+            on_prompt(index + 1, len(reference.prompts))
         result = PromptResult(index, ref.kind)
         chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
         for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
@@ -220,6 +232,7 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig) -> GateResu
                         False, f"teacher-forced (top-1 only): device token {device_token} not in reference top-{config.k}"))
         result.forced_ok = result.forced_violations == 0
         result.top1_match_rate = sum(d == r for d, r in zip(chosen, ref.tokens)) / len(ref.tokens)
+        result.position_top1 = [int(d == r) for d, r in zip(chosen, ref.tokens)]
         prompt_results.append(result)
     return _conclude(prompt_results, reference, config, "forced-top1")
 

@@ -1,17 +1,53 @@
-"""One atomic JSON write for every store: records, references, baselines, shard merges, the roofline cache."""
+"""One atomic JSON write for every store (records, references, baselines, shard merges, the roofline
+cache), the strict JSON read that names a non-finite value's field, output-path checks made before
+anything runs, and the lock that lets one of several runners compute a shared file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+from harness.errors import UsageError
+
+
+def _umask() -> int:
+    try:  # Linux reports it without changing it (os.umask would, briefly, for every thread)
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename durable; some file systems cannot open a directory, and that is not an error."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_json_atomic(path: str | Path, data, *, indent: int | None = 1) -> Path:
     """Write ``data`` as strict JSON (NaN and infinity refused) to ``path`` so readers see the old
     file or the new one, never half of one: a uniquely named temporary file in the same directory,
-    flushed to disk, then ``os.replace``. The temporary file is removed if anything fails."""
+    flushed to disk, then ``os.replace`` and a sync of the directory. The file gets the mode any tool
+    would create (0666 less the umask; ``mkstemp`` alone makes 0600). The temporary file is removed if
+    anything fails."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -20,9 +56,123 @@ def write_json_atomic(path: str | Path, data, *, indent: int | None = 1) -> Path
             json.dump(data, out, indent=indent, allow_nan=False)
             out.write("\n")
             out.flush()
+            os.fchmod(out.fileno(), 0o666 & ~_umask())
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
     return path
+
+
+def make_dir_like_mkdir(path: Path) -> None:
+    """Give a directory made by ``tempfile.mkdtemp`` (0700) the mode ``mkdir`` would (0777 less the umask)."""
+    os.chmod(path, 0o777 & ~_umask())
+
+
+def nonfinite_paths(data: Any, prefix: str = "") -> list[tuple[str, float]]:
+    """(dotted field, value) for every NaN or infinity in parsed JSON."""
+    if isinstance(data, float):
+        return [] if math.isfinite(data) else [(prefix or "(top level)", data)]
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        return []
+    found = []
+    for key, value in items:
+        found += nonfinite_paths(value, f"{prefix}.{key}" if prefix else str(key))
+    return found
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON in ``path``, strictly: unreadable text, bad JSON and NaN/Infinity (which Python's
+    reader accepts) are a ValueError naming the file, and the field for a non-finite number."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
+    bad = nonfinite_paths(data)
+    if bad:
+        field, value = bad[0]
+        raise ValueError(f"{path}: {field}: non-finite number {value} (records are strict JSON; "
+                         "NaN and Infinity are not values)")
+    return data
+
+
+# -- output paths, checked before anything runs -------------------------------------------------------
+
+def _first_existing(path: Path) -> Path:
+    path = Path(os.path.abspath(path))
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable_dir(path: str | Path, what: str) -> Path:
+    """Refuse, naming ``what`` (the option) and the path, a directory that cannot be created or written:
+    an existing file, a parent that is a file, a directory without write permission."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what} {path}: is a file, not a directory")
+    existing = _first_existing(path)
+    if not existing.is_dir():
+        raise UsageError(f"{what} {path}: cannot create it, {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: {existing} is not writable")
+    return path
+
+
+def check_writable_file(path: str | Path, what: str) -> Path:
+    """Refuse, naming ``what`` and the path, a file that cannot be written: a directory, a read-only file,
+    or a parent directory that cannot be created or written."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{what} {path}: is a directory, not a file")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{what} {path}: is not writable")
+    check_writable_dir(path.parent, what)
+    return path
+
+
+# -- a file computed once by whichever runner gets there first ------------------------------------------
+
+@contextlib.contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<path>.lock`` beside ``path``; other processes wait. Without fcntl
+    (Windows) there is no lock: the atomic write still keeps readers from half files."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def compute_once(path: str | Path, read: Callable[[Path], Optional[Any]], compute: Callable[[], Any],
+                 write: Callable[[Path, Any], None], refresh: bool = False) -> tuple[Any, bool]:
+    """(value, reused): ``read(path)`` when it gives a value, otherwise ``compute()`` then ``write`` it,
+    under ``locked(path)`` so concurrent runners compute it once and the others wait and read it."""
+    path = Path(path)
+    if not refresh:
+        found = read(path)  # the common case needs no lock
+        if found is not None:
+            return found, True
+    with locked(path):
+        if not refresh:
+            found = read(path)  # another runner finished it while this one waited
+            if found is not None:
+                return found, True
+        value = compute()
+        write(path, value)
+        return value, False
+

@@ -5,6 +5,10 @@ The parent hands the child the resolved scenario and the point as JSON; the chil
 harness.worker``) runs the point's steps in its own process and writes its record to a file the
 parent named. If the child dies first, the parent writes the record: ``timeout`` after the time
 limit, else ``failed`` with the signal or exit code and the tail of the child's output.
+
+The child leads its own process group, which the parent kills on every way out of ``run_in_child``
+(result, crash, time-out, exception, signal), so helpers an engine started die with their point; if the
+parent itself is killed, the child's reaper kills the group (``harness.lifecycle``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+from harness import lifecycle
 
 TAIL_LINES = 40
 
@@ -33,7 +39,8 @@ def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lam
     from harness import results
     from harness.record import Failure
 
-    with tempfile.TemporaryDirectory(prefix="harness-point-") as work:
+    _sweep_once()
+    with tempfile.TemporaryDirectory(prefix=lifecycle.work_prefix()) as work:
         work = Path(work)
         job = {
             "scenario": scenario.model_dump(mode="json"),
@@ -45,23 +52,17 @@ def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lam
         (work / "job.json").write_text(json.dumps(job))
         record_file, output_file = work / "record.json", work / "output.log"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
+        command = [sys.executable, "-m", "harness.worker", str(work / "job.json"), str(record_file)]
         with output_file.open("wb") as output:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "harness.worker", str(work / "job.json"), str(record_file)],
-                stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            )
-            try:
-                code = child.wait(timeout=limits.timeout_s)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)  # the engine may have spawned helpers
-                code = child.wait()
-                timed_out = True
+            code, timed_out = _run_child(command, output, env, limits.timeout_s)
         if record_file.exists() and not timed_out:
             record = results.read(record_file)
             for message in record.log:  # the child's progress lines, in order
                 log(message)
             record.log = []
+            if limits.memory_limit_mb and record.status == "failed" and (record.reason or "").startswith("MemoryError"):
+                separator = ": " if record.reason.rstrip().endswith(":") else "; "
+                record.reason = f"{record.reason.rstrip().rstrip(':')}{separator}{_memory_limit(limits)}"
             return record
         tail = _tail(output_file)
         record = results.Record(
@@ -73,13 +74,60 @@ def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lam
         elif code < 0:
             name = signal.Signals(-code).name
             record.reason = f"the engine process was killed by {name} (signal {-code})"
-            if -code == signal.SIGKILL and limits.memory_limit_mb:
-                record.reason += f"; memory limit {limits.memory_limit_mb} MiB or the OOM killer"
+            if -code == signal.SIGABRT and limits.memory_limit_mb:  # native engines abort when allocation fails
+                record.reason += f"; most likely {_memory_limit(limits)}"
+            elif -code == signal.SIGKILL and limits.memory_limit_mb:
+                record.reason += f"; {_memory_limit(limits)}, or the OOM killer"
         else:
             record.reason = f"the engine process exited with code {code} before writing a result"
         record.failure = Failure(exit_code=code, output_tail=tail,
                                  signal=signal.Signals(-code).name if code is not None and code < 0 else None)
         return record
+
+
+def _memory_limit(limits: Limits) -> str:
+    return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
+
+
+def _run_child(command: list[str], output, env: dict, timeout_s: Optional[float]) -> tuple[int, bool]:
+    """Run the worker as the leader of a new process group; its exit code and whether it timed out.
+
+    Whatever ends the wait (the worker's exit, the time limit, an exception or a signal raised here),
+    the group is killed and the worker reaped before this returns or raises. The worker gets the read
+    end of a pipe whose write end only this process holds: its reaper kills the group when that closes,
+    which covers this process dying without reaching ``finally`` (kill -9)."""
+    watch_read, watch_write = os.pipe()
+    child = None
+    timed_out = False
+    try:
+        with lifecycle.shielded():  # no signal between starting the child and knowing it
+            try:
+                child = subprocess.Popen(command + ["--watch-fd", str(watch_read)], pass_fds=(watch_read,),
+                                         stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            finally:
+                os.close(watch_read)
+        try:
+            child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    finally:
+        with lifecycle.shielded():
+            if child is not None:
+                lifecycle.kill_group(child.pid)  # the group outlives a finished worker: its reaper waits on us
+                child.wait()
+            os.close(watch_write)
+    return child.returncode, timed_out
+
+
+_swept = False
+
+
+def _sweep_once() -> None:
+    """Work folders of killed runs are swept at this process's first point."""
+    global _swept
+    if not _swept:
+        _swept = True
+        lifecycle.sweep_stale()
 
 
 def _in_process_adapters() -> dict[str, str]:

@@ -6,8 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def add_plan_options(add, prefix: str = "") -> None:
+    """Options that shape how scenario files are planned: ``harness check``, ``run``, ``verify``, pytest."""
+    from harness.sweep import DEFAULT_MAX_POINTS
+
+    add(f"--{prefix}max-points", dest="harness_max_points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
+        help=f"refuse a scenario whose sweep expands to more than N points (default {DEFAULT_MAX_POINTS:,})")
+
+
 def add_run_options(add, prefix: str = "") -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
+    add_plan_options(add, prefix)
     add(f"--{prefix}results", dest="harness_results", metavar="DIR", default="results",
         help="directory for result records (default: results)")
     add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
@@ -32,8 +41,10 @@ def add_run_options(add, prefix: str = "") -> None:
              "together); every runner must pass the same scenarios and filters")
 
 
-def runner_from(options, **overrides):
-    """A Runner configured by the shared options (an argparse Namespace or pytest's option object)."""
+def runner_from(options, check: bool = True, **overrides):
+    """A Runner configured by the shared options (an argparse Namespace or pytest's option object).
+    ``check``: refuse unwritable output directories now (the pytest plugin checks once points are
+    collected, so a session that runs no point never needs them)."""
     from harness.isolation import Limits
     from harness.results import REFERENCE_DIR
     from harness.runner import Runner
@@ -42,6 +53,8 @@ def runner_from(options, **overrides):
         return Path(value) if value else None
 
     results = path(options.harness_results) or Path("results")
+    if check:
+        check_outputs(options)
     return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
                   reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
                   refresh_reference=options.harness_refresh_reference,
@@ -49,6 +62,17 @@ def runner_from(options, **overrides):
                   allow_remote_code=options.harness_trust_remote_code,
                   energy=not options.harness_no_energy,
                   limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
+
+
+def check_outputs(options, prefix: str = "") -> None:
+    """Every directory a run writes, checked before any point runs: a UsageError naming the option."""
+    from harness.io import check_writable_dir
+
+    check_writable_dir(options.harness_results or "results", f"--{prefix}results")
+    if options.harness_reference_dir:
+        check_writable_dir(options.harness_reference_dir, f"--{prefix}reference-dir")
+    if options.harness_cache_dir:
+        check_writable_dir(options.harness_cache_dir, f"--{prefix}cache-dir")
 
 
 def add_baseline_options(add, prefix: str = "") -> None:

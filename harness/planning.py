@@ -5,28 +5,63 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from harness import models, registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
 from harness.scenario import AXES, Scenario, line_of, parse, read
-from harness.sweep import Point, expand
+from harness.sweep import DEFAULT_MAX_POINTS, Point, count, expand
 
 
-def load(path: str | Path) -> Scenario:
+def load(path: str | Path, max_points: int = DEFAULT_MAX_POINTS) -> Scenario:
     """Load and check one scenario file; raise ScenarioErrors naming file, line and field."""
     path = Path(path)
-    return loads(read(path), str(path), default_name=path.stem)
+    return loads(read(path), str(path), default_name=path.stem, max_points=max_points)
 
 
-def loads(text: str, path: str = "<string>", default_name: str = "scenario") -> Scenario:
+def loads(text: str, path: str = "<string>", default_name: str = "scenario",
+          max_points: int = DEFAULT_MAX_POINTS) -> Scenario:
     scenario, root = parse(text, path, default_name)
-    check(scenario, root, path)
+    check(scenario, root, path, max_points)
     return scenario
 
 
-def check(scenario: Scenario, root, path: str) -> None:
+def size_error(scenario: Scenario, root, path: str, max_points: int) -> Optional[ScenarioError]:
+    """A sweep larger than ``max_points``, refused before it is expanded."""
+    points = count(scenario)
+    if points <= max_points:
+        return None
+    axes = " x ".join(f"{len(getattr(scenario.sweep, axis))} {axis}" for axis in AXES
+                      if len(getattr(scenario.sweep, axis)) > 1)
+    return ScenarioError(path, f"the sweep expands to {points:,} points ({axes or 'one combination'}"
+                         f"{f' + {len(scenario.include)} include' if scenario.include else ''}), more than "
+                         f"the limit of {max_points:,}; split the sweep or raise the limit with --max-points "
+                         "(pytest: --harness-max-points)", line_of(root, ("sweep",)), "sweep")
+
+
+def check_unique(scenarios: Iterable[Scenario], seen: Optional[dict[str, str]] = None) -> None:
+    """Two scenarios with one name in one run would write each other's records (results/<name>/):
+    refuse them, naming both files. ``seen`` (name -> file) carries the names across calls."""
+    from harness.results import safe_name
+
+    seen = {} if seen is None else seen
+    errors = []
+    for scenario in scenarios:
+        name, where = safe_name(scenario.name), str(Path(scenario.path or "<string>").resolve())
+        first = seen.setdefault(name, where)
+        if first != where:
+            errors.append(ScenarioError(scenario.path or "<string>", f"scenario name {scenario.name!r} is also "
+                                        f"the name of {first}; records of both would go to the same place. "
+                                        "Rename one file or set a distinct `name:`", field="name"))
+    if errors:
+        raise ScenarioErrors(errors)
+
+
+def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POINTS) -> None:
     """Checks that span fields or need the registry; pydantic handles types."""
+    too_big = size_error(scenario, root, path, max_points)
+    if too_big is not None:
+        raise ScenarioErrors([too_big])
     errors: list[ScenarioError] = []
     adapter_classes = {}
     for i, name in enumerate(scenario.sweep.adapter):

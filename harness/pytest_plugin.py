@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.options import add_baseline_options, add_gate_options, add_run_options, remote_code_error, runner_from
+from harness.options import (
+    add_baseline_options,
+    add_gate_options,
+    add_run_options,
+    check_outputs,
+    remote_code_error,
+    runner_from,
+)
 from harness.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
@@ -29,6 +36,7 @@ class SessionRecords:
         self.scenarios: set[str] = set()
         self.deselected: set[tuple[str, str]] = set()
         self.gate_lines: list[str] = []
+        self.names: dict[str, str] = {}  # scenario name -> its file, across the session's files
 
 
 def pytest_addoption(parser):
@@ -52,11 +60,21 @@ def pytest_configure(config):
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION] = SessionRecords(thresholds, shard)
-    config.stash[RUNNER] = runner_from(config.option)
+    config.stash[RUNNER] = runner_from(config.option, check=False)  # outputs: pytest_collection_finish
     from harness import registry
 
     for name in registry.names():
         config.addinivalue_line("markers", f"{marker_name(name)}: points run by the {name} adapter")
+
+
+def pytest_sessionstart(session):
+    """Sweep what killed runs left in the results directory. Interruptions need nothing more here: each
+    point's worker group is killed by ``harness.isolation`` on KeyboardInterrupt, or by the worker's
+    reaper when pytest itself is terminated (``harness.lifecycle``)."""
+    from harness import lifecycle
+
+    if RUNNER in session.config.stash:
+        lifecycle.sweep_stale(session.config.stash[RUNNER].results_dir)
 
 
 def marker_name(text: str) -> str:
@@ -110,8 +128,10 @@ class ScenarioFile(pytest.File):
         from harness.errors import ScenarioErrors
         from harness.sweep import expand
 
+        state = self.config.stash[SESSION]
         try:
-            loaded = planning.load(self.path)
+            loaded = planning.load(self.path, self.config.option.harness_max_points)
+            planning.check_unique([loaded], state.names)  # two files, one name: one would overwrite the other
         except ScenarioErrors as exc:
             raise self.CollectError(str(exc)) from None
         problem = remote_code_error(loaded, self.config.option.harness_trust_remote_code)
@@ -200,6 +220,18 @@ def pytest_collection_modifyitems(session, config, items):
         items[:] = [item for item in items if item not in dropped]
 
 
+def pytest_collection_finish(session):
+    """Output directories are checked once points are collected, before any runs: a session that runs
+    no point (an installed plugin in another project) never needs them."""
+    if any(isinstance(item, PointItem) for item in session.items):
+        from harness.errors import UsageError
+
+        try:
+            check_outputs(session.config.option, prefix="harness-")
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_deselected(items):
     if items:
         session = items[0].config.stash[SESSION]
@@ -220,15 +252,15 @@ def pytest_sessionfinish(session, exitstatus):
     from harness.regression import check, key
 
     state = config.stash[SESSION]
-    try:
+    try:  # an unreadable, empty or unrelated baseline is a usage error, never a pass
         base = baseline.load(name, Path(config.option.harness_baselines_dir))
-    except HarnessError as exc:
+        # Only points this session could have run: its scenarios, minus what -k/-m deselected.
+        scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
+        outcome = check(base, state.records, state.thresholds, scope=scope)
+    except (HarnessError, ValueError, FileNotFoundError) as exc:
         state.gate_lines = [f"ERROR {exc}"]
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
-    # Only points this session could have run: its scenarios, minus what -k/-m deselected.
-    scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
-    outcome = check(base, state.records, state.thresholds, scope=scope)
     state.gate_lines = gate_report(outcome, name)
     if not outcome.passed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -24,7 +24,7 @@ import numpy as np
 
 from harness import results
 from harness.errors import HarnessError
-from harness.io import write_json_atomic
+from harness.io import compute_once, read_json, write_json_atomic
 
 SCHEMA_VERSION = 1
 
@@ -146,8 +146,9 @@ def coarse_kl(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logp
 class ReferenceStore:
     """References as JSON files under ``root`` (by default ``results/references``)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, compute=None):
         self.root = Path(root)
+        self.compute = compute or globals()["compute"]  # injectable: tests count how often it runs
 
     def path_for(self, model_name: str, pairs: list[tuple[str, str]], settings: ReferenceSettings) -> Path:
         identity = json.dumps({"prompts": pairs, "settings": asdict(settings) | {"threads": None}}, sort_keys=True)
@@ -157,7 +158,7 @@ class ReferenceStore:
     def load(self, path: Path, model, prompt_ids: list[list[int]]) -> Optional[Reference]:
         if not path.exists():
             return None
-        reference = Reference.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        reference = Reference.from_dict(read_json(path))
         problems = []
         if reference.model["checksum"] != model.checksum:
             problems.append(f"model checksum {reference.model['checksum'][:12]}… != {model.checksum[:12]}…")
@@ -180,13 +181,12 @@ class ReferenceStore:
         tokenizer = model.tokenizer()
         prompt_ids = prompts.encode_gate_prompts(tokenizer, model.hf_dir, pairs)
         path = self.path_for(model.name, pairs, settings)
-        if not refresh:
-            stored = self.load(path, model, prompt_ids)
-            if stored is not None:
-                return stored, path, True
-        reference = compute(model, pairs, prompt_ids, settings)
-        write_json_atomic(path, asdict(reference), indent=None)  # parallel runners never read half a file
-        return reference, path, False
+        # Under a lock beside the file: runners sharing a reference directory compute it once, the
+        # others wait and read it; the atomic write means no reader ever sees half a file.
+        reference, reused = compute_once(
+            path, lambda p: self.load(p, model, prompt_ids), lambda: self.compute(model, pairs, prompt_ids, settings),
+            lambda p, ref: write_json_atomic(p, asdict(ref), indent=None), refresh=refresh)
+        return reference, path, reused
 
 
 @contextmanager

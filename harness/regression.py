@@ -116,11 +116,31 @@ def metric_check(threshold: Threshold, base: Record, new: Record) -> tuple[Optio
             f"measured spread {spread:.3g})"), note
 
 
+def _scenarios(points) -> str:
+    return ", ".join(sorted({scenario for scenario, _ in points})) or "none"
+
+
+def _refuse_nothing_to_compare(base: dict, now: dict, scope: Optional[set[tuple[str, str]]]) -> None:
+    """A gate that compared nothing has not passed: an empty baseline, or one that shares no point with
+    the new records (another scenario's baseline, a deselected run), is a usage error."""
+    if not base:
+        raise UsageError("the baseline holds no records, so nothing can be compared; save one from a "
+                         "complete run with `harness baseline save`")
+    common = set(base) & set(now)
+    if scope is not None:
+        common &= scope
+    if not common:
+        raise UsageError(f"the baseline has no records in common with the results, so nothing can be "
+                         f"compared (baseline: {len(base)} point(s) of scenarios {_scenarios(base)}; "
+                         f"results: {len(now)} point(s) of scenarios {_scenarios(now)})")
+
+
 def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Threshold],
           scope: Optional[set[tuple[str, str]]] = None) -> GateOutcome:
     """Gate ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
     (pytest passes the points it selected; the command line checks all of them)."""
     base, now = index(baseline, "baseline"), index(new, "new records")
+    _refuse_nothing_to_compare(base, now, scope)
     outcome = GateOutcome()
     for point, record in now.items():
         scenario, pid = point

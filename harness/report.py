@@ -16,7 +16,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from harness import __version__, accuracy_report, metrics, moe_report, plots, results, tables
+from harness import __version__, accuracy_report, metrics, moe_report, plots, results, tables, token_plots
+from harness.readable import number, times_floor
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -35,8 +36,20 @@ def _fmt(value) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return number(value)
     return str(value)
+
+
+def for_reading(table: pd.DataFrame) -> pd.DataFrame:
+    """What a person reads (HTML, Markdown): KL as multiples of the noise floor instead of raw KL, and
+    speed-ups with their x. The CSV files keep the full values."""
+    shown = table.drop(columns=[c for c in ("gate_kl_mean",) if c in table and "gate_kl_ratio" in table])
+    for column in ("gate_kl_ratio", "kl_over_floor"):
+        if column in shown:
+            shown = shown.assign(**{column: shown[column].map(times_floor)})
+    if "speedup" in shown:
+        shown = shown.assign(speedup=shown["speedup"].map(lambda v: "-" if pd.isna(v) else f"{number(v)}x"))
+    return shown.rename(columns={"gate_kl_ratio": "gate_kl / floor", "kl_over_floor": "KL / floor"})
 
 
 def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
@@ -59,12 +72,16 @@ def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
 def _html_table(table: pd.DataFrame, csv_name: str) -> str:
     if table.empty:
         return ""
-    shown = table.to_html(index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}",
-                          max_rows=None) if len(table) <= HTML_ROWS else table.head(HTML_ROWS).to_html(
-        index=False, escape=True, na_rep="-", border=0, float_format=lambda v: f"{v:.4g}")
+    shown = for_reading(table.head(HTML_ROWS)).to_html(index=False, escape=True, na_rep="-", border=0,
+                                                       float_format=number)
     if len(table) > HTML_ROWS:
         shown += f'<p class="meta">First {HTML_ROWS} of {len(table)} rows; all of them are in {csv_name}.</p>'
     return shown
+
+
+def _labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """Metric columns headed by their catalogue label and unit (``first token (ms)``)."""
+    return table.rename(columns={c: metrics.label(c) for c in table.columns if metrics.find(c)})
 
 
 def _png(figure) -> bytes:
@@ -110,6 +127,7 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
     title = title or f"harness report: {out.name}"
 
     named_tables = {
+        "engines": tables.engines(df),
         "overview": tables.overview(df),
         "first_next": tables.first_next(df),
         "correctness": tables.correctness(df),
@@ -128,7 +146,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
             table.to_csv(csv_files[-1], index=False)
 
     rendered_plots, plot_files = [], []
-    for plot in plots.build_all(df) + accuracy_plots + moe_plots:
+    records = [record for _, record in pairs]
+    for plot in token_plots.build(records) + plots.build_all(df) + accuracy_plots + moe_plots:
         png = _png(plot.figure)
         plot_files.append(out / "plots" / f"{plot.slug}.png")
         plot_files[-1].write_bytes(png)
@@ -146,7 +165,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
     env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html", "j2"]))
     page = env.get_template("report.html.j2").render(
         title=title, summary=summary, generated_at=generated_at, version=__version__, plots=rendered_plots,
-        tables={name: Markup(_html_table(table, f"{name}.csv")) for name, table in named_tables.items()
+        tables={name: Markup(_html_table(_labelled(table) if name == "engines" else table, f"{name}.csv"))
+                for name, table in named_tables.items()
                 if name != "moe_routing"},  # one row per expert: CSV only
         outputs=_outputs(pairs),
     )
@@ -156,8 +176,9 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
     md = [f"# {html.escape(title)}\n",
           f"{summary['points']} points ({', '.join(f'{n} {s}' for s, n in summary['statuses'].items())}); "
           f"generated {generated_at} by harness {__version__}. Full page: index.html.\n",
+          "## Engines\n", markdown_table(for_reading(named_tables["engines"])),
           "## Overview\n", markdown_table(named_tables["overview"]),
-          "## Correctness (failures first)\n", markdown_table(named_tables["correctness"])]
+          "## Correctness (failures first)\n", markdown_table(for_reading(named_tables["correctness"]))]
     if not named_tables["first_next"].empty:
         md += ["## First and next token\n", markdown_table(named_tables["first_next"])]
     if "accuracy" in named_tables:

@@ -5,13 +5,12 @@ Data only; rendering lives elsewhere. ``load`` turns records into a pandas DataF
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from harness.columns import accuracy_columns, flatten, round_values  # noqa: F401
-from harness.io import write_json_atomic
+from harness.io import read_json, write_json_atomic
 from harness.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
 
 REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
@@ -34,11 +33,7 @@ def write(record: Record, results_dir: str | Path) -> Path:
 
 def read(path: str | Path) -> Record:
     """The record in ``path``; a malformed one is a ValueError naming the file and the field."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
-    return Record.from_dict(data, source=path)
+    return Record.from_dict(read_json(path), source=path)
 
 
 def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
@@ -68,8 +63,8 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
         paths = [paths]
     for file, explicit in _json_files(paths):
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = read_json(file)  # NaN/Infinity refused, naming the field
+        except OSError as exc:
             raise ValueError(f"{file}: not a readable JSON file ({exc})") from None
         if isinstance(data, dict) and "point_id" in data and "schema_version" in data:
             yield file, Record.from_dict(data, source=file)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from harness import registry, results, steps
+from harness import lifecycle, registry, results, steps
 from harness.errors import HarnessError
 from harness.isolation import Limits, run_in_child
 from harness.record import Record
@@ -99,21 +99,31 @@ class Runner:
         ``resume`` keeps points whose stored record is ok or skipped with the same configuration;
         failed, timed-out and missing points run again. ``shard`` (a ``harness.shard.Shard``) keeps
         this machine's share of the selected points.
+
+        An ``Interrupted`` (a front-end's signal handling, ``harness.lifecycle``) leaves the point under
+        way without a record, so ``resume`` runs it again; it propagates carrying how many of how many
+        points have records.
         """
         from tqdm import tqdm
 
+        lifecycle.sweep_stale(self.results_dir)  # what killed runs left behind
         work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
         if shard is not None:
             from harness.shard import select as shard_select
 
             work = shard_select(work, shard)
         records = []
-        with tqdm(total=len(work), desc="sweep", unit="point", disable=not progress, file=sys.stderr) as bar:
-            for scenario, point in work:
-                bar.set_postfix_str(f"{scenario.name}::{point.id}")
-                record = (self.finished(scenario, point) if resume else None) or self.run_point(scenario, point)
-                records.append(record)
-                bar.update()
-                if record.status != "ok" and progress:
-                    bar.write(f"{record.status.upper()} {scenario.name}::{point.id}: {record.reason}", file=sys.stderr)
+        try:
+            with tqdm(total=len(work), desc="sweep", unit="point", disable=not progress, file=sys.stderr) as bar:
+                for scenario, point in work:
+                    bar.set_postfix_str(f"{scenario.name}::{point.id}")
+                    record = (self.finished(scenario, point) if resume else None) or self.run_point(scenario, point)
+                    records.append(record)
+                    bar.update()
+                    if record.status != "ok" and progress:
+                        bar.write(f"{record.status.upper()} {scenario.name}::{point.id}: {record.reason}",
+                                  file=sys.stderr)
+        except lifecycle.Interrupted as exc:
+            exc.done, exc.total = len(records), len(work)
+            raise
         return records

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import (
@@ -30,6 +30,12 @@ from harness.errors import ScenarioError, ScenarioErrors
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
+# naming its line instead of a run that lasts until the point's timeout. The model's own context is
+# checked once it is resolved (harness.steps.resolve).
+MAX_TOKENS = 1_048_576
+Tokens = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
+MAX_OPTIONS_BYTES = 64 * 1024  # adapter_options / quantization_options are copied into every record
 
 # Written for this project: neutral starters that any base model can continue.
 DEFAULT_PROMPTS = (
@@ -50,7 +56,7 @@ class ModelSpec(_Strict):
 
 
 class Generation(_Strict):
-    max_new_tokens: PositiveInt = 32
+    max_new_tokens: Tokens = 32
 
 
 class Measurement(_Strict):
@@ -78,7 +84,7 @@ class Gate(_Strict):
     """Correctness gate against the HF reference (see harness.gate)."""
 
     k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
-    tokens: PositiveInt = Field(32, description="greedy tokens per prompt")
+    tokens: Tokens = Field(32, description="greedy tokens per prompt")
     prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
         "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts")
     mode: Literal["free", "forced", "both"] = "both"
@@ -109,9 +115,9 @@ class Accuracy(_Strict):
 class Sweep(_Strict):
     adapter: list[str] = Field(min_length=1)
     device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
-    max_seq_len: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    max_seq_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
     quantization: list[Literal[QUANTIZATIONS]] = Field(default_factory=lambda: ["none"], min_length=1)  # type: ignore[valid-type]
-    prompt_len: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    prompt_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
     beam_width: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
     batch_size: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
     moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
@@ -154,6 +160,17 @@ class Scenario(_Strict):
     @classmethod
     def _model_shorthand(cls, value):
         return {"source": value} if isinstance(value, str) else value
+
+    @field_validator("adapter_options", mode="after")
+    @classmethod
+    def _bounded_options(cls, value):
+        import json
+
+        size = len(json.dumps(value, default=str))
+        if size > MAX_OPTIONS_BYTES:
+            raise ValueError(f"{size:,} bytes as JSON; at most {MAX_OPTIONS_BYTES // 1024} KiB (every record "
+                             "copies these options)")
+        return value
 
     @model_validator(mode="after")
     def _options_for_swept_adapters(self):

@@ -62,6 +62,18 @@ def _matches(axes: dict, pattern: dict) -> bool:
     return all(axes.get(key) == value for key, value in pattern.items())
 
 
+DEFAULT_MAX_POINTS = 10_000
+
+
+def count(scenario: Scenario) -> int:
+    """How many points ``expand`` could give at most (the axes' product plus ``include``), computed
+    without expanding: a sweep of millions is refused in microseconds (``harness.planning``)."""
+    total = 1
+    for axis in AXES:
+        total *= len(getattr(scenario.sweep, axis))
+    return total + len(scenario.include)
+
+
 def expand(scenario: Scenario) -> list[Point]:
     """The product of the sweep's axes, minus ``exclude`` matches, plus ``include`` entries.
 

@@ -65,6 +65,33 @@ def overview(df: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def engines(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per engine and device (and quantization when it varies), in the order they ran (the
+    scenario's order: its first engine is the baseline): medians of TTFT and ms/token, speed-up relative
+    to the first row, the gate and energy where measured."""
+    ok = ok_points(df)
+    if ok.empty or "tpot_ms" not in ok:
+        return pd.DataFrame()
+    if "started_at" in ok:
+        ok = ok.sort_values("started_at", kind="stable", na_position="last")
+    keys = [c for c in ("adapter", "device", "quantization") if c in ok and (c != "quantization" or ok[c].nunique() > 1)]
+    ok = ok.assign(**{c: ok[c].fillna("-") for c in keys})
+    grouped = ok.groupby(keys, sort=False, dropna=False)
+    table = grouped.agg(points=("point_id", "size"),
+                        **{c: (c, "median") for c in ("ttft_ms", "tpot_ms", "energy_per_token_mj") if c in ok})
+    if "engine" in ok:
+        table.insert(0, "engine", grouped["engine"].first())
+    first = table["tpot_ms"].dropna()
+    table.insert(table.columns.get_loc("tpot_ms") + 1, "speedup",
+                 first.iloc[0] / table["tpot_ms"] if not first.empty else None)
+    table["gate"] = grouped["gate_verdict"].agg(_verdict_summary) if "gate_verdict" in ok else "-"
+    if "gate_kl_ratio" in ok:
+        table["kl_over_floor"] = grouped["gate_kl_ratio"].median()
+    if "energy_per_token_mj" in table and table["energy_per_token_mj"].isna().all():
+        table = table.drop(columns="energy_per_token_mj")
+    return table.reset_index()
+
+
 def correctness(df: pd.DataFrame) -> pd.DataFrame:
     """Per point: verdict, divergence position, top-1 match rate, KL; failures first."""
     if df.empty:

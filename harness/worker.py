@@ -1,5 +1,9 @@
 """The isolated side of ``harness.isolation``: ``python -m harness.worker JOB RECORD`` runs one point's
-steps and writes its record where the parent asked. Imports steps, never the runner."""
+steps and writes its record where the parent asked. Imports steps, never the runner.
+
+``--watch-fd N`` (always passed by the parent) is the read end of a pipe from the parent: before
+anything else, a reaper is forked that kills this process group when the parent goes away
+(``harness.lifecycle.die_with_parent``)."""
 
 from __future__ import annotations
 
@@ -48,5 +52,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="run one sweep point (used by harness itself)")
     parser.add_argument("job")
     parser.add_argument("record")
+    parser.add_argument("--watch-fd", type=int, default=None, help="read end of the parent's watchdog pipe")
     parsed = parser.parse_args()
+    if parsed.watch_fd is not None:
+        from harness.lifecycle import die_with_parent
+
+        die_with_parent(parsed.watch_fd)  # first: before any engine can start a helper or a thread
     sys.exit(run_job(parsed.job, parsed.record))

@@ -89,3 +89,28 @@ class HungryAdapter(FakeAdapter):
 
 
 ALL = (FakeAdapter, FailingAdapter, TruncatingAdapter, SegfaultAdapter, HangingAdapter, HungryAdapter)
+
+
+class NanMetricsAdapter(FakeAdapter):
+    """Healthy timings, but the engine's own figures are NaN and infinity (as a broken counter gives)."""
+
+    name = "fake-nan-metrics"
+
+    def generate(self, prompts, max_new_tokens):
+        trace = super().generate(prompts, max_new_tokens)
+        trace.engine_metrics = {"throughput": float("nan"), "ttft_ms": float("inf")}
+        return trace
+
+
+class NanClockAdapter(FakeAdapter):
+    """Timestamps that are not numbers: every timing figure comes out NaN."""
+
+    name = "fake-nan-clock"
+
+    def generate(self, prompts, max_new_tokens):
+        trace = super().generate(prompts, max_new_tokens)
+        trace.token_ns = [float("nan")] * len(trace.token_ns)
+        return trace
+
+
+NONFINITE = (NanMetricsAdapter, NanClockAdapter)

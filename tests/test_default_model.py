@@ -52,10 +52,14 @@ def test_synthetic_prompts_have_exactly_the_asked_length(gemma, length):
 
 
 def test_readme_main_command_on_the_default_model(tmp_path, capsys):
-    """What the README's main command runs: the quickstart scenario, records written, table printed."""
+    """What the README's main command runs: the quickstart scenario, records written, table printed.
+    Since issue 22 it compares every engine of the default install: one row per engine, hf among them."""
     assert cli.main(["run", str(REPO / "scenarios" / "quickstart.yaml"), "--results", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "quickstart::hf-cpu-bf16" in out and "ok" in out
-    (row,) = results.load(tmp_path).itertuples()
+    rows = list(results.load(tmp_path).itertuples())
+    assert {r.adapter for r in rows} >= {"hf", "openvino", "llamacpp"} and all(r.status == "ok" for r in rows)
+    assert all(r.gate_verdict == "pass" for r in rows if r.device != "NPU-emulated")
+    (row,) = [r for r in rows if r.point_id == "hf-cpu-bf16"]
     assert row.status == "ok" and row.model == "gemma3-270m" and row.generated_tokens == 32
     assert row.ttft_ms > 0 and row.tpot_ms > 0 and row.throughput_tokens_per_s > 0

@@ -58,6 +58,9 @@ def engine_for(url: str):
         raise UsageError(f"--db: {url!r}: not a database URL (e.g. sqlite:///results/history.sqlite or "
                          "postgresql+psycopg://user@host/db)") from None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        from harness.io import check_writable_file  # issue 17: a one-line error, not a traceback
+
+        check_writable_file(parsed.database, "--db")
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     try:
         if parsed.get_backend_name() == "sqlite":

@@ -16,6 +16,7 @@ from harness.adapter import PointSkipped
 from harness.errors import HarnessError
 from harness.record import Failure, Record
 from harness.scenario import Scenario
+from harness.steps import finite
 from harness.steps.part import Part, Skip, apply
 from harness.steps.session import Session, now_iso
 from harness.sweep import Point
@@ -41,6 +42,7 @@ def execute(session: Session, scenario: Scenario, point: Point,
         record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
         if not isinstance(exc, HarnessError):
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
+    finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
     record.finished_at = now_iso()
     return record
 
@@ -48,10 +50,13 @@ def execute(session: Session, scenario: Scenario, point: Point,
 def _steps(session: Session, scenario: Scenario, point: Point, record: Record, on_round) -> None:
     from harness.steps import probes, resolve, timing, verify
 
+    first_use = scenario.model.model_dump_json() not in session._models
+    session.progress(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
     resolved = resolve.resolve(session, scenario, point)
     apply(record, resolved.part)
     gate_reference = verify.gate_reference(session, scenario, resolved.model)  # before the device loads
     accuracy_reference = verify.accuracy_reference(session, scenario, resolved.model)
+    session.progress(f"{point.id}: loading {point.adapter} on {point.device}")
     adapter, loaded = resolve.load(resolved)
     apply(record, loaded)
     try:

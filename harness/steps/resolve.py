@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from harness import models, prompts, registry
 from harness.adapter import Adapter, LoadSettings, now_ns
@@ -36,6 +36,29 @@ def skip_reason(point: Point) -> str | None:
     return registry.get(point.adapter).supports(point)
 
 
+def context_length(hf_dir) -> Optional[int]:
+    """The model's context (``max_position_embeddings`` or its aliases in config.json); None if unknown."""
+    import json
+    from pathlib import Path
+
+    try:
+        config = json.loads((Path(hf_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for section in (config, config.get("text_config") or {}):
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+            value = section.get(key) if isinstance(section, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+def _check_context(prompt_tokens: int, max_new: int, context: Optional[int]) -> None:
+    if context is not None and prompt_tokens + max_new > context:
+        raise Skip(f"prompt ({prompt_tokens} tokens) + max_new_tokens ({max_new}) exceeds the model's context of "
+                   f"{context} tokens (max_position_embeddings in its config.json)")
+
+
 def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
     adapter_cls = registry.get(point.adapter)
     reason = adapter_cls.supports(point)
@@ -44,13 +67,16 @@ def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint
     if not session.timing and scenario.gate is None:
         raise Skip("the scenario has no gate section")
     model = session.model(scenario)
+    max_new = scenario.generation.max_new_tokens
+    context = context_length(model.hf_dir)
+    _check_context(point.prompt_len or 0, max_new, context)  # before building a long synthetic prompt
     tokenizer = model.tokenizer()
     if point.prompt_len is not None:
         prompt_ids = prompts.synthetic(tokenizer, point.prompt_len, scenario.synthetic_prompts)
     else:
         prompt_ids = prompts.encode_texts(tokenizer, scenario.prompts)
-    max_new = scenario.generation.max_new_tokens
     longest = max(len(p) for p in prompt_ids)
+    _check_context(longest, max_new, context)
     if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
         raise Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
     settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads, max_new_tokens=max_new,

@@ -32,6 +32,9 @@ class Session:
     allow_remote_code: bool = False  # the command line's confirmation of model.trust_remote_code
     energy: bool = True  # energy (Zeus), CPU time and the roofline around the timed rounds
     log: Callable[[str], None] = field(default=lambda message: None, repr=False)
+    # The current point's phase ("converting the model", "timing round 2/4", "gate prompt 1/2"), e.g.
+    # a progress bar's postfix. In-process only: an isolated child has no way to the parent's bar.
+    progress: Callable[[str], None] = field(default=lambda phase: None, repr=False)
     _models: dict[str, models.ResolvedModel] = field(default_factory=dict, repr=False)
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)

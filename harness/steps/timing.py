@@ -9,6 +9,7 @@ from typing import Any, Optional
 from harness import measure
 from harness.adapter import Adapter
 from harness.record import Samples
+from harness.steps import finite
 from harness.steps.part import Part
 from harness.steps.resolve import ResolvedPoint
 from harness.steps.session import Session
@@ -30,14 +31,22 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
     outputs: dict[int, list[int]] = {}
     engine_figures: list[dict] = []
 
+    m = scenario.measurement
+    calls = [0]
+    rounds_note = f"{m.min_rounds}+" if m.min_time_s > 0 else str(m.min_rounds)
+
     def generate(index: int):
+        calls[0] += 1  # shown before the engine's clock starts, so the display costs the round nothing
+        done = calls[0] - m.warmup_rounds
+        session.progress(f"{point.id}: warm-up {calls[0]}/{m.warmup_rounds}" if done <= 0
+                         else f"{point.id}: timing round {done}/{rounds_note}")
         trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
+        finite.check_timestamps(trace)
         if trace.output_ids:
             outputs[index] = trace.output_ids[0]
         engine_figures.append(trace.engine_metrics)
         return trace
 
-    m = scenario.measurement
     stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
     windows: dict = {}
     meter = session.energy_meter() if session.energy else None

@@ -56,7 +56,8 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
                              fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
     start = now_ns()
-    result = gate.run(adapter, reference, config)
+    result = gate.run(adapter, reference, config,
+                      on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}"))
     if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
         return Part(updates={"correctness": Correctness(skipped=result.why)})
     part = Correctness.model_validate(result.to_dict() | {"reference": ReferenceInfo(

@@ -1,0 +1,36 @@
+"""Numbers for reading: 3 significant digits, no exponent in the everyday range. Tables, the terminal
+summary and the report use this; CSV and JSON keep full values."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+
+def number(value: Optional[float], digits: int = 3) -> str:
+    """``45.678 -> '45.7'``, ``0.012345 -> '0.0123'``, ``2.0 -> '2'``, None/NaN -> '-'. Integer digits
+    are never rounded away (``1234.5 -> '1234'``: a max_seq_len of 1024 must read 1024)."""
+    if value is None or isinstance(value, bool):
+        return "-" if value is None else str(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(value):
+        return "-"
+    if math.isinf(value) or value == 0:
+        return "0" if value == 0 else str(value)
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= 7 or magnitude < -4:
+        return f"{value:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - magnitude)
+    rounded = round(value, decimals)
+    text = f"{rounded:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def times_floor(ratio: Optional[float]) -> str:
+    """A KL as a multiple of the noise floor: ``'1.2x'``; below 0.01x (the reference engine itself) ``'<0.01x'``."""
+    if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
+        return "-"
+    return "<0.01x" if 0 <= ratio < 0.01 else f"{number(ratio)}x"
