@@ -50,6 +50,27 @@ class GenerationTrace:
         return len(self.token_ns)
 
 
+@dataclass
+class Activations:
+    """What ``hidden_states`` may return instead of a plain list: each component's fp32 output [seq,
+    hidden] (logits [seq, vocab]) of one forward, in forward order. As a sequence it is the plain list
+    (the embeddings, then each decoder layer's output), so callers of the list form keep working."""
+
+    embedding: np.ndarray
+    layers: list[np.ndarray]
+    final_norm: Optional[np.ndarray] = None  # the last decoder layer's output after the final norm
+    logits: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return 1 + len(self.layers)
+
+    def __getitem__(self, index):
+        return [self.embedding, *self.layers][index]
+
+    def __iter__(self):
+        return iter([self.embedding, *self.layers])
+
+
 class Adapter(ABC):
     """Base class for engine adapters. Subclasses set the class attributes and implement the methods.
 
@@ -72,6 +93,9 @@ class Adapter(ABC):
     supports_score: bool = False  # score(): every position's logits in one pass (task accuracy)
     supports_forced_top1: bool = False  # teacher_forced_top1(): chosen tokens only (the top-1 gate)
     supports_hidden_states: bool = False  # hidden_states(): per-layer states (gate diagnosis)
+    # hidden_states(tokens, decode=True): the states of a decode step with the cache filled (diagnosis
+    # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
+    supports_decode_hidden_states: ClassVar[bool] = False
     supports_routing: bool = False  # routing(): tokens per expert (MoE models)
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
@@ -159,9 +183,13 @@ class Adapter(ABC):
         engine chooses at each position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""
         raise Unsupported(f"{self.name} exposes neither step-wise logits nor forced top-1 tokens")
 
-    def hidden_states(self, tokens: Sequence[int]) -> list[np.ndarray]:
+    def hidden_states(self, tokens: Sequence[int], decode: bool = False) -> list[np.ndarray] | Activations:
         """Optional (``supports_hidden_states``): fp32 hidden states [seq, hidden] of one forward over
-        ``tokens``: the embeddings first, then each decoder layer's output."""
+        ``tokens``: the embeddings first, then each decoder layer's output (before the final norm). An
+        ``Activations`` adds the final norm's output and the logits, so a diagnosis can tell them from
+        the last layer. ``decode=True`` (only where ``supports_decode_hidden_states``): prefill
+        ``tokens[:-1]`` with the step-wise path, then return the states of the decode step that feeds
+        ``tokens[-1]`` ([1, hidden] each)."""
         raise Unsupported(f"{self.name} does not expose hidden states")
 
     def runs_quantized(self, point: Point) -> bool:

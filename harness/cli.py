@@ -7,12 +7,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness import __version__, cli_analysis, cli_output, lifecycle
+from harness import __version__, cli_analysis, cli_output, cli_results, lifecycle
 from harness.history import cli as history_cli
 from harness.errors import HarnessError
 from harness.options import (
-    add_baseline_options,
-    add_gate_options,
     add_plan_options,
     add_run_options,
     remote_code_error,
@@ -32,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--resume", action="store_true",
                      help="keep points whose record is ok or skipped with the same configuration; run the rest")
+    run.add_argument("--history", metavar="URL", default=None,
+                     help="also add this run's records to a results history (a SQLAlchemy URL, e.g. "
+                          "sqlite:///results/history.sqlite; see harness history)")
 
     verify = commands.add_parser("verify", help="run only the correctness gate of scenario files; exit 1 on any failure")
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
@@ -46,45 +47,15 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
 
-    report = commands.add_parser("report", help="render records as HTML (plots embedded), Markdown and CSV")
-    report.add_argument("sources", nargs="+", metavar="RESULTS",
-                        help="results directories, record files or pytest-benchmark JSON files")
-    report.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory, e.g. reports/nightly")
-    report.add_argument("--title", default=None)
-
-    baseline = commands.add_parser("baseline", help="save records as a named baseline")
-    baseline_commands = baseline.add_subparsers(dest="baseline_command", required=True)
-    save = baseline_commands.add_parser("save", help="store RESULTS as baseline NAME")
-    save.add_argument("sources", nargs="+", metavar="RESULTS")
-    save.add_argument("--name", required=True)
-    save.add_argument("--replace", action="store_true", help="overwrite an existing baseline of that name")
-    add_baseline_options(save.add_argument)
-    listing = baseline_commands.add_parser("list", help="list saved baselines")
-    add_baseline_options(listing.add_argument)
-
-    compare = commands.add_parser("compare", help="per-point ratios of NEW against BASE (speedup, energy, agreement)")
-    compare.add_argument("base", metavar="BASE", help="baseline name or records")
-    compare.add_argument("new", metavar="NEW", help="records")
-    compare.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
-    add_baseline_options(compare.add_argument)
-
     reference = commands.add_parser("reference", help="compute the gate references of scenario files (no device) "
                                     "so runners reuse them via --reference-dir")
     reference.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(reference.add_argument)
 
-    merge = commands.add_parser("merge", help="combine records from many runners into one results directory")
-    merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
-    merge.add_argument("-o", "--output", required=True, metavar="DIR")
-
     cli_analysis.add_parsers(commands)
-    _add_quickstart_parsers(commands)
+    cli_results.add_parsers(commands)
     history_cli.add_parser(commands)
 
-    gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
-    gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
-    add_gate_options(gate.add_argument)
-    add_baseline_options(gate.add_argument)
     return parser
 
 
@@ -94,10 +65,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cli_analysis.lm_eval(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "report": _report,
-                    "baseline": _baseline, "compare": _compare, "gate": _gate, "merge": _merge,
-                    "reference": _reference, "routing": cli_analysis.routing,
-                    "history": history_cli.run, "summary": _summary, "export": _export}
+        commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "reference": _reference, "routing": cli_analysis.routing,
+                    "history": history_cli.run, **cli_results.HANDLERS}
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -176,6 +145,11 @@ def _run_sweep(args) -> int:
         return 2
     cli_output.run_table(records)
     print(f"records written under {args.harness_results}/")
+    if args.history:
+        from harness.history import add_records
+
+        added = add_records(records, args.history, source=str(args.harness_results))
+        print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
     return 1 if any(r.status in ("failed", "timeout") or r.verdict == "fail" for r in records) else 0
 
 
@@ -225,78 +199,6 @@ def _verify_all(args) -> int:
     return 1 if failed else 0
 
 
-def _report(args) -> int:
-    from harness.io import check_writable_dir
-    from harness.report import build
-
-    check_writable_dir(args.output, "report -o")
-    written = build(args.sources, args.output, title=args.title)
-    print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
-    return 0
-
-
-def _add_quickstart_parsers(commands) -> None:
-    summary = commands.add_parser("summary", help="per engine and device: is it right, how fast, at what energy")
-    summary.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
-    summary.add_argument("--report", default=None, help="a report path to name at the end")
-    export = commands.add_parser("export", help="per-token and per-gate-position rows for other tools")
-    export.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
-    export.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
-    export.add_argument("-o", "--output", required=True, help="the file to write")
-
-
-def _summary(args) -> int:
-    from harness import results
-    from harness.summary import summarize
-
-    print(summarize([record for _, record in results.iter_records(args.sources)], report=args.report))
-    return 0
-
-
-def _export(args) -> int:
-    from harness import export, results
-    from harness.io import check_writable_file
-
-    check_writable_file(args.output, "export -o")
-    count = export.write([record for _, record in results.iter_records(args.sources)], args.output, args.format)
-    print(f"wrote {count} rows to {args.output}")
-    return 0
-
-
-def _baseline(args) -> int:
-    from harness import baseline
-    from harness.io import check_writable_dir
-
-    if args.baseline_command == "list":
-        for manifest in sorted(Path(args.harness_baselines_dir).glob(f"*/{baseline.MANIFEST}")):
-            print(manifest.parent.name)
-        return 0
-    check_writable_dir(args.harness_baselines_dir, "baseline save --baselines-dir")
-    target = baseline.save(args.sources, args.name, Path(args.harness_baselines_dir), replace=args.replace)
-    print(f"baseline {args.name!r} saved at {target}")
-    return 0
-
-
-def _records(sources):
-    from harness.results import iter_records
-
-    return [record for _, record in iter_records(sources)]
-
-
-def _compare(args) -> int:
-    from harness import baseline
-    from harness.compare import comparison, format_table
-    from harness.io import check_writable_file
-
-    if args.csv:
-        check_writable_file(args.csv, "compare --csv")
-    table = comparison(baseline.load(args.base, Path(args.harness_baselines_dir)), _records([args.new]))
-    print(format_table(table))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
-    return 0
-
-
 def _reference(args) -> int:
     scenarios = [s for s in _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
                  if s.gate is not None]
@@ -308,48 +210,6 @@ def _reference(args) -> int:
         runner.prepare_reference(scenario)
     print(f"references under {runner.reference_dir}/")
     return 0
-
-
-def _merge(args) -> int:
-    from harness import results
-    from harness.io import check_writable_dir
-    from harness.shard import merge
-
-    check_writable_dir(args.output, "merge -o")
-    merged, conflicts = merge(results.iter_records(args.sources))
-    if not merged:
-        print(f"ERROR no result records under {', '.join(args.sources)}", file=sys.stderr)
-        return 2
-    if conflicts:
-        print("ERROR conflicting records for the same point (nothing written):", file=sys.stderr)
-        for line in conflicts:
-            print(f"  {line}", file=sys.stderr)
-        return 2
-    for record in merged:
-        results.write(record, args.output)
-    statuses = {s: sum(r.status == s for r in merged) for s in results.STATUSES}
-    print(f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})")
-    return 0
-
-
-def gate_report(outcome, baseline_name: str) -> list[str]:
-    """Lines explaining a regression-gate outcome, point by point."""
-    lines = [str(finding) for finding in outcome.findings]
-    lines += [f"note {note}" for note in outcome.notes]
-    verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"
-    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
-    return lines
-
-
-def _gate(args) -> int:
-    from harness import baseline
-    from harness.regression import check, parse_thresholds
-
-    thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
-    base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
-    outcome = check(base, _records(args.sources), thresholds)
-    print("\n".join(gate_report(outcome, args.harness_baseline)))
-    return 0 if outcome.passed else 1
 
 
 def _devices(args) -> int:

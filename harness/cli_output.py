@@ -52,3 +52,12 @@ def run_table(records) -> None:
             print(f"    gate not run: {r.correctness.skipped}")
         elif r.correctness and r.correctness.report:
             print("    " + r.correctness.report.replace("\n", "\n    "))
+
+
+def gate_report(outcome, baseline_name: str) -> list[str]:
+    """Lines explaining a regression-gate outcome, point by point."""
+    lines = [str(finding) for finding in outcome.findings]
+    lines += [f"note {note}" for note in outcome.notes]
+    verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"
+    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
+    return lines

@@ -267,33 +267,6 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     )
 
 
-def diagnose(device, reference_engine, tokens: Sequence[int], min_error: float = 1e-4) -> dict:
-    """Per-layer agreement of hidden states over all positions: cosine, relative and max-abs error.
-
-    Informational. ``departs_at_layer`` is the decoder layer whose output's relative error jumps the
-    most over the previous layer's (errors from precision grow smoothly; a faulty layer jumps), or None
-    when no layer's relative error reaches ``min_error``. Index 0 of ``layers`` is the embedding output,
-    index i the output of decoder layer i - 1. Cosine alone hides faults: residual streams with large
-    outlier dimensions keep it above 0.999 through a swapped pair of attention heads.
-    """
-    ours, theirs = device.hidden_states(tokens), reference_engine.hidden_states(tokens)
-    if len(ours) != len(theirs):
-        return {"error": f"device has {len(ours) - 1} layers, reference {len(theirs) - 1}"}
-    layers = []
-    for index, (a, b) in enumerate(zip(ours, theirs)):
-        a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-        norm = np.linalg.norm(b64) + 1e-30
-        layers.append({
-            "index": index,
-            "cosine": float(a64 @ b64 / (np.linalg.norm(a64) * norm)),
-            "relative_error": float(np.linalg.norm(a64 - b64) / norm),
-            "max_abs": float(np.max(np.abs(a64 - b64))),
-        })
-    errors = [layer["relative_error"] for layer in layers]
-    jumps = [(errors[i] / max(errors[i - 1], 1e-6), i - 1) for i in range(1, len(errors)) if errors[i] >= min_error]
-    return {"layers": layers, "departs_at_layer": max(jumps)[1] if jumps else None}
-
-
 def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
     """A readable table: prompt, position, both tokens as text and id, both top-k with log-probs."""
 

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -34,7 +35,8 @@ class Limits:
     memory_limit_mb: Optional[int] = None
 
 
-def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lambda message: None):
+def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lambda message: None,
+                 progress=lambda phase: None):
     """The point's record, produced by a child process (see module docstring)."""
     from harness import results
     from harness.record import Failure
@@ -54,7 +56,7 @@ def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lam
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
         command = [sys.executable, "-m", "harness.worker", str(work / "job.json"), str(record_file)]
         with output_file.open("wb") as output:
-            code, timed_out = _run_child(command, output, env, limits.timeout_s)
+            code, timed_out = _run_child(command, output, env, limits.timeout_s, _PhaseRelay(work / "phase", progress))
         if record_file.exists() and not timed_out:
             record = results.read(record_file)
             for message in record.log:  # the child's progress lines, in order
@@ -89,7 +91,42 @@ def _memory_limit(limits: Limits) -> str:
     return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
 
 
-def _run_child(command: list[str], output, env: dict, timeout_s: Optional[float]) -> tuple[int, bool]:
+class _PhaseRelay:
+    """The worker writes its current phase (loading, timing round i/n, ...) to a file; the parent passes
+    changes on to its progress bar while it waits."""
+
+    def __init__(self, path: Path, progress):
+        self.path, self.progress, self.last = path, progress, None
+
+    def poll(self) -> None:
+        try:
+            phase = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return
+        if phase and phase != self.last:
+            self.last = phase
+            self.progress(phase)
+
+
+def _wait(child, timeout_s: Optional[float], relay: Optional[_PhaseRelay]) -> None:
+    """``child.wait(timeout_s)``, relaying the worker's phase twice a second."""
+    if relay is None:
+        child.wait(timeout=timeout_s)
+        return
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        step = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+        if step <= 0:
+            raise subprocess.TimeoutExpired(child.args, timeout_s)
+        try:
+            child.wait(timeout=step)
+            return
+        except subprocess.TimeoutExpired:
+            relay.poll()
+
+
+def _run_child(command: list[str], output, env: dict, timeout_s: Optional[float],
+               relay: Optional[_PhaseRelay] = None) -> tuple[int, bool]:
     """Run the worker as the leader of a new process group; its exit code and whether it timed out.
 
     Whatever ends the wait (the worker's exit, the time limit, an exception or a signal raised here),
@@ -107,7 +144,7 @@ def _run_child(command: list[str], output, env: dict, timeout_s: Optional[float]
             finally:
                 os.close(watch_read)
         try:
-            child.wait(timeout=timeout_s)
+            _wait(child, timeout_s, relay)
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:

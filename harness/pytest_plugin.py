@@ -247,7 +247,7 @@ def pytest_sessionfinish(session, exitstatus):
     from pathlib import Path
 
     from harness import baseline
-    from harness.cli import gate_report
+    from harness.cli_output import gate_report
     from harness.errors import HarnessError
     from harness.regression import check, key
 

@@ -111,7 +111,10 @@ POINT_COLUMNS = ["scenario", "point_id", "status", "host", "adapter", "device", 
                  *metrics.HEADLINE, "peak_rss_mb", "gate_verdict"]
 
 
-def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None = None) -> Written:
+def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None = None,
+          history: str | None = None) -> Written:
+    """The report of ``sources``; with ``history`` (a results-history URL) also trend plots of the
+    points that moved and the table of open change points."""
     from jinja2 import Environment, PackageLoader, select_autoescape
     from markupsafe import Markup
 
@@ -135,6 +138,14 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         "not_run": tables.not_run(df),
         "points": df[[c for c in POINT_COLUMNS if c in df]],
     }
+    trend_plots = []
+    if history:
+        from harness.history.trends import trend_figures
+
+        trend = trend_figures(history, out / "plots" / "trends")
+        named_tables["open_change_points"] = trend.open_changes
+        trend_plots = [(f"trend-{path.parent.name}-{path.stem}", f"trend: {path.parent.name}::{path.stem}", path)
+                       for path in trend.figures]
     moe_tables, moe_plots = moe_report.build(df, pairs)
     accuracy_tables, accuracy_plots = accuracy_report.build(pairs)
     named_tables.update(moe_tables, **accuracy_tables)
@@ -153,6 +164,12 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         plot_files[-1].write_bytes(png)
         rendered_plots.append({"slug": plot.slug, "title": plot.title, "caption": plot.caption,
                                "png": base64.b64encode(png).decode("ascii")})
+
+    for slug, plot_title, path in trend_plots:  # already rendered by the history module
+        plot_files.append(path)
+        rendered_plots.append({"slug": slug, "title": plot_title, "file": path.relative_to(out).as_posix(),
+                               "png": base64.b64encode(path.read_bytes()).decode("ascii"),
+                               "caption": "each night's value with its spread; change points and verdict changes marked"})
 
     summary = {
         "points": len(df),
@@ -187,7 +204,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         md += ["## MoE routing per layer\n", markdown_table(named_tables["moe_layers"])]
     if not named_tables["not_run"].empty:
         md += ["## Skipped and failed points\n", markdown_table(named_tables["not_run"])]
-    md += ["## Plots\n"] + [f"![{p['title']}](plots/{p['slug']}.png)\n\n{p['caption']}\n" for p in rendered_plots]
+    md += ["## Plots\n"] + [f"![{p['title']}]({p.get('file') or 'plots/' + p['slug'] + '.png'})\n\n{p['caption']}\n"
+                           for p in rendered_plots]
     md_path = out / "summary.md"
     md_path.write_text("\n".join(md), encoding="utf-8")
     return Written(out, html_path, md_path, csv_files, plot_files)

@@ -64,7 +64,8 @@ class Runner:
             record = steps.new_record(self.session, scenario, point)
             record.status, record.reason = "skipped", reason
         else:
-            record = run_in_child(self.session.options(), scenario, point, self.limits, self.log)
+            record = run_in_child(self.session.options(), scenario, point, self.limits, self.log,
+                                  progress=self.session.progress)
             record.settings = record.settings or self.session.settings_of(scenario)
             record.environment = record.environment or self.session.environment()
             record.started_at = record.started_at or started
@@ -117,6 +118,8 @@ class Runner:
             with tqdm(total=len(work), desc="sweep", unit="point", disable=not progress, file=sys.stderr) as bar:
                 for scenario, point in work:
                     bar.set_postfix_str(f"{scenario.name}::{point.id}")
+                    if progress:  # the point's phase (loading, timing round i/n, gate prompt j/m) on the bar
+                        self.session.progress = lambda phase, name=scenario.name: bar.set_postfix_str(f"{name}::{phase}")
                     record = (self.finished(scenario, point) if resume else None) or self.run_point(scenario, point)
                     records.append(record)
                     bar.update()
@@ -126,4 +129,6 @@ class Runner:
         except lifecycle.Interrupted as exc:
             exc.done, exc.total = len(records), len(work)
             raise
+        finally:
+            self.session.progress = lambda phase: None
         return records

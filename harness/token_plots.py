@@ -13,9 +13,10 @@ KL_LINES = {"noise floor": (1.0, "#616161"), "drift": (5.0, "#ef6c00"), "fail": 
 
 
 def _name(record: Record, several_scenarios: bool) -> str:
-    name = f"{record.point.get('adapter')}:{record.point.get('device')}"
-    rest = record.point_id.split("-", 2)[2:] if record.point_id.count("-") >= 2 else []
-    name += f" {rest[0]}" if rest else ""
+    """``adapter:device`` plus the rest of the point id (``bf16-seq256``)."""
+    adapter, device = record.point.get("adapter"), record.point.get("device")
+    rest = record.point_id.removeprefix(f"{adapter}-{device}-").removeprefix(f"{adapter}-{device}")
+    name = f"{adapter}:{device}" + (f" {rest}" if rest else "")
     return f"{record.scenario} {name}" if several_scenarios else name
 
 

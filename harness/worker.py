@@ -42,6 +42,8 @@ def run_job(job_file: str, record_file: str) -> int:
     point = Point(**job["point"])
     messages: list[str] = []
     session = Session.from_options(job["session"], log=messages.append)
+    phase = Path(record_file).with_name("phase")  # read by the parent's progress bar
+    session.progress = lambda text: phase.write_text(text, encoding="utf-8")
     record = steps.execute(session, scenario, point)
     record.log = messages
     write_json_atomic(record_file, record.to_dict(), indent=None)

@@ -7,6 +7,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=$(bash "$root/scripts/setup.sh" | tail -n 1)
 cd "$root"
 status=0
+# The summary and the report show this run's points only: records of an earlier run (another version of
+# the scenario) go, unless the run resumes them.
+[[ " $* " == *" --resume "* ]] || rm -rf results/quickstart
 # The run's own table goes to stderr beside its progress bar: the summary below is the answer.
 "$venv/bin/harness" run scenarios/quickstart.yaml --results results "$@" >&2 || status=$?
 if [[ -d results/quickstart ]]; then

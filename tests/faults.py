@@ -122,4 +122,27 @@ class HeadMapping(HFAdapter):
         layer.self_attn.o_proj.register_forward_pre_hook(swap)
 
 
+class MissingEmbedScale(HFAdapter):
+    """The embeddings are not multiplied by the model's ``embed_scale`` (Gemma's sqrt(hidden_size)): a
+    Gemma port written like a Llama one. Models without a scale get a wrong one (x 1/8) instead."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        embeddings = self.model.get_input_embeddings()
+        scale = float(getattr(embeddings, "embed_scale", 8.0))
+
+        def unscale(module, args, output):
+            return output / scale
+
+        embeddings.register_forward_hook(unscale)
+
+
+class WrongFinalNorm(HFAdapter):
+    """The final norm's gain is doubled (Gemma's ``1 + weight`` applied to weights that already hold it)."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        _decoder(self.model).norm.register_forward_hook(lambda module, args, output: output * 2)
+
+
 FAULTS = [InterleavedRope, PositionOffByOne, StaleKVCache, RightPadding, SkippedLayer, HeadMapping]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import cli, gate, models
+from harness import cli, diagnosis, gate, models
 from harness.prompts import select_gate_prompts
 from harness.reference import (
     PromptReference,
@@ -258,7 +258,7 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
     for adapter in (healthy, broken):
         adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))
     tokens = tiny_llama.tokenizer().encode("The harbour town woke slowly").ids
-    assert gate.diagnose(healthy, healthy, tokens)["departs_at_layer"] is None
-    report = gate.diagnose(broken, healthy, tokens)
-    assert report["departs_at_layer"] == 1  # tiny-llama has 2 layers; the fault skips the middle one
-    assert report["layers"][1]["cosine"] == pytest.approx(1.0)
+    assert diagnosis.diagnose(healthy, healthy, tokens).departs_at_layer is None
+    report = diagnosis.diagnose(broken, healthy, tokens)
+    assert report.departs_at_layer == 1  # tiny-llama has 2 layers; the fault skips the middle one
+    assert report.components[1].cosine == pytest.approx(1.0)

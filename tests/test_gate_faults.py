@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness.adapters.hf import HFAdapter
-from harness import gate, models
+from harness import diagnosis, gate, models
 from harness.adapter import LoadSettings
 from harness.prompts import select_gate_prompts
 from harness.reference import ReferenceSettings, ReferenceStore
@@ -74,8 +74,8 @@ def test_diagnosis_points_at_the_faulty_layer(gemma, reference):
     for adapter in (healthy, broken):
         adapter.load(gemma, POINT, LoadSettings(dtype="bf16", threads=2))
     first = reference.prompts[0]
-    report = gate.diagnose(broken, healthy, first.prompt_ids + first.tokens[:-1])
-    assert report["departs_at_layer"] == gemma_middle_layer(gemma)
+    report = diagnosis.diagnose(broken, healthy, first.prompt_ids + first.tokens[:-1])
+    assert report.departs_at_layer == gemma_middle_layer(gemma)
 
 
 def gemma_middle_layer(gemma) -> int:

@@ -254,3 +254,37 @@ def test_the_history_command_imports_no_database_library(pytester):
             "print(sorted(heavy & set(sys.modules)))")
     result = pytester.run(sys.executable, "-c", code)
     assert result.stdout.lines[-1] == "[]"
+
+
+def test_the_report_shows_trends_and_open_change_points_from_a_history(tmp_path):
+    from harness.report import build
+
+    db = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    nights = history(tmp_path, 40, seed=8, step_at=25, step=0.06)
+    for path in nights:
+        assert harness_history("add", path, "--db", db) == 0
+    written = build([nights[-1]], tmp_path / "report", history=db)
+    page = written.html.read_text()
+    assert "Open change points" in page and "trend: demo::p" in page and "trend: demo::q" not in page
+    assert any(p.name == "p.png" and p.exists() for p in written.plots)
+    assert "](plots/trends/demo/p.png)" in written.markdown.read_text()
+
+
+def test_harness_run_adds_its_records_to_a_history(tmp_path, write_scenario, fake_adapters, capsys):
+    from harness import cli as harness_cli
+
+    scenario = write_scenario("""
+model: tiny-llama
+prompts: ["The river"]
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 2}
+sweep:
+  adapter: [fake]
+""")
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress",
+            "--no-energy", "--history", db]
+    assert harness_cli.main(argv) == 0
+    assert "history: run #1 in" in capsys.readouterr().out
+    assert harness_history("list", "--db", db) == 0
+    assert "fake-cpu" in capsys.readouterr().out or count(db, "runs") == 1

@@ -122,3 +122,36 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     assert json.loads((tmp_path / "demo" / "shared.json").read_text())["metrics"]["i"] == 39
     assert len(results.load(tmp_path)) == 81
     assert os.path.exists(tmp_path / "demo" / "w1-39.json")
+
+
+def test_an_isolated_point_relays_its_phase_to_the_parent(write_scenario, tmp_path, fake_adapters):
+    # The timed rounds last at least 2 s (min_time_s), so the parent's twice-a-second poll sees them.
+    loaded = planning.load(write_scenario("""
+model: tiny-llama
+prompts: ["The river"]
+generation: {max_new_tokens: 6}
+measurement: {warmup_rounds: 1, min_rounds: 2, min_time_s: 2}
+sweep:
+  adapter: [fake]
+"""))
+    runner = Runner(results_dir=tmp_path, isolate=True, energy=False)
+    phases: list[str] = []
+    runner.session.progress = phases.append
+    [point] = expand(loaded)
+    assert runner.run_point(loaded, point).status == "ok"
+    assert any("timing round" in phase for phase in phases), phases
+    assert all(phase.startswith(point.id) for phase in phases)
+
+
+def test_the_phase_relay_passes_on_changes_only(tmp_path):
+    from harness.isolation import _PhaseRelay
+
+    seen: list[str] = []
+    relay = _PhaseRelay(tmp_path / "phase", seen.append)
+    relay.poll()  # no file yet: nothing
+    (tmp_path / "phase").write_text("loading")
+    relay.poll()
+    relay.poll()
+    (tmp_path / "phase").write_text("timing round 1/3")
+    relay.poll()
+    assert seen == ["loading", "timing round 1/3"]

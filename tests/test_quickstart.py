@@ -149,3 +149,22 @@ gate: {{k: 5, tokens: 4, prompts: 2}}
     assert tail[0].startswith("converting") and tail[1].startswith("loading hf")
     assert tail[2:] == ["warm-up 1/1", "timing round 1/2", "timing round 2/2", "gate prompt 1/2", "gate prompt 2/2"]
     assert json.dumps(phases)  # plain text
+
+
+def test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots(tmp_path):
+    from harness.report import build
+
+    from .test_report import chromium, console_messages, screenshot, screenshot_is_plotted
+
+    for r in quickstart_records():
+        results.write(r, tmp_path / "results")
+    written = build([tmp_path / "results"], tmp_path / "report")
+    loaded = chromium("--dump-dom", written.html.resolve().as_uri(), cwd=tmp_path)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    n = len(written.plots)
+    assert n >= 3 and f'data-plots-shown="{n}/{n}"' in loaded.stdout
+    assert 'alt="Per-token timeline"' in loaded.stdout and 'alt="Gate: per-position KL' in loaded.stdout
+    assert console_messages(loaded.stderr) == []
+    shot = tmp_path / "shot.png"
+    screenshot(written.html, shot, height=2400, max_bytes=500_000)
+    assert shot.stat().st_size < 500_000 and screenshot_is_plotted(shot)

@@ -50,7 +50,7 @@ def execute(session: Session, scenario: Scenario, point: Point,
 def _steps(session: Session, scenario: Scenario, point: Point, record: Record, on_round) -> None:
     from harness.steps import probes, resolve, timing, verify
 
-    first_use = scenario.model.model_dump_json() not in session._models
+    first_use = not session.has_model(scenario)
     session.progress(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
     resolved = resolve.resolve(session, scenario, point)
     apply(record, resolved.part)

@@ -33,7 +33,7 @@ class Session:
     energy: bool = True  # energy (Zeus), CPU time and the roofline around the timed rounds
     log: Callable[[str], None] = field(default=lambda message: None, repr=False)
     # The current point's phase ("converting the model", "timing round 2/4", "gate prompt 1/2"), e.g.
-    # a progress bar's postfix. In-process only: an isolated child has no way to the parent's bar.
+    # a progress bar's postfix; an isolated worker relays it through a file (harness.isolation).
     progress: Callable[[str], None] = field(default=lambda phase: None, repr=False)
     _models: dict[str, models.ResolvedModel] = field(default_factory=dict, repr=False)
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
@@ -65,6 +65,9 @@ class Session:
     @staticmethod
     def settings_of(scenario: Scenario) -> dict:
         return scenario.model_dump(include=SETTINGS_PARTS)
+
+    def has_model(self, scenario: Scenario) -> bool:
+        return scenario.model.model_dump_json() in self._models
 
     def model(self, scenario: Scenario) -> models.ResolvedModel:
         key = scenario.model.model_dump_json()

@@ -64,23 +64,25 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         created_at=reference.created_at, versions=reference.versions, noise_floor=reference.noise_floor,
         prompts=len(reference.prompts), tokens=reference.settings["tokens"])})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
-    if result.verdict != "pass" and adapter.supports_hidden_states:
-        part.diagnosis = diagnose(resolved, adapter, reference)
-        layer = part.diagnosis.get("departs_at_layer")
-        if layer is not None:
-            part.report += f"\ndiagnosis: hidden states depart from HF at decoder layer {layer}"
+    if result.verdict != "pass":
+        found = diagnose(resolved, adapter, reference, result)
+        part.diagnosis = found.to_dict()
+        if found.departs_at is not None:
+            part.report += (f"\ndiagnosis: activations depart from HF at {found.departs_at} "
+                            f"({found.phase}, prompt {found.prompt})")
     return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 
-def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference) -> dict:
-    """Per-layer hidden states against HF in the reference dtype, on the first gate prompt."""
-    from harness import gate
+def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
+    """Where the device first departs from HF (in the reference dtype), on the prompt the gate failed first."""
+    from harness.diagnosis import Diagnosis, diagnose_failure
     from harness.reference import hf_engine
 
+    if not adapter.supports_hidden_states:  # no HF engine to load for nothing
+        return Diagnosis(not_run=f"{adapter.name} exposes no hidden states")
     scenario = resolved.scenario
     with hf_engine(resolved.model, scenario.gate.reference_dtype, scenario.measurement.threads) as engine:
-        first = reference.prompts[0]
-        return gate.diagnose(adapter, engine, first.prompt_ids + first.tokens[:-1])
+        return diagnose_failure(adapter, engine, reference, result)
 
 
 def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[dict], point_id: str) -> Part:

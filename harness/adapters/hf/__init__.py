@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapter import Activations, Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -27,6 +27,7 @@ class HFAdapter(Adapter):
     supports_logits = True
     supports_score = True
     supports_hidden_states = True
+    supports_decode_hidden_states = True
     supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
 
@@ -200,12 +201,42 @@ class HFAdapter(Adapter):
             raise RuntimeError("decode() before prefill()")
         return self._forward([token])
 
-    def hidden_states(self, tokens: Sequence[int]):
+    def hidden_states(self, tokens: Sequence[int], decode: bool = False):
+        """Each component's output, captured by forward hooks (registered after any other hook, so they
+        see what the next module sees). Not ``output_hidden_states``: transformers replaces its last
+        entry with the final norm's output, which would make a wrong final norm look like a wrong
+        last layer. Models without the usual ``model.layers``/``model.norm`` layout get that list."""
         torch = self._torch
-        with torch.inference_mode():
-            tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-            out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
-        return [h[0].float().cpu().numpy() for h in out.hidden_states]
+        base = getattr(self.model, "model", None)
+        if getattr(base, "layers", None) is None or getattr(base, "norm", None) is None:
+            with torch.inference_mode():
+                tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+                out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
+            return [h[0].float().cpu().numpy() for h in out.hidden_states]
+        captured: dict = {}
+
+        def keep(key):
+            def hook(module, args, output):
+                tensor = output[0] if isinstance(output, tuple) else output
+                captured[key] = tensor[0].float().cpu().numpy()
+            return hook
+
+        modules = [("embedding", self.model.get_input_embeddings()), ("norm", base.norm),
+                   *((index, layer) for index, layer in enumerate(base.layers))]
+        handles = [module.register_forward_hook(keep(key)) for key, module in modules]
+        try:
+            if decode:
+                self.prefill(list(tokens[:-1]))
+                logits = self.decode(int(tokens[-1]))[None, :]
+            else:
+                with torch.inference_mode():
+                    tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+                    logits = self.model(input_ids=tensor, use_cache=False).logits[0].float().cpu().numpy()
+        finally:
+            for handle in handles:
+                handle.remove()
+        layers = [captured[index] for index in range(len(base.layers))]
+        return Activations(captured["embedding"], layers, captured["norm"], logits)
 
     def device_memory(self):
         torch, kind = self._torch, self.device.type
