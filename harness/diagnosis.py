@@ -68,8 +68,12 @@ def _named(states) -> list[tuple[str, np.ndarray]]:
     return names
 
 
-def compare(ours, theirs, min_error: float = 1e-2, jump: float = 4.0) -> Diagnosis:
-    """Pure: per-component agreement of two activation sets and the first component that departs."""
+def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnosis:
+    """Pure: per-component agreement of two activation sets and the first component that departs.
+
+    ``min_error`` sits above precision noise at a single decode position (Gemma 3 270M, fp32 device
+    against bf16 HF: 0.012 at layer 0, 0.005 at most over a prefill; a decode step at the wrong
+    position: 0.027 at layer 0)."""
     a_named, b_named = _named(ours), _named(theirs)
     shared = min(len(a_named), len(b_named))  # a plain list lacks the final norm and logits: compare the rest
     if [n for n, _ in a_named[:shared]] != [n for n, _ in b_named[:shared]] or shared < 2:
