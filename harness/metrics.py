@@ -108,6 +108,9 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}
 BY_ALIAS: dict[str, Metric] = {m.alias: m for m in CATALOGUE if m.alias}
 # What a summary shows first, in this order (overview tables, the run table, comparisons).
 HEADLINE = ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "energy_per_token_mj")
+# Metrics summarised per independent launch (record.samples.launches); the regression gate tests these
+# on launch-level values.
+LAUNCH = HEADLINE
 # Per-token spread, in the order the spread table lists it.
 SPREAD = ("ms_per_token_p50", "ms_per_token_p90", "ms_per_token_p99", "ms_per_token_mean", "ms_per_token_stddev")
 

@@ -93,12 +93,66 @@ class RoundSample(Part):
     ttft_s: float
     gaps_s: list[float]
     e2e_s: float
+    launch: int = 0  # which independent launch (record.samples.launches) timed it
+
+
+class Drift(Part):
+    """The trend of a per-round figure within one launch: throttling or a neighbour starting shows as a slope."""
+
+    metric: str
+    slope_per_round: float  # relative change per round (0.01 = +1 % a round), from a Theil-Sen fit
+    p_value: Optional[float] = None
+    flagged: bool = False
+    why: Optional[str] = None
+
+
+class Launch(Part):
+    """One independent launch of a point: a fresh worker loaded the engine afresh and ran the warm-up and
+    the timed rounds. ``medians`` are the launch's medians of the headline metrics (``metrics.LAUNCH``)."""
+
+    index: int
+    status: str = "ok"
+    reason: Optional[str] = None
+    medians: dict[str, Optional[Number]] = Field(default_factory=dict)
+    rounds: int = 0
+    drift: list[Drift] = Field(default_factory=list)
+    machine: dict[str, Any] = Field(default_factory=dict)  # harness.machine_state during the timed window
+    started_at: Optional[str] = None
+    wall_s: Optional[Number] = None
+
+
+class Interval(Part):
+    """A metric over launches: the median of launch medians with its 95 % confidence interval."""
+
+    estimate: Optional[Number] = None
+    low: Optional[Number] = None
+    high: Optional[Number] = None
+    cv: Optional[Number] = None  # launch-to-launch coefficient of variation
+    launches: int = 0
+    samples: int = 0  # per-round (or per-token) values behind the estimate
+    method: str = "single launch"  # bootstrap | t | single launch
 
 
 class Samples(Part):
     rounds: list[RoundSample] = Field(default_factory=list)
     warmup_s: list[float] = Field(default_factory=list)
     rounds_ms: Optional[dict[str, list[float]]] = None  # records carried in pytest-benchmark JSON keep only these
+    launches: list[Launch] = Field(default_factory=list)
+    intervals: dict[str, Interval] = Field(default_factory=dict)  # metric name -> over launches
+
+
+class TimeSplit(Part):
+    """Where a point's wall time went, in seconds, summed over its launches (``harness.accounting``)."""
+
+    process_start_s: Number = 0.0
+    imports_s: Number = 0.0
+    conversion_s: Number = 0.0
+    load_s: Number = 0.0
+    warmup_s: Number = 0.0
+    timed_s: Number = 0.0
+    gate_s: Number = 0.0
+    accuracy_s: Number = 0.0
+    other_s: Number = 0.0
 
 
 class Failure(Part):
@@ -138,6 +192,7 @@ class Record(BaseModel):
     metrics: dict[str, Optional[Number]] = Field(default_factory=dict)  # names in harness.metrics
     units: dict[str, str] = Field(default_factory=dict)
     samples: Samples = Field(default_factory=Samples)  # raw timings, so statistics can be recomputed
+    time_split: Optional[TimeSplit] = None
     correctness: Optional[Correctness] = None  # None: the scenario has no gate
     accuracy: Optional[Accuracy] = None  # None: the scenario asks for no task accuracy
     adapter: dict[str, Any] = Field(default_factory=dict)  # adapter.describe()

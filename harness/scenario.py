@@ -65,11 +65,21 @@ class Measurement(_Strict):
     min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
     max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
     threads: Optional[PositiveInt] = Field(None, description="engine threads; default: the engine's own")
+    launches: PositiveInt = Field(1, description="independent launches per point (fresh worker and load each), "
+                                                 "interleaved across the sweep")
+    target_rel_ci: Optional[PositiveFloat] = Field(
+        None, description="adaptive: stop adding launches to a point once the 95 % interval of its median "
+                          "tpot is within +-this fraction (0.02 = 2 %); needs max_launches")
+    max_launches: Optional[PositiveInt] = Field(None, description="with target_rel_ci: at most this many launches")
 
     @model_validator(mode="after")
     def _rounds_consistent(self):
         if self.max_rounds < self.min_rounds:
             raise ValueError(f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
+        if self.target_rel_ci is not None and self.max_launches is None:
+            raise ValueError("target_rel_ci needs max_launches (the most launches a point may take)")
+        if self.max_launches is not None and self.max_launches < self.launches:
+            raise ValueError(f"max_launches ({self.max_launches}) must be >= launches ({self.launches})")
         return self
 
 
