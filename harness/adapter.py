@@ -97,6 +97,9 @@ class Adapter(ABC):
     # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
     supports_decode_hidden_states: ClassVar[bool] = False
     supports_routing: bool = False  # routing(): tokens per expert (MoE models)
+    # Modules a worker imports once, before its first point, so their import time is paid (and
+    # accounted as "imports") once per worker rather than inside a point's load.
+    engine_modules: ClassVar[tuple[str, ...]] = ()
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -191,6 +194,18 @@ class Adapter(ABC):
         ``tokens[:-1]`` with the step-wise path, then return the states of the decode step that feeds
         ``tokens[-1]`` ([1, hidden] each)."""
         raise Unsupported(f"{self.name} does not expose hidden states")
+
+    def can_serve(self, loaded: Point, point: Point, settings: LoadSettings) -> bool:
+        """Whether this engine, loaded for ``loaded`` with ``settings``, can run ``point`` (same model and
+        load settings: the caller checks those) without reloading and without changing what is measured.
+        Default: no; an adapter says yes for axes its loaded engine takes per call (a prompt length),
+        never for ones fixed at load (precision, quantization, a static KV size, a compiled graph)."""
+        return False
+
+    @staticmethod
+    def differs_only_in(loaded: Point, point: Point, axes: frozenset[str]) -> bool:
+        """True when the two points' axes are equal apart from ``axes``."""
+        return all(value == getattr(point, axis) for axis, value in loaded.axes().items() if axis not in axes)
 
     def runs_quantized(self, point: Point) -> bool:
         """True when the point runs an approximation of the model (quantized weights, or experts with

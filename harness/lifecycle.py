@@ -121,6 +121,9 @@ def die_with_parent(watch_fd: int) -> None:
     in native code cannot stop it."""
     if os.fork() == 0:
         try:
+            # Only the watch pipe: a reaper holding, say, the worker's reply pipe would hide the worker's death.
+            os.closerange(3, watch_fd)
+            os.closerange(watch_fd + 1, os.sysconf("SC_OPEN_MAX"))
             while True:
                 try:
                     if not os.read(watch_fd, 64):

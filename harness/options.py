@@ -25,9 +25,13 @@ def add_run_options(add, prefix: str = "") -> None:
         help="store of HF references for the gate (default: <results>/references)")
     add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
         help="recompute gate references even when a stored one matches")
-    add(f"--{prefix}isolation", dest="harness_isolation", choices=("point", "none"), default="point",
-        help="point: each point in its own process, so a crash or hang fails only that point (default); "
-             "none: all in this process (faster, no protection)")
+    add(f"--{prefix}isolation", dest="harness_isolation", choices=("worker", "point", "none"), default="worker",
+        help="worker: points run in isolated worker processes that live across the points sharing an engine "
+             "and a model, so a crash or hang fails only that point (default); point: a fresh process per "
+             "point; none: all in this process (no protection)")
+    add(f"--{prefix}launches", dest="harness_launches", type=int, default=None, metavar="N",
+        help="independent launches per point (fresh worker and engine load each), overriding the scenarios' "
+             "measurement.launches")
     add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
         help="per-point time limit with isolation (default 3600)")
     add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
@@ -58,10 +62,18 @@ def runner_from(options, check: bool = True, **overrides):
     return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
                   reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
                   refresh_reference=options.harness_refresh_reference,
-                  isolate=options.harness_isolation == "point",
+                  isolation=options.harness_isolation, launches=_launches(options.harness_launches),
                   allow_remote_code=options.harness_trust_remote_code,
                   energy=not options.harness_no_energy,
                   limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
+
+
+def _launches(value):
+    from harness.errors import UsageError
+
+    if value is not None and value < 1:
+        raise UsageError(f"--launches: expected a whole number of at least 1, got {value}")
+    return value
 
 
 def check_outputs(options, prefix: str = "") -> None:

@@ -241,6 +241,8 @@ def pytest_deselected(items):
 def pytest_sessionfinish(session, exitstatus):
     """``--harness-baseline NAME``: gate this session's records against a saved baseline."""
     config = session.config
+    if RUNNER in config.stash:
+        config.stash[RUNNER].close()  # the isolated worker kept for a next point
     name = config.option.harness_baseline
     if not name or SESSION not in config.stash:
         return

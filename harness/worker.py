@@ -1,8 +1,10 @@
-"""The isolated side of ``harness.isolation``: ``python -m harness.worker JOB RECORD`` runs one point's
-steps and writes its record where the parent asked. Imports steps, never the runner.
+"""The isolated side of ``harness.isolation``: ``python -m harness.worker --serve DIR --reply-fd N
+--watch-fd M`` imports the engine once, then serves points: for each number ``i`` read on stdin it runs
+``DIR/job-i.json``'s point, writes ``DIR/record-i.json`` and answers ``done i`` on the reply pipe. Its
+first answer is ``ready <seconds spent importing>``. Imports steps, never the runner.
 
-``--watch-fd N`` (always passed by the parent) is the read end of a pipe from the parent: before
-anything else, a reaper is forked that kills this process group when the parent goes away
+``--watch-fd`` (always passed by the parent) is the read end of a pipe from the parent: before anything
+else, a reaper is forked that kills this process group when the parent goes away
 (``harness.lifecycle.die_with_parent``)."""
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import resource
 import sys
+import time
 from pathlib import Path
 
 
@@ -26,38 +30,64 @@ def _register_in_process_adapters(targets: dict[str, str]) -> None:
         registry.register_adapter(cls)
 
 
-def run_job(job_file: str, record_file: str) -> int:
+def _import_engine(adapter: str) -> None:
+    """The adapter's engine modules, once per worker; a failure is left to the point's load to report."""
+    from harness import registry
+    from harness.errors import HarnessError
+
+    try:
+        modules = registry.get(adapter).engine_modules
+    except HarnessError:
+        return
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the point's load reports it with the adapter's own words
+            return
+
+
+def serve(work: Path, reply_fd: int) -> int:
+    config = json.loads((work / "worker.json").read_text())
+    if config["memory_limit_mb"]:
+        limit = config["memory_limit_mb"] * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    start = time.perf_counter()
     from harness import steps
     from harness.io import write_json_atomic
     from harness.scenario import Scenario
     from harness.steps.session import Session
     from harness.sweep import Point
 
-    job = json.loads(Path(job_file).read_text())
-    if job["memory_limit_mb"]:
-        limit = job["memory_limit_mb"] * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _register_in_process_adapters(job["adapters"])
-    scenario = Scenario.model_validate(job["scenario"])
-    point = Point(**job["point"])
+    _register_in_process_adapters(config["adapters"])
+    _import_engine(config["adapter"])
+    reply = os.fdopen(reply_fd, "w", buffering=1)
+    reply.write(f"ready {time.perf_counter() - start:.6f}\n")
     messages: list[str] = []
-    session = Session.from_options(job["session"], log=messages.append)
-    phase = Path(record_file).with_name("phase")  # read by the parent's progress bar
+    session = Session.from_options(config["session"], log=messages.append)
+    phase = work / "phase"  # read by the parent's progress bar
     session.progress = lambda text: phase.write_text(text, encoding="utf-8")
-    record = steps.execute(session, scenario, point)
-    record.log = messages
-    write_json_atomic(record_file, record.to_dict(), indent=None)
+    try:
+        for line in sys.stdin:
+            index = int(line)
+            job = json.loads((work / f"job-{index}.json").read_text())
+            messages.clear()
+            record = steps.execute(session, Scenario.model_validate(job["scenario"]), Point(**job["point"]))
+            record.log = list(messages)
+            write_json_atomic(work / f"record-{index}.json", record.to_dict(), indent=None)
+            reply.write(f"done {index}\n")
+    finally:
+        session.close()
     return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="run one sweep point (used by harness itself)")
-    parser.add_argument("job")
-    parser.add_argument("record")
+    parser = argparse.ArgumentParser(description="serve sweep points (used by harness itself)")
+    parser.add_argument("--serve", required=True, metavar="DIR", help="the worker's folder (jobs and records)")
+    parser.add_argument("--reply-fd", type=int, required=True, help="write end of the reply pipe")
     parser.add_argument("--watch-fd", type=int, default=None, help="read end of the parent's watchdog pipe")
     parsed = parser.parse_args()
     if parsed.watch_fd is not None:
         from harness.lifecycle import die_with_parent
 
         die_with_parent(parsed.watch_fd)  # first: before any engine can start a helper or a thread
-    sys.exit(run_job(parsed.job, parsed.record))
+    sys.exit(serve(Path(parsed.serve), parsed.reply_fd))

@@ -114,3 +114,46 @@ class NanClockAdapter(FakeAdapter):
 
 
 NONFINITE = (NanMetricsAdapter, NanClockAdapter)
+
+
+class PickyAdapter(FakeAdapter):
+    """Healthy except at three batch sizes: 7 segfaults, 13 hangs, 21 eats memory (a 30-point sweep's faults)."""
+
+    name = "fake-picky"
+
+    def generate(self, prompts, max_new_tokens):
+        if self.point.batch_size == 7:
+            SegfaultAdapter.generate(self, prompts, max_new_tokens)
+        if self.point.batch_size == 13:
+            HangingAdapter.generate(self, prompts, max_new_tokens)
+        if self.point.batch_size == 21:
+            HungryAdapter.generate(self, prompts, max_new_tokens)
+        return super().generate(prompts, max_new_tokens)
+
+
+class ReusableAdapter(FakeAdapter):
+    """A loaded engine that serves any prompt length; ``describe`` says which load (in which process) ran a
+    point, and how many generate calls that load had served before the point's first one."""
+
+    name = "fake-reusable"
+    loads = 0
+
+    def load(self, model, point, settings):
+        import os
+
+        super().load(model, point, settings)
+        ReusableAdapter.loads += 1
+        self.load_id, self.calls = f"{os.getpid()}:{ReusableAdapter.loads}", 0
+
+    def can_serve(self, loaded, point, settings):
+        return self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
+
+    def generate(self, prompts, max_new_tokens):
+        self.calls += 1
+        return super().generate(prompts, max_new_tokens)
+
+    def describe(self):
+        return {"engine": "fake", "engine_version": "0", "load": self.load_id, "calls": self.calls}
+
+
+WORKERS = (PickyAdapter, ReusableAdapter)

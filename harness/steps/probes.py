@@ -58,7 +58,28 @@ def routing(adapter: Adapter, prompt_ids: Sequence[Sequence[int]]) -> Part:
                 updates={"routing": parsed})
 
 
+_STATUS = "/proc/self/status"
+
+
+def reset_peak_rss() -> bool:
+    """Restart the peak-RSS high-water mark (Linux >= 4.0), so a persistent worker's next point reports its
+    own peak; False where the kernel cannot (the peak is then the worker's so far)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def peak_rss_mb() -> float:
+    try:
+        with open(_STATUS) as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):  # the high-water mark reset_peak_rss restarts
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20  # KiB on Linux, bytes on macOS
 

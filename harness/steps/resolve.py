@@ -87,10 +87,42 @@ def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint
     return ResolvedPoint(scenario, point, adapter_cls, model, tokenizer, prompt_ids, settings)
 
 
-def load(resolved: ResolvedPoint) -> tuple[Adapter, Part]:
-    """The loaded engine and the load's figures (load time, the adapter's export/compile timings)."""
+@dataclass
+class KeptEngine:
+    """An engine a persistent worker keeps loaded after a point, for the next point it can serve."""
+
+    adapter: Adapter
+    point: Point
+    model_key: str
+    settings: LoadSettings
+
+
+def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Adapter, Part]:
+    """The loaded engine and the load's figures (load time, the adapter's export/compile timings).
+
+    The engine the session kept from the previous point serves this one when the adapter says it can
+    (``Adapter.can_serve``) for the same model and load settings; otherwise it is closed first."""
+    kept = session.kept_engine if session is not None else None
+    if kept is not None:
+        session.kept_engine = None
+        if (kept.model_key == resolved.scenario.model.model_dump_json() and kept.settings == resolved.settings
+                and type(kept.adapter) is resolved.adapter_cls
+                and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)):
+            return kept.adapter, Part(metrics={"load_s": None}, unavailable={
+                "load_s": f"engine reused: loaded once for {kept.point.id}, whose record has the load figures"})
+        kept.adapter.close()
     adapter = resolved.adapter_cls()
     start = now_ns()
     adapter.load(resolved.model, resolved.point, resolved.settings)
     load_s = (now_ns() - start) / 1e9
     return adapter, Part(metrics={**adapter.load_figures(), "load_s": load_s})
+
+
+def release(session: Session, resolved: ResolvedPoint, adapter: Adapter, healthy: bool) -> None:
+    """After a point: keep the engine for the next point when the session reuses engines and the point
+    ended well (an engine that raised may be in any state), else close it."""
+    if session.reuse_engines and healthy:
+        session.kept_engine = KeptEngine(adapter, resolved.point, resolved.scenario.model.model_dump_json(),
+                                         resolved.settings)
+    else:
+        adapter.close()

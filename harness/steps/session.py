@@ -39,12 +39,18 @@ class Session:
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
+    # A persistent worker keeps the last point's engine for the next point it can serve (steps.resolve).
+    reuse_engines: bool = False
+    kept_engine: Any = field(default=None, repr=False)
+    # False: the correctness gate and accuracy are left out (a point's second and later launches).
+    verify: bool = True
 
     def options(self) -> dict:
         """The settings a worker process needs to rebuild this session (JSON-safe)."""
         return {"cache_dir": str(self.cache_dir) if self.cache_dir else None, "reference_dir": str(self.reference_dir) if self.reference_dir else None,
                 "timing": self.timing, "gate_prompts": self.gate_prompts, "refresh_reference": self.refresh_reference,
-                "allow_remote_code": self.allow_remote_code, "energy": self.energy}
+                "allow_remote_code": self.allow_remote_code, "energy": self.energy,
+                "reuse_engines": self.reuse_engines, "verify": self.verify}
 
     @classmethod
     def from_options(cls, options: dict, log: Callable[[str], None]) -> Session:
@@ -81,6 +87,12 @@ class Session:
         if path not in self._references:
             self._references[path] = compute()
         return self._references[path]
+
+    def close(self) -> None:
+        """Release what the session keeps between points (a persistent worker's kept engine)."""
+        kept, self.kept_engine = self.kept_engine, None
+        if kept is not None:
+            kept.adapter.close()
 
     def energy_meter(self):
         from harness.energy import EnergyMeter

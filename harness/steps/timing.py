@@ -6,7 +6,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from harness import measure
+from harness import machine_state, measure, stats
 from harness.adapter import Adapter
 from harness.record import Samples
 from harness.steps import finite
@@ -53,25 +53,31 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
 
     @contextlib.contextmanager
     def energy_window():
-        if meter is None:
-            yield
-            return
-        from harness.energy import CycleCounter
+        with machine_state.watch() as machine:  # the machine's state over the timed rounds, with the launch
+            try:
+                if meter is None:
+                    yield
+                    return
+                from harness.energy import CycleCounter
 
-        cycles = CycleCounter()
-        cycles.begin()
-        meter.begin("generation")
-        try:
-            yield
-        finally:  # closed even when a round fails, so the next point can open its own
-            windows["generation"] = meter.end("generation")
-            windows["cycles"] = (cycles.end(), cycles.reason)
+                cycles = CycleCounter()
+                cycles.begin()
+                meter.begin("generation")
+                try:
+                    yield
+                finally:  # closed even when a round fails, so the next point can open its own
+                    windows["generation"] = meter.end("generation")
+                    windows["cycles"] = (cycles.end(), cycles.reason)
+            finally:
+                windows["machine"] = machine
 
     warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
     figures = {**measure.summarize(rounds), **measure.summarize_engine(engine_figures[len(warmups):]),
                "first_call_s": warmups[0] if warmups else None}
+    machine = windows["machine"].result().to_dict() if "machine" in windows else {}
+    launch = stats.launch(figures, rounds, machine=machine)
     part = Part(metrics=figures, updates={
-        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
+        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups, launches=[launch]),
         "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
         "prompt_lengths": [len(p) for p in prompt_ids],
     })

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness import prompts
 from harness.adapter import Adapter, now_ns
@@ -11,6 +11,9 @@ from harness.record import Accuracy, Correctness, ReferenceInfo
 from harness.steps.part import Part
 from harness.steps.resolve import ResolvedPoint
 from harness.steps.session import Session
+
+if TYPE_CHECKING:
+    from harness.accuracy import Reference
 
 
 def gate_reference(session: Session, scenario, model):
@@ -34,7 +37,7 @@ def gate_reference(session: Session, scenario, model):
     return session.reference(store.path_for(model.name, pairs, settings), compute)
 
 
-def accuracy_reference(session: Session, scenario, model) -> Optional[dict]:
+def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]:
     spec = scenario.accuracy
     if spec is None or not spec.reference or not session.timing:
         return None
@@ -85,7 +88,9 @@ def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
         return diagnose_failure(adapter, engine, reference, result)
 
 
-def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[dict], point_id: str) -> Part:
+def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Part:
+    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.Reference``)
+    the delta, its paired test and interval, and the non-inferiority verdict."""
     from harness import accuracy as tasks
     from harness.reference import eos_ids
 
@@ -99,9 +104,17 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[dict
     start = now_ns()
     lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{point_id}")
     try:
-        scores = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+        scores, outcomes = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
     except Unsupported as exc:  # an engine with neither logits nor generation to score
         return Part(updates={"accuracy": Accuracy(skipped=str(exc))})
-    return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": Accuracy(
-        tasks=scores, reference=reference, delta=tasks.delta(scores, reference) if reference else None,
-        limit=spec.limit, num_fewshot=spec.num_fewshot)})
+    part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
+    if reference is not None:
+        from harness.accuracy_paired import compare
+
+        found = compare(scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired,
+                        spec.non_inferiority)
+        part = part.model_copy(update={
+            "reference": reference.scores, "delta": tasks.delta(scores, reference.scores),
+            "reference_outcomes": reference.outcomes, "paired": found.paired or None,
+            "unpaired": found.unpaired or None, "verdict": found.verdict})
+    return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})

@@ -30,6 +30,12 @@ class HFAdapter(Adapter):
     supports_decode_hidden_states = True
     supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
+    engine_modules = ("torch", "transformers")
+
+    def can_serve(self, loaded, point, settings: LoadSettings) -> bool:
+        # The prompt is the only axis the loaded model takes per call; beams, batch and cache shape are fixed
+        # at load (generation config, static cache).
+        return self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
 
     @classmethod
     def available(cls) -> tuple[bool, str]:

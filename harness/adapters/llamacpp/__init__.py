@@ -66,6 +66,12 @@ class LlamaCppAdapter(Adapter):
     supports_max_seq_len = True
     supports_chunked_prefill = True
     supports_logits = True
+    engine_modules = ("llama_cpp",)
+
+    def can_serve(self, loaded, point, settings: LoadSettings) -> bool:
+        # The KV cache is sized at load: reuse only when a fresh load would size it the same.
+        return (self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
+                and self._context(loaded, settings) == self._context(point, settings))
 
     @classmethod
     def available(cls) -> tuple[bool, str]:

@@ -42,6 +42,11 @@ class OpenVINOAdapter(Adapter):
     supports_logits = True
     supports_score = True
     supports_forced_top1 = True
+    engine_modules = ("openvino", "openvino_genai", "openvino_tokenizers")
+
+    def can_serve(self, loaded, point, settings: LoadSettings) -> bool:
+        # Dynamic pipelines take any prompt per call; the NPU's static pipeline is compiled for its shapes.
+        return point.device not in ("NPU", EMULATED_NPU) and self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
