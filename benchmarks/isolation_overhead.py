@@ -1,9 +1,11 @@
-"""Per-point cost of process isolation: the same point run in-process and in a child, alternately.
+"""Per-point cost of process isolation: the same point run in-process, in the sweep's persistent worker
+and in a process of its own, alternately.
 
     python benchmarks/isolation_overhead.py [--model tiny-llama] [--rounds 5]
 
-The child pays for a Python start, the engine's import and the model load that an in-process sweep
-shares between points; the figure is the median wall-time difference per point.
+A process per point pays for a Python start, the engine's import and the model's resolution that an
+in-process sweep shares between points; a persistent worker pays them once per group of points, then
+only the hand-over of the job and the record. The figures are median wall times per point.
 """
 
 from __future__ import annotations
@@ -24,19 +26,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     loaded, point = single_point(args.model, args.adapter, max_new_tokens=8, min_rounds=2)
-    inline, isolated = Runner(results_dir=None), Runner(results_dir=None, isolate=True)
-    inline.run_point(loaded, point)  # first load pays conversions and imports; not counted
-    times = {"in-process": [], "isolated": []}
-    for _ in range(args.rounds):
-        for name, runner in (("in-process", inline), ("isolated", isolated)):
-            start = time.perf_counter()
-            record = runner.run_point(loaded, point)
-            times[name].append(time.perf_counter() - start)
-            assert record.status == "ok", record.reason
-    a, b = statistics.median(times["in-process"]), statistics.median(times["isolated"])
-    print("| model | adapter | rounds | in-process s/point | isolated s/point | overhead s/point |")
-    print("|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.adapter} | {args.rounds} | {a:.2f} | {b:.2f} | {b - a:+.2f} |")
+    runners = {mode: Runner(results_dir=None, isolation=mode) for mode in ("none", "worker", "point")}
+    for runner in runners.values():  # first use pays conversions, imports and the worker's start; not counted
+        runner.run_point(loaded, point)
+    times: dict[str, list[float]] = {mode: [] for mode in runners}
+    try:
+        for _ in range(args.rounds):
+            for mode, runner in runners.items():
+                start = time.perf_counter()
+                record = runner.run_point(loaded, point)
+                times[mode].append(time.perf_counter() - start)
+                assert record.status == "ok", record.reason
+    finally:
+        for runner in runners.values():
+            runner.close()
+    inline, worker, own = (statistics.median(times[mode]) for mode in ("none", "worker", "point"))
+    print("| model | adapter | rounds | in-process s/point | persistent worker s/point | process per point s/point "
+          "| worker overhead s/point | process-per-point overhead s/point |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| {args.model} | {args.adapter} | {args.rounds} | {inline:.2f} | {worker:.2f} | {own:.2f} "
+          f"| {worker - inline:+.2f} | {own - inline:+.2f} |")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
-"""How much of a sweep's wall time is measured inference, cold (empty caches) and warm.
+"""How much of a sweep's wall time is measured inference, cold (empty caches) and warm, with persistent
+workers and with a process per point, side by side in one run.
 
-    python benchmarks/sweep_efficiency.py [--isolation point|none]
+    python benchmarks/sweep_efficiency.py [--isolation worker point none]
 
 A 12-point sweep over three engines on the default model (hf bf16; openvino fp and int8_sym;
 llamacpp on the model's GGUF) x prompt lengths 16/32/64, 16 new tokens, 2 timed rounds, no gate.
 Cold: a fresh cache directory (GGUF -> bf16 conversion, OpenVINO export and compression included).
 Warm: the same sweep again on that cache. "Inference share" = the timed rounds' end-to-end time
-summed over points / wall time of the sweep.
+summed over points / wall time of the sweep. The records' time split (harness.record.TimeSplit) says
+where the rest went.
 """
 
 from __future__ import annotations
@@ -40,28 +42,43 @@ include:
 """
 
 
-def sweep(cache: Path, results: Path, isolate: bool) -> tuple[float, float, int]:
+def sweep(cache: Path, results: Path, isolation: str) -> tuple[float, float, int, dict]:
     loaded = planning.loads(SWEEP, "<sweep-efficiency>", "sweep_efficiency")
-    runner = Runner(results_dir=results, cache_dir=cache, isolate=isolate, energy=False)
+    runner = Runner(results_dir=results, cache_dir=cache, isolation=isolation, energy=False)
     start = time.perf_counter()
     records = runner.run([loaded], progress=False)
     wall = time.perf_counter() - start
     inference = sum(r.e2e_s for rec in records if rec.status == "ok" for r in rec.samples.rounds)
-    return wall, inference, sum(r.status == "ok" for r in records)
+    split: dict[str, float] = {}
+    for record in records:
+        for name, seconds in (record.time_split.model_dump() if record.time_split else {}).items():
+            split[name] = split.get(name, 0.0) + seconds
+    return wall, inference, sum(r.status == "ok" for r in records), split
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--isolation", choices=("point", "none"), default="point")
+    parser.add_argument("--isolation", nargs="+", choices=("worker", "point", "none"), default=["worker", "point"])
     args = parser.parse_args()
+    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        runs = {name: sweep(tmp / "cache", tmp / name, args.isolation == "point") for name in ("cold", "warm")}
-    print("| run | points ok | wall s | measured inference s | inference share |")
-    print("|---|---|---|---|---|")
-    for name, (wall, inference, ok) in runs.items():
-        print(f"| {name} | {ok}/12 | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
-    print(f"warm/cold wall-time ratio: {runs['warm'][0] / runs['cold'][0]:.2f} (isolation: {args.isolation})")
+        for isolation in args.isolation:  # each mode its own cold cache, then warm on it
+            for name in ("cold", "warm"):
+                runs[isolation, name] = sweep(tmp / f"cache-{isolation}", tmp / f"{isolation}-{name}", isolation)
+    print("| isolation | run | points ok | wall s | measured inference s | inference share |")
+    print("|---|---|---|---|---|---|")
+    for (isolation, name), (wall, inference, ok, _) in runs.items():
+        print(f"| {isolation} | {name} | {ok}/12 | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
+    for isolation in args.isolation:
+        print(f"{isolation}: warm is {runs[isolation, 'cold'][0] / runs[isolation, 'warm'][0]:.2f}x faster than cold")
+    names = list(next(iter(runs.values()))[3])
+    print("\nwhere the warm sweeps' time went (seconds, summed over points):")
+    print("| isolation | " + " | ".join(n.removesuffix("_s") for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    for isolation in args.isolation:
+        split = runs[isolation, "warm"][3]
+        print(f"| {isolation} | " + " | ".join(f"{split.get(n, 0):.1f}" for n in names) + " |")
 
 
 if __name__ == "__main__":

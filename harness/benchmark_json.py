@@ -2,7 +2,7 @@
 
 The plugin puts a compact copy of each point's record in the benchmark's ``extra_info`` under
 ``harness_record``: the full record minus generated text and raw gaps (per-round figures are kept,
-so the regression check still knows each point's spread).
+so the regression check still knows each point's spread, and so are the launches and their intervals).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ KEY = "harness_record"
 
 def compact(record: Record) -> dict:
     small = record.model_copy(update={
-        "samples": Samples(rounds_ms=round_values(record)),
+        "samples": Samples(rounds_ms=round_values(record), launches=record.samples.launches,
+                           intervals=record.samples.intervals),
         "outputs": {}, "prompt_lengths": [], "log": [], "failure": None,  # routing stays: the report plots it
         "correctness": record.correctness and record.correctness.model_copy(update={"prompts": [], "reference": None}),
     })

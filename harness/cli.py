@@ -144,6 +144,7 @@ def _run_sweep(args) -> int:
         print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
         return 2
     cli_output.run_table(records)
+    print(cli_output.time_split_table(records))
     print(f"records written under {args.harness_results}/")
     if args.history:
         from harness.history import add_records

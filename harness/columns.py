@@ -1,11 +1,31 @@
 """A record as flat columns: the one flattening used by ``results.load`` (pandas), the report's tables,
-the pytest-benchmark ``extra_info`` and the regression check's per-round figures."""
+the pytest-benchmark ``extra_info`` and the regression check's per-round figures.
+
+Also the one home of the time split's parts and their labels (``TIME_SPLIT``), read by the run-end
+table, the report's table and its plot."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from harness.record import Accuracy, Correctness, Record
+from harness import metrics
+from harness.record import Accuracy, Correctness, Interval, Launch, Record, TimeSplit
+
+# Where a point's wall time went (record.time_split), in the order the parts happen; the timed part is
+# what the figures measure, so the tables and the plot single it out.
+TIME_SPLIT: tuple[tuple[str, str], ...] = (
+    ("process_start_s", "process start"),
+    ("imports_s", "imports"),
+    ("conversion_s", "model conversion"),
+    ("load_s", "model load"),
+    ("warmup_s", "warm-up"),
+    ("timed_s", "timed (measured inference)"),
+    ("gate_s", "correctness gate"),
+    ("accuracy_s", "task accuracy"),
+    ("other_s", "other"),
+)
+TIMED = "timed_s"
+TIME_PREFIX = "time_"  # flat column of a part: time_load_s, ...
 
 
 def round_values(record: Record) -> dict[str, list[float]]:
@@ -37,6 +57,72 @@ def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
     return out
 
 
+def ok_launches(record: Record) -> Optional[int]:
+    """How many launches the figures rest on (``stats.launches_of``: a record from before launches were
+    recorded is one launch); None for a skipped point, where nothing ran."""
+    from harness.stats import launches_of
+
+    if record.status == "skipped":
+        return None
+    return sum(launch.status == "ok" for launch in launches_of(record))
+
+
+def has_interval(interval: Optional[Interval]) -> bool:
+    """A confidence interval worth showing: from two or more launches, both ends known."""
+    return interval is not None and interval.launches >= 2 and interval.low is not None and interval.high is not None
+
+
+def interval_columns(record: Record) -> dict:
+    """``<metric>_ci_low``, ``<metric>_ci_high`` (95 % over launches) and ``<metric>_cv`` (launch to
+    launch) for every launch-level metric (None where not measured), and ``launches``."""
+    out: dict = {"launches": ok_launches(record)}
+    names = [*metrics.LAUNCH, *sorted(set(record.samples.intervals) - set(metrics.LAUNCH))]
+    for name in names:
+        interval = record.samples.intervals.get(name)
+        shown = has_interval(interval)
+        out[f"{name}_ci_low"] = interval.low if shown else None
+        out[f"{name}_ci_high"] = interval.high if shown else None
+        out[f"{name}_cv"] = interval.cv if interval is not None and interval.launches >= 2 else None
+    return out
+
+
+def _launch_name(launch: Launch, record: Record) -> str:
+    return f"launch {launch.index + 1}/{len(record.samples.launches)}"
+
+
+def failed_launches(record: Record) -> list[str]:
+    return [f"{_launch_name(launch, record)} {launch.status}: {launch.reason or 'no reason given'}"
+            for launch in record.samples.launches if launch.status != "ok"]
+
+
+def drift_flags(record: Record) -> list[str]:
+    """Figures that trended within a launch (throttling, a neighbour starting), as the drift check flagged them."""
+    return [f"{_launch_name(launch, record)}: "
+            + (drift.why or f"{drift.metric} drifts {drift.slope_per_round:+.1%} per round")
+            for launch in record.samples.launches for drift in launch.drift if drift.flagged]
+
+
+def machine_noise(record: Record) -> list[str]:
+    """Launches whose machine state (harness.machine_state) says the machine was busy: its ``noisy`` reason."""
+    out = []
+    for launch in record.samples.launches:
+        noisy = launch.machine.get("noisy")
+        if noisy:
+            reason = noisy if isinstance(noisy, str) else "the machine state flagged it"
+            out.append(f"{_launch_name(launch, record)}: noisy machine: {reason}")
+    return out
+
+
+def warnings(record: Record) -> list[str]:
+    """Why a point's figures are suspect: failed launches, drift, a noisy machine."""
+    return [*failed_launches(record), *drift_flags(record), *machine_noise(record)]
+
+
+def time_split_columns(split: Optional[TimeSplit]) -> dict:
+    """``time_<part>`` seconds for every part of the time split (None when the record has none)."""
+    return {f"{TIME_PREFIX}{field}": (getattr(split, field) if split else None) for field, _ in TIME_SPLIT}
+
+
 def flatten(record: Record) -> dict:
     """One flat row for a record: identity, axes, metrics, the gate's summary, accuracy, provenance.
     Pandas, the report and pytest-benchmark all use it, so their columns cannot drift apart."""
@@ -58,6 +144,11 @@ def flatten(record: Record) -> dict:
         "gate_skipped": gate.skipped,
         "gate_reasons": "; ".join(gate.reasons) or None,
         **accuracy_columns(record.accuracy),
+        **interval_columns(record),
+        "failed_launches": "; ".join(failed_launches(record)) or None,
+        "drift_flags": "; ".join(drift_flags(record)) or None,
+        "machine_noise": "; ".join(machine_noise(record)) or None,
+        **time_split_columns(record.time_split),
         "model": record.model.name,
         "model_checksum": record.model.checksum,
         "engine": record.adapter.get("engine"),

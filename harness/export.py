@@ -3,8 +3,9 @@
 One file, one row per generated token of every timed round (``kind = "token"``) and one per gate
 position (``kind = "gate"``): analyse without rerunning on scarce hardware.
 
-- token rows: scenario, point, round, prompt, position (0 = the first token), offset_ms (since the
-  request), gap_ms (since the previous token; for position 0, since the request: the TTFT);
+- token rows: scenario, point, launch (the independent launch that timed the round, from 0), round,
+  prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
+  token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
   top-1 mode), top1_match (1/0).
 """
@@ -19,18 +20,19 @@ from harness.errors import UsageError
 from harness.record import Record
 
 FORMATS = ("parquet", "jsonl")
-COLUMNS = ("kind", "scenario", "point", "round", "prompt", "position", "offset_ms", "gap_ms", "kl", "top1_match")
+COLUMNS = ("kind", "scenario", "point", "launch", "round", "prompt", "position", "offset_ms", "gap_ms", "kl",
+           "top1_match")
 
 
 def token_rows(record: Record) -> Iterator[dict]:
     for index, sample in enumerate(record.samples.rounds):
         offset = sample.ttft_s * 1e3
-        yield _row("token", record, round=index, prompt=sample.prompt_index, position=0, offset_ms=offset,
-                   gap_ms=offset)
+        yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index, position=0,
+                   offset_ms=offset, gap_ms=offset)
         for position, gap in enumerate(sample.gaps_s, start=1):
             offset += gap * 1e3
-            yield _row("token", record, round=index, prompt=sample.prompt_index, position=position,
-                       offset_ms=offset, gap_ms=gap * 1e3)
+            yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index,
+                       position=position, offset_ms=offset, gap_ms=gap * 1e3)
 
 
 def gate_rows(record: Record) -> Iterator[dict]:
@@ -98,7 +100,7 @@ def _parquet(table: list[dict]) -> bytes:
     import io
 
     schema = pa.schema([("kind", pa.string()), ("scenario", pa.string()), ("point", pa.string()),
-                        ("round", pa.int32()), ("prompt", pa.int32()), ("position", pa.int32()),
+                        ("launch", pa.int32()), ("round", pa.int32()), ("prompt", pa.int32()), ("position", pa.int32()),
                         ("offset_ms", pa.float64()), ("gap_ms", pa.float64()), ("kl", pa.float64()),
                         ("top1_match", pa.int8())])
     arrow = pa.Table.from_pylist(table, schema=schema)

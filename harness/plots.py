@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import pandas as pd
 
 from harness import metrics, tables
+from harness.columns import TIME_SPLIT, TIMED
 
 MAX_SERIES = 16  # beyond this a legend is unreadable: the series with the most points are kept
 VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
 NO_VERDICT_COLOUR = "#9e9e9e"
+TIMED_COLOUR = "#2e7d32"  # the measured part of the time split stands out; the rest in muted tones
+INTERVAL_NOTE = " Error bars: the 95 % confidence interval over launches, where two or more launches measured a point."
 
 
 @dataclass
@@ -56,11 +60,30 @@ def _series(df: pd.DataFrame, x: str) -> tuple[list[tuple[str, pd.DataFrame]], s
     return sorted(groups, key=lambda item: item[0]), note
 
 
+def _interval_bars(ax, group: pd.DataFrame, x: str, y: str, colour) -> bool:
+    """Error bars from the points' 95 % intervals over launches, where one point stands at an x (a median
+    over several points has no such interval)."""
+    low, high = f"{y}_ci_low", f"{y}_ci_high"
+    if low not in group or high not in group:
+        return False
+    single = group[group.groupby(x)[y].transform("size") == 1].dropna(subset=[low, high])
+    if single.empty:
+        return False
+    below = (single[y] - single[low]).clip(lower=0)
+    above = (single[high] - single[y]).clip(lower=0)
+    ax.errorbar(single[x], single[y], yerr=[below, above], fmt="none", ecolor=colour, capsize=3, linewidth=1)
+    return True
+
+
 def _lines(ax, df: pd.DataFrame, x: str, y: str, log_x: bool = False) -> str:
     groups, note = _series(df.dropna(subset=[x, y]), x)
+    bars = False
     for label, group in groups:
         series = group.groupby(x)[y].median().sort_index()
-        ax.plot(series.index, series.values, marker="o", label=label)
+        (line,) = ax.plot(series.index, series.values, marker="o", label=label)
+        bars = _interval_bars(ax, group, x, y, line.get_color()) or bars
+    if bars:
+        note += INTERVAL_NOTE
     if log_x:
         ax.set_xscale("log", base=2)
         ticks = sorted(df[x].dropna().unique())
@@ -203,6 +226,38 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
                 "noisy figure." + more)
 
 
+def time_split(df: pd.DataFrame) -> Optional[Plot]:
+    """Per scenario, one stacked horizontal bar: the seconds each part of the time split took (summed over
+    the scenario's points and launches), the timed share written at its end."""
+    table = tables.time_split(df)
+    if table.empty:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.8))
+    muted = itertools.cycle([c for i, c in enumerate(plt.get_cmap("Pastel1").colors) if i != 2])  # green: timed
+    y = list(range(len(table)))[::-1]  # the first scenario on top
+    left = pd.Series(0.0, index=table.index)
+    for field, label in TIME_SPLIT:
+        colour = TIMED_COLOUR if field == TIMED else next(muted)
+        ax.barh(y, table[field], left=left, color=colour, edgecolor="white", label=label,
+                hatch="//" if field == TIMED else None)
+        left = left + table[field]
+    for row, total, share in zip(y, table["total_s"], table["timed_share"]):
+        ax.annotate(f" timed {share:.0%}" if pd.notna(share) else " -", (total, row), va="center", fontsize=7)
+    ax.set_yticks(y, [f"{s} ({n} points)" for s, n in zip(table["scenario"], table["points"])], fontsize=7)
+    ax.set_xlabel("seconds (summed over points and launches)")
+    ax.set_xlim(0, float(table["total_s"].max()) * 1.15 or 1)
+    ax.set_title("Where the time went")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
+    missing = tables.time_split_missing(df)
+    note = f" {missing} point(s) without a time split are left out." if missing else ""
+    return Plot("time_split", "Where the time went", fig,
+                "Process start, imports, conversion, load, warm-up, the timed rounds (the measured inference, "
+                "green), the gate and task accuracy, per scenario." + note)
+
+
 BUILDERS: list[Callable[[pd.DataFrame], Optional[Plot]]] = [
     tpot_vs_max_seq_len, tpot_by_quantization, latency_vs_prompt_len, latency_vs_beam_width, chunk_size,
     latency_energy_pareto, percentile_spread,
@@ -210,5 +265,6 @@ BUILDERS: list[Callable[[pd.DataFrame], Optional[Plot]]] = [
 
 
 def build_all(df: pd.DataFrame) -> list[Plot]:
+    """The plots of the ok points, then the time split (of every point: failed ones spent time too)."""
     ok = tables.ok_points(df)
-    return [plot for plot in (builder(ok) for builder in BUILDERS) if plot is not None]
+    return [plot for plot in [*(builder(ok) for builder in BUILDERS), time_split(df)] if plot is not None]

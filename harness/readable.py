@@ -34,3 +34,13 @@ def times_floor(ratio: Optional[float]) -> str:
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
         return "-"
     return "<0.01x" if 0 <= ratio < 0.01 else f"{number(ratio)}x"
+
+
+def plus_minus(value: Optional[float], low: Optional[float] = None, high: Optional[float] = None) -> str:
+    """``'50.1 ± 0.46'``: a value with the half-width of its confidence interval ``[low, high]`` (an
+    asymmetric interval reads as its mean half-width; the CSV files keep both ends); the bare number when
+    either end is missing."""
+    shown = number(value)
+    if shown == "-" or low is None or high is None or any(math.isnan(float(v)) for v in (low, high)):
+        return shown
+    return f"{shown} ± {number((float(high) - float(low)) / 2, 2)}"

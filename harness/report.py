@@ -17,7 +17,8 @@ from typing import Iterable
 import pandas as pd
 
 from harness import __version__, accuracy_report, metrics, moe_report, plots, results, tables, token_plots
-from harness.readable import number, times_floor
+from harness.columns import TIME_SPLIT, warnings
+from harness.readable import number, plus_minus, times_floor
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -40,16 +41,38 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def _with_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """``value ± half-width`` in each metric column that has ``_ci_low``/``_ci_high`` beside it (those two
+    dropped), launch-to-launch ``_cv`` columns as percentages."""
+    shown = table.copy()
+    for column in [c for c in table.columns if f"{c}_ci_low" in table and f"{c}_ci_high" in table]:
+        low, high = table[f"{column}_ci_low"], table[f"{column}_ci_high"]
+        shown[column] = [plus_minus(v, None if pd.isna(lo) else lo, None if pd.isna(hi) else hi)
+                         for v, lo, hi in zip(table[column], low, high)]
+        shown = shown.drop(columns=[f"{column}_ci_low", f"{column}_ci_high"])
+    for column in [c for c in shown.columns if c.endswith("_cv")]:
+        shown[column] = shown[column].map(lambda v: "-" if pd.isna(v) else f"{number(100 * v)} %")
+    return shown
+
+
 def for_reading(table: pd.DataFrame) -> pd.DataFrame:
-    """What a person reads (HTML, Markdown): KL as multiples of the noise floor instead of raw KL, and
-    speed-ups with their x. The CSV files keep the full values."""
-    shown = table.drop(columns=[c for c in ("gate_kl_mean",) if c in table and "gate_kl_ratio" in table])
+    """What a person reads (HTML, Markdown): figures ± their interval over launches, KL as multiples of the
+    noise floor instead of raw KL, and speed-ups with their x. The CSV files keep the full values."""
+    shown = _with_intervals(table)
+    shown = shown.drop(columns=[c for c in ("gate_kl_mean",) if c in shown and "gate_kl_ratio" in shown])
     for column in ("gate_kl_ratio", "kl_over_floor"):
         if column in shown:
             shown = shown.assign(**{column: shown[column].map(times_floor)})
     if "speedup" in shown:
         shown = shown.assign(speedup=shown["speedup"].map(lambda v: "-" if pd.isna(v) else f"{number(v)}x"))
-    return shown.rename(columns={"gate_kl_ratio": "gate_kl / floor", "kl_over_floor": "KL / floor"})
+    if "timed_share" in shown:
+        shown = shown.assign(timed_share=shown["timed_share"].map(
+            lambda v: "-" if pd.isna(v) else f"{number(100 * v)} %"))
+    labels = {"gate_kl_ratio": "gate_kl / floor", "kl_over_floor": "KL / floor"}
+    if "timed_share" in shown:  # the time split table: its parts by their labels
+        labels |= {field: f"{label} (s)" for field, label in TIME_SPLIT} | {"total_s": "total (s)",
+                                                                           "timed_share": "timed share"}
+    return shown.rename(columns=labels)
 
 
 def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
@@ -69,11 +92,12 @@ def markdown_table(table: pd.DataFrame, limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _html_table(table: pd.DataFrame, csv_name: str) -> str:
+def _html_table(table: pd.DataFrame, csv_name: str, labelled: bool = False) -> str:
     if table.empty:
         return ""
-    shown = for_reading(table.head(HTML_ROWS)).to_html(index=False, escape=True, na_rep="-", border=0,
-                                                       float_format=number)
+    shown = for_reading(table.head(HTML_ROWS))
+    shown = (_labelled(shown) if labelled else shown).to_html(index=False, escape=True, na_rep="-", border=0,
+                                                             float_format=number)
     if len(table) > HTML_ROWS:
         shown += f'<p class="meta">First {HTML_ROWS} of {len(table)} rows; all of them are in {csv_name}.</p>'
     return shown
@@ -108,7 +132,8 @@ def _outputs(pairs: list[tuple[Path, results.Record]]) -> list[dict]:
 
 POINT_COLUMNS = ["scenario", "point_id", "status", "host", "adapter", "device", "engine", "model", "quantization",
                  "max_seq_len", "prompt_len", "beam_width", "batch_size", "moe_chunk_size", "moe_capacity",
-                 *metrics.HEADLINE, "peak_rss_mb", "gate_verdict"]
+                 *metrics.HEADLINE, *(f"{m}_ci_{end}" for m in metrics.HEADLINE for end in ("low", "high")),
+                 "launches", "peak_rss_mb", "gate_verdict"]
 
 
 def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None = None,
@@ -135,6 +160,8 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         "first_next": tables.first_next(df),
         "correctness": tables.correctness(df),
         "spread": tables.spread(df),
+        "launches": tables.launches(df),
+        "time_split": tables.time_split(df),
         "not_run": tables.not_run(df),
         "points": df[[c for c in POINT_COLUMNS if c in df]],
     }
@@ -177,15 +204,17 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
         "sources": ", ".join(map(str, sources)),
         "hosts": sorted({str(h) for h in df.get("host", pd.Series(dtype=object)).dropna()}),
         "gate_failures": int((df.get("gate_verdict") == "fail").sum()) if "gate_verdict" in df else 0,
+        "time_split_missing": tables.time_split_missing(df),
     }
+    point_warnings = [{"name": f"{r.scenario}::{r.point_id}", "text": text} for r in records for text in warnings(r)]
     generated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html", "j2"]))
     page = env.get_template("report.html.j2").render(
         title=title, summary=summary, generated_at=generated_at, version=__version__, plots=rendered_plots,
-        tables={name: Markup(_html_table(_labelled(table) if name == "engines" else table, f"{name}.csv"))
+        tables={name: Markup(_html_table(table, f"{name}.csv", labelled=name == "engines"))
                 for name, table in named_tables.items()
                 if name != "moe_routing"},  # one row per expert: CSV only
-        outputs=_outputs(pairs),
+        outputs=_outputs(pairs), warnings=point_warnings,
     )
     html_path = out / "index.html"
     html_path.write_text(page, encoding="utf-8")
@@ -196,6 +225,13 @@ def build(sources: Iterable[str | Path], out_dir: str | Path, title: str | None 
           "## Engines\n", markdown_table(for_reading(named_tables["engines"])),
           "## Overview\n", markdown_table(named_tables["overview"]),
           "## Correctness (failures first)\n", markdown_table(for_reading(named_tables["correctness"]))]
+    if point_warnings:
+        md += ["## Measurement warnings\n"] + [f"- {html.escape(w['name'])}: {html.escape(w['text'])}"
+                                               for w in point_warnings] + [""]
+    if not named_tables["launches"].empty:
+        md += ["## Launches (± 95 % confidence interval)\n", markdown_table(for_reading(named_tables["launches"]))]
+    if not named_tables["time_split"].empty:
+        md += ["## Where the time went\n", markdown_table(for_reading(named_tables["time_split"]))]
     if not named_tables["first_next"].empty:
         md += ["## First and next token\n", markdown_table(named_tables["first_next"])]
     if "accuracy" in named_tables:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from harness import metrics
-from harness.readable import number, times_floor
+from harness.columns import has_interval, ok_launches, warnings
+from harness.readable import number, plus_minus, times_floor
 from harness.record import Record
 
 ENERGY_REASONS = ("energy_per_token_mj", "energy_j", "energy_cpu_package_j")  # the first one that says why
@@ -29,10 +30,26 @@ def verdict(record: Record) -> str:
     return ", ".join(parts)
 
 
+def _over_launches(record: Record, name: str) -> Optional[str]:
+    """``value ± half-width unit (95 % CI, n launches)`` when two or more launches measured ``name``."""
+    interval = record.samples.intervals.get(name)
+    value = record.metrics.get(name)
+    if not has_interval(interval):
+        return None
+    value = interval.estimate if value is None else value
+    return f"{plus_minus(value, interval.low, interval.high)} {metrics.get(name).unit} " \
+           f"(95 % CI, {ok_launches(record)} launches)"
+
+
 def speed(record: Record) -> tuple[str, str]:
-    """(TTFT, ms/token with its spread: median ± standard deviation of the inter-token gaps)."""
+    """(TTFT, ms/token with its spread). Over two or more launches: each ± the half-width of its 95 %
+    interval over launches; from one launch: ms/token median ± standard deviation of the inter-token gaps."""
     m = record.metrics
     ttft = f"{number(m.get('ttft_ms'))} {metrics.get('ttft_ms').unit}" if m.get("ttft_ms") is not None else "-"
+    ttft = _over_launches(record, "ttft_ms") or ttft
+    launched = _over_launches(record, "tpot_ms")
+    if launched:
+        return ttft, launched
     if m.get("tpot_ms") is None:
         return ttft, "-"
     spread = m.get("ms_per_token_stddev")
@@ -91,11 +108,13 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         lines += _table(rows)
         lines.append("")
         lines.append(f"{metrics.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
-                     "inter-token gaps; speed-up: the first row's ms/token over each row's; KL: the gate's mean "
+                     "inter-token gaps (with a 95 % CI: ± its half-width over independent launches); speed-up: "
+                     "the first row's ms/token over each row's; KL: the gate's mean "
                      "KL(reference || engine) as a multiple of the HF noise floor (drift above 5x by default).")
     for record in records:
         if record.status != "ok":
             lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")
+        lines += [f"WARNING {record.point_id}: {text}" for text in warnings(record)]
     if any(r.adapter.get("emulated") for r in ok):
         lines.append("emulated devices run the device's code path on the CPU: their timings are not the device's.")
     if report:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness import metrics
+from harness.columns import TIME_PREFIX, TIME_SPLIT
 
 VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
 # Columns that tell points apart in a table or a plot's legend, in the order they are named.
@@ -89,6 +90,12 @@ def engines(df: pd.DataFrame) -> pd.DataFrame:
         table["kl_over_floor"] = grouped["gate_kl_ratio"].median()
     if "energy_per_token_mj" in table and table["energy_per_token_mj"].isna().all():
         table = table.drop(columns="energy_per_token_mj")
+    # A group of one point keeps that point's interval over launches (a median over points has none).
+    for column in [f"{c}{end}" for c in ("ttft_ms", "tpot_ms") if c in table for end in ("_ci_low", "_ci_high")]:
+        if column in ok and ok[column].notna().any():
+            table[column] = grouped[column].agg(lambda s: s.iloc[0] if len(s) == 1 else None)
+    if "launches" in ok and ok["launches"].notna().any():
+        table["launches"] = grouped["launches"].min()  # the fewest launches behind any of the group's points
     return table.reset_index()
 
 
@@ -129,6 +136,57 @@ def first_next(df: pd.DataFrame) -> pd.DataFrame:
     overall = table["first_token_ms"] + (OUTPUT_TOKENS_FOR_OVERALL - 1) * _col(table, "next_token_ms")
     table["overall_ms"] = overall.where(is_32)
     return table
+
+
+def launches(df: pd.DataFrame) -> pd.DataFrame:
+    """Per point measured over launches: how many, each launch-level metric with its 95 % interval and
+    launch-to-launch cv, and the launches' warnings (failed launches, drift, a noisy machine). Empty when
+    every point is a single launch without warnings."""
+    ok = ok_points(df)
+    notes = ["failed_launches", "drift_flags", "machine_noise"]
+    if ok.empty or "launches" not in ok:
+        return pd.DataFrame()
+    warned = ok[[c for c in notes if c in ok]].notna().any(axis=1)
+    ok = ok[(ok["launches"].fillna(0) >= 2) | warned]
+    if ok.empty:
+        return pd.DataFrame()
+    cols = ["scenario", "point_id", "launches"]
+    for name in metrics.LAUNCH:  # the metrics some point has an interval for
+        ends = [f"{name}_ci_low", f"{name}_ci_high", f"{name}_cv"]
+        if name in ok and all(c in ok for c in ends) and ok[ends[0]].notna().any():
+            cols += [name, *ends]
+    table = ok[cols].copy()
+    table["warnings"] = ok[[c for c in notes if c in ok]].apply(
+        lambda row: "; ".join(str(v) for v in row if isinstance(v, str)) or None, axis=1)
+    return table.sort_values(["scenario", "point_id"])
+
+
+def time_split(df: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario (every status: a failed point spent time too): the seconds each part of the time split
+    took, summed over its points and their launches, the total and the timed share. Points without a time
+    split are left out (``time_split_missing`` counts them)."""
+    columns = [f"{TIME_PREFIX}{field}" for field, _ in TIME_SPLIT]
+    if df.empty or not all(c in df for c in columns):
+        return pd.DataFrame()
+    present = df[df[columns].notna().any(axis=1)]
+    if present.empty:
+        return pd.DataFrame()
+    grouped = present.groupby("scenario", sort=True)
+    table = grouped[columns].sum().rename(columns=lambda c: c.removeprefix(TIME_PREFIX))
+    table.insert(0, "points", grouped.size())
+    table["total_s"] = table[[field for field, _ in TIME_SPLIT]].sum(axis=1)
+    table["timed_share"] = (table["timed_s"] / table["total_s"]).where(table["total_s"] > 0)
+    return table.reset_index()
+
+
+def time_split_missing(df: pd.DataFrame) -> int:
+    """How many points carry no time split (records made before accounting, or by other tools)."""
+    columns = [f"{TIME_PREFIX}{field}" for field, _ in TIME_SPLIT]
+    if df.empty:
+        return 0
+    if not all(c in df for c in columns):
+        return len(df)
+    return int((~df[columns].notna().any(axis=1)).sum())
 
 
 def not_run(df: pd.DataFrame) -> pd.DataFrame:

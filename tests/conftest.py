@@ -5,6 +5,7 @@ import textwrap
 from pathlib import Path
 
 import numpy  # noqa: F401 - imported before any pytester inline run, which cannot re-import numpy
+import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 import pytest
 
 from harness import models
