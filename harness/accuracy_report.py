@@ -1,4 +1,6 @@
-"""The report's accuracy section: each point's lm-eval scores beside the HF reference's, and the delta."""
+"""The report's accuracy section: each point's lm-eval scores beside the HF reference's, the delta, and
+where both sides kept per-item outcomes, the delta's paired test (p-value), 95 % interval and
+non-inferiority verdict (``harness.accuracy_paired``)."""
 
 from __future__ import annotations
 
@@ -13,24 +15,39 @@ LOWER_IS_BETTER = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per
 
 
 def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFrame:
-    """One row per (point, task, metric): value ± stderr, the reference's value, and the delta."""
+    """One row per (point, task, metric): value ± stderr, the reference's value, the delta with its 95 %
+    paired interval, p-value and test, the non-inferiority verdict, or why the delta is not paired."""
     rows = []
     for _, record in pairs:
         if record.accuracy is None:
             continue
-        reference = record.accuracy.reference or {}
-        deltas = record.accuracy.delta or {}
-        for task, metrics in (record.accuracy.tasks or {}).items():
+        part = record.accuracy
+        reference, deltas = part.reference or {}, part.delta or {}
+        for task, metrics in (part.tasks or {}).items():
             for metric, value in metrics.items():
                 if metric.endswith("_stderr") or metric == "items":
                     continue
+                paired = (part.paired or {}).get(task, {}).get(metric)
+                better = (part.outcomes or {}).get(task)
+                better = better.higher_is_better.get(metric) if better else None
                 rows.append({"scenario": record.scenario, "point_id": record.point_id,
                              "quantization": record.point.get("quantization"), "task": task, "metric": metric,
                              "value": value, "stderr": metrics.get(f"{metric}_stderr"),
                              "reference": reference.get(task, {}).get(metric),
-                             "delta": deltas.get(task, {}).get(metric), "items": metrics.get("items"),
-                             "higher_is_better": metric not in LOWER_IS_BETTER})
+                             "delta": deltas.get(task, {}).get(metric),
+                             "delta_low": paired.low if paired else None, "delta_high": paired.high if paired else None,
+                             "p_value": paired.p_value if paired else None, "test": paired.test if paired else None,
+                             "non_inferior": _verdict(paired), "items": metrics.get("items"),
+                             "unpaired": (part.unpaired or {}).get(task, {}).get(metric),
+                             "higher_is_better": metric not in LOWER_IS_BETTER if better is None else better})
     return pd.DataFrame(rows)
+
+
+def _verdict(paired) -> Optional[str]:
+    """``pass (keep 99 %)`` / ``fail (keep 99 %)``; None without a margin."""
+    if paired is None or paired.margin is None:
+        return None
+    return f"{'pass' if paired.non_inferior else 'fail'} (keep {paired.margin * 100:g} %)"
 
 
 def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
@@ -58,7 +75,8 @@ def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
     fig.suptitle("Task accuracy (lm-eval)")
     fig.tight_layout()
     return plots.Plot("accuracy", "Task accuracy against the HF reference", fig,
-                      "Error bars: lm-eval's standard error. Dashed: the HF reference on the same items.")
+                      "Error bars: lm-eval's standard error. Dashed: the HF reference on the same items. "
+                      "The table's delta_low/delta_high and p_value pair each item with the reference's.")
 
 
 def build(pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:

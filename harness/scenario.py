@@ -120,6 +120,33 @@ class Accuracy(_Strict):
     num_fewshot: NonNegativeInt = 0
     reference: bool = Field(True, description="also score the HF reference (gate.reference_dtype, else bf16) "
                             "on the same tasks and record each point's delta")
+    non_inferiority: dict[str, Union[float, dict[str, float]]] = Field(
+        default_factory=dict, description="per task, the fraction of the reference's score a point must keep "
+        "(0.99 = 99 %, MLPerf style), for all its metrics or per metric ({task: {metric: fraction}}): the "
+        "delta's 95 % interval may fall short of the reference by at most (1 - fraction) x reference")
+
+    @field_validator("non_inferiority", mode="before")
+    @classmethod
+    def _fractions(cls, value):
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a mapping of task to fraction, e.g. {{harness_choice: 0.99}}, got {value!r}")
+        for task, margin in value.items():
+            for where, fraction in (margin.items() if isinstance(margin, dict) else [(None, margin)]):
+                name = f"{task}.{where}" if where is not None else task
+                if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+                    raise ValueError(f"{name}: expected the fraction of the reference's score to keep, "
+                                     f"0 < fraction <= 1 (0.99 = keep 99 %), got {fraction!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _margins_name_tasks(self):
+        unknown = [task for task in self.non_inferiority if task not in self.tasks]
+        if unknown:
+            raise ValueError(f"non_inferiority names {', '.join(map(repr, unknown))}, not in accuracy.tasks "
+                             f"({', '.join(self.tasks)})")
+        if self.non_inferiority and not self.reference:
+            raise ValueError("non_inferiority needs reference: true (margins are relative to the HF reference)")
+        return self
 
 
 class Sweep(_Strict):

@@ -103,7 +103,7 @@ ACCURACY = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-accuracy: {tasks: [harness_cloze, harness_choice], limit: 12}
+accuracy: {tasks: [harness_cloze, harness_choice], limit: 12, non_inferiority: {harness_choice: 0.9}}
 sweep:
   adapter: [hf]
 include:
@@ -137,11 +137,35 @@ def test_points_record_accuracy_with_the_delta_to_the_reference(accuracy_records
     assert ov_delta == pytest.approx(expected) and ov_delta != 0  # int8 weights move the perplexity
 
 
+def test_points_pair_their_per_item_outcomes_with_the_references(accuracy_records):
+    _, records = accuracy_records
+    hf, ov = records["hf"], records["openvino"]
+    for record in (hf, ov):
+        part = record.accuracy
+        assert part.reference_outcomes == hf.accuracy.reference_outcomes and not part.unpaired
+        for task in ("harness_cloze", "harness_choice"):
+            assert part.outcomes[task].doc_ids == list(range(12))
+            for metric, paired in part.paired[task].items():
+                assert paired.items == 12 and paired.delta == pytest.approx(part.delta[task][metric])
+                assert paired.low <= paired.delta <= paired.high and 0 <= paired.p_value <= 1
+                assert (paired.margin is not None) == (task == "harness_choice")
+        assert part.paired["harness_choice"]["acc"].test == "mcnemar"
+        assert part.paired["harness_cloze"]["perplexity"].test == "paired bootstrap"
+        assert part.verdict == ("pass" if all(d.non_inferior for d in part.paired["harness_choice"].values()) else "fail")
+    # the hf bf16 point: the same outcomes item by item, so no evidence of a difference and non-inferior
+    assert hf.accuracy.outcomes == hf.accuracy.reference_outcomes
+    assert all(d.p_value == 1 and d.low == d.high == 0 for task in hf.accuracy.paired.values() for d in task.values())
+    assert hf.accuracy.verdict == "pass"
+    assert ov.accuracy.outcomes["harness_cloze"].values["perplexity"] != hf.accuracy.outcomes["harness_cloze"].values["perplexity"]
+
+
 def test_the_reference_is_computed_once_and_reused(accuracy_records):
     out, _ = accuracy_records
     stored = list((out / "references").glob("accuracy-*.json"))
     assert len(stored) == 1
-    assert json.loads(stored[0].read_text())["key"]["limit"] == 12
+    data = json.loads(stored[0].read_text())
+    assert data["key"]["limit"] == 12
+    assert data["outcomes"]["harness_choice"]["values"]["acc"] == [int(v) for v in data["outcomes"]["harness_choice"]["values"]["acc"]]
 
 
 def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
@@ -154,6 +178,15 @@ def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
     written = report.build([out], tmp_path / "report")
     table = (tmp_path / "report" / "accuracy.csv").read_text()
     assert "harness_choice,acc," in table and "harness_cloze,perplexity," in table
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "report" / "accuracy.csv")
+    assert {"delta_low", "delta_high", "p_value", "test", "non_inferior"} <= set(frame.columns)
+    choice = frame[(frame["task"] == "harness_choice") & (frame["metric"] == "acc")]
+    assert set(choice["test"]) == {"mcnemar"} and choice["p_value"].between(0, 1).all()
+    assert choice["non_inferior"].str.fullmatch(r"(pass|fail) \(keep 90 %\)").all()
+    cloze = frame[(frame["task"] == "harness_cloze") & (frame["metric"] == "perplexity")]
+    assert not cloze["higher_is_better"].any() and cloze["non_inferior"].isna().all()
     assert "accuracy.png" in {p.name for p in written.plots}
     assert "Task accuracy" in written.html.read_text()
 

@@ -340,7 +340,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     def compute():
         calls.append(1)
         time.sleep(0.3)
-        return {"harness_cloze": {"acc": 0.5, "items": 4}}
+        return accuracy.Evaluation({"harness_cloze": {"acc": 0.5, "items": 4}}, {})
 
     out = []
     threads = [threading.Thread(target=lambda: out.append(accuracy.reference(
@@ -349,7 +349,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(calls) == 1 and out == [{"harness_cloze": {"acc": 0.5, "items": 4}}] * 4
+    assert len(calls) == 1 and [found.scores for found in out] == [{"harness_cloze": {"acc": 0.5, "items": 4}}] * 4
 
 
 # -- 6. sizes and identity ----------------------------------------------------------------------------

@@ -126,7 +126,9 @@ def _rows(record) -> PointRows:
         scenario=record.scenario, point_id=record.point_id, fingerprint=fingerprint, status=record.status,
         reason=record.reason, verdict=gate.verdict if gate else None,
         kl_ratio=_finite(gate.kl_ratio) if gate else None,
-        accuracy=record.accuracy.model_dump(mode="json", exclude_none=True) if record.accuracy else None,
+        # Per-item outcomes stay in the record files: history keeps scores, deltas and paired verdicts.
+        accuracy=record.accuracy.model_dump(mode="json", exclude_none=True,
+                                            exclude={"outcomes", "reference_outcomes"}) if record.accuracy else None,
         started_at=_time(record.started_at), commit=(env.get("git") or {}).get("commit"), values=tuple(values))
 
 
