@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from harness.cli_output import gate_report
+from harness.errors import UsageError
 from harness.options import add_baseline_options, add_gate_options
+
+if TYPE_CHECKING:
+    from harness.record import Record
+    from harness.regression import GateOutcome, Threshold
 
 
 def add_parsers(commands) -> None:
@@ -43,6 +49,10 @@ def add_parsers(commands) -> None:
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
     add_baseline_options(gate.add_argument)
+    gate.add_argument("--confirm", type=int, default=0, metavar="K",
+                      help="rerun points that regressed (or passed a threshold without significance) K more "
+                           "launches and judge them again on those launches before failing; needs NEW to be "
+                           "one results directory, where the reruns are written")
 
     summary = commands.add_parser("summary", help="per engine and device: is it right, how fast, at what energy")
     summary.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
@@ -139,13 +149,78 @@ def _merge(args) -> int:
 
 def _gate(args) -> int:
     from harness import baseline
+    from harness.options import gate_fdr
     from harness.regression import check, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
+    fdr = gate_fdr(args)
+    if args.confirm < 0:
+        raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
+    rerun = _relaunch(args.sources) if args.confirm else None
     base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
-    outcome = check(base, _records(args.sources), thresholds)
+    current = _records(args.sources)
+    outcome = check(base, current, thresholds, fdr=fdr)
+    if rerun is not None and outcome.flagged:
+        outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm)
     print("\n".join(gate_report(outcome, args.harness_baseline)))
     return 0 if outcome.passed else 1
+
+
+def _relaunch(sources):
+    """``Runner.relaunch`` with ``harness run``'s default options, writing into the one results directory."""
+    import argparse
+
+    from harness.options import add_run_options, runner_from
+
+    if len(sources) != 1 or not Path(sources[0]).is_dir():
+        raise UsageError(f"--confirm: expected NEW to be one results directory (reruns are written there), "
+                         f"got {' '.join(sources)}")
+    defaults = argparse.ArgumentParser(add_help=False)
+    add_run_options(defaults.add_argument)
+    options = defaults.parse_args([])
+    options.harness_results = sources[0]
+    relauncher = runner_from(options, log=lambda message: print(message, file=sys.stderr))
+    return lambda records, launches: relauncher.relaunch(records, launches=launches)
+
+
+def confirm(outcome: GateOutcome, baseline: Iterable[Record], current: Iterable[Record], thresholds: list[Threshold],
+            rerun: Callable[[list[Record], int], list[Record]], launches: int) -> GateOutcome:
+    """``harness gate --confirm K``: rerun the flagged points (``GateOutcome.flagged``) ``launches`` more
+    times with ``rerun(records, launches)`` (``Runner.relaunch``: each record comes back with the new
+    launches appended after its own), then judge those points again on the new launches alone, with the
+    false discovery rate held over that smaller family: the launches that raised the alarm do not also
+    confirm it, so screening and confirming stay independent. Other points keep their verdicts. Pure
+    apart from ``rerun``."""
+    from dataclasses import replace
+
+    from harness import stats
+    from harness.regression import GateOutcome, check, index, key
+
+    flagged = outcome.flagged
+    if not flagged or launches < 1:
+        return outcome
+    baseline, now = list(baseline), index(current, "new records")
+    targets = [now[point] for point in flagged if point in now]
+    before = {key(r): len(stats.launches_of(r)) for r in targets}
+    fresh = {}
+    for record in rerun(targets, launches):
+        if key(record) in before and len(stats.launches_of(record)) > before[key(record)]:
+            fresh[key(record)] = stats.since(record, before[key(record)])
+    if not fresh:
+        return replace(outcome, notes=[*outcome.notes, f"--confirm {launches}: the rerun returned no new launches, "
+                                       "so nothing was confirmed"])
+    second = check(baseline, fresh.values(), thresholds, scope=set(fresh), fdr=outcome.fdr)
+    kept = [f for f in outcome.findings if f.kind != "regression" or (f.scenario, f.point_id) not in fresh]
+    verdicts = {(f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind
+                for f in second.findings}
+    names = ", ".join(f"{s}::{p} ({verdicts.get((s, p), 'cleared')})" for s, p in fresh)
+    return GateOutcome(
+        findings=kept + second.findings, compared=outcome.compared, fdr=outcome.fdr,
+        notes=[*outcome.notes, *(f"confirmation: {n}" for n in second.notes),
+               f"--confirm {launches}: reran {names} and judged the new launches alone against the baseline"],
+        tests=[t for t in outcome.tests if (t.scenario, t.point_id) not in fresh] + second.tests,
+        beyond_limit=[p for p in outcome.beyond_limit if p not in fresh] + second.beyond_limit,
+        single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch)
 
 
 HANDLERS = {"report": _report, "summary": _summary, "export": _export, "baseline": _baseline,

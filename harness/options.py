@@ -94,13 +94,26 @@ def add_baseline_options(add, prefix: str = "") -> None:
 
 def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
     """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
-    from harness.regression import DEFAULT_THRESHOLDS
+    from harness.regression import DEFAULT_FDR, DEFAULT_THRESHOLDS
 
     add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
         default=None, help="baseline name (see `harness baseline save`) or a path to its records")
+    shown = DEFAULT_THRESHOLDS.replace("%", "%%")  # argparse formats help with %
     add(f"--{prefix}max-regression", dest="harness_max_regression", metavar="METRIC=PCT,...",
-        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {DEFAULT_THRESHOLDS}); a "
-        "regression must also exceed the measured spread")
+        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {shown}), a floor: with launches "
+        "on both sides a change must also be significant (Mann-Whitney U, Benjamini-Hochberg); with one "
+        "launch it must exceed the larger per-round interquartile range")
+    add(f"--{prefix}fdr", dest="harness_fdr", type=float, default=DEFAULT_FDR, metavar="Q",
+        help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})")
+
+
+def gate_fdr(options, prefix: str = "") -> float:
+    from harness.errors import UsageError
+
+    fdr = options.harness_fdr
+    if not 0 < fdr < 1:
+        raise UsageError(f"--{prefix}fdr: expected a false discovery rate between 0 and 1 (e.g. 0.05), got {fdr}")
+    return fdr
 
 
 def remote_code_error(loaded, allowed: bool):

@@ -17,6 +17,7 @@ from harness.options import (
     add_gate_options,
     add_run_options,
     check_outputs,
+    gate_fdr,
     remote_code_error,
     runner_from,
 )
@@ -56,6 +57,7 @@ def pytest_configure(config):
 
     try:  # thresholds and the shard are checked before anything runs
         thresholds = parse_thresholds(config.option.harness_max_regression)
+        gate_fdr(config.option, "harness-")
         shard = parse_shard(config.option.harness_shard) if config.option.harness_shard else None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -258,7 +260,7 @@ def pytest_sessionfinish(session, exitstatus):
         base = baseline.load(name, Path(config.option.harness_baselines_dir))
         # Only points this session could have run: its scenarios, minus what -k/-m deselected.
         scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
-        outcome = check(base, state.records, state.thresholds, scope=scope)
+        outcome = check(base, state.records, state.thresholds, scope=scope, fdr=gate_fdr(config.option, "harness-"))
     except (HarnessError, ValueError, FileNotFoundError) as exc:
         state.gate_lines = [f"ERROR {exc}"]
         session.exitstatus = pytest.ExitCode.USAGE_ERROR

@@ -102,3 +102,51 @@ def test_a_non_record_file_is_named_in_the_error(tmp_path, capsys):
     bogus.write_text('{"hello": 1}')
     assert main(["report", str(bogus), "-o", str(tmp_path / "r")]) == 2
     assert f"{bogus}: neither a harness result record" in capsys.readouterr().err
+
+
+def write_launched(directory, tpot_ms, launches=5, seed=0):
+    """A point measured over ``launches`` launches, merged as the runner merges them (harness.stats)."""
+    from harness import stats
+
+    parts = []
+    for i in range(launches):
+        part = record(POINTS[0], tpot_ms=tpot_ms * (1 + 0.01 * (i - 2)), seed=seed + i)
+        part.samples.launches = [stats.launch(part.metrics, part.samples.rounds)]
+        parts.append(part)
+    results.write(stats.combine(parts), directory)
+    return directory
+
+
+def test_a_regression_over_launches_prints_its_launches_and_p_and_q(tmp_path, capsys):
+    write_launched(tmp_path / "night1", 40.0)
+    assert main(["baseline", "save", str(tmp_path / "night1"), "--name", "nightly",
+                 "--baselines-dir", str(tmp_path / "baselines")]) == 0
+    assert gate(tmp_path, write_launched(tmp_path / "same", 40.0, seed=50)) == 0
+    out = capsys.readouterr().out
+    assert "launch-level test of 2 metric(s)" in out and "judged without launch statistics" not in out
+    assert gate(tmp_path, write_launched(tmp_path / "slow", 48.0, seed=50)) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL demo::{POINTS[0]}: regression: tpot_ms" in out and "5 vs 5 launches, Mann-Whitney p=0.004, q=" in out
+    assert gate(tmp_path, tmp_path / "slow", "--fdr", "0.001") == 0  # 1/252 is not below 0.001 / 2
+    assert "too few launches to show it" in capsys.readouterr().out
+
+
+def test_fdr_and_confirm_are_checked_before_anything_runs(saved, capsys):
+    assert gate(saved, saved / "night1", "--fdr", "5") == 2
+    assert "--fdr: expected a false discovery rate between 0 and 1" in capsys.readouterr().err
+    assert gate(saved, saved / "night1", "--confirm", "-1") == 2
+    assert "--confirm: expected a number of launches >= 0, got -1" in capsys.readouterr().err
+    assert main(["gate", str(saved / "night1"), str(saved / "night1"), "--baseline", "nightly",
+                 "--baselines-dir", str(saved / "baselines"), "--confirm", "2"]) == 2
+    assert "--confirm: expected NEW to be one results directory" in capsys.readouterr().err
+
+
+def test_gate_help_shows_the_default_thresholds(capsys):
+    # The default thresholds hold "%", which argparse's help formatting read as a format character.
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["gate", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "tpot=5%,ttft=10%" in out and "--fdr" in out and "--confirm" in out

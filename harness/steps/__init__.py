@@ -13,7 +13,7 @@ import traceback
 from contextlib import contextmanager
 from typing import Callable, Optional
 
-from harness import metrics
+from harness import metrics, stats
 from harness.adapter import PointSkipped
 from harness.errors import HarnessError
 from harness.record import Failure, Record, TimeSplit
@@ -100,6 +100,9 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             apply(record, timed.part)
             if timed.meter is not None:
                 apply(record, probes.probes(session, resolved, adapter, timed))
+            # The launch's entry once every per-launch figure (energy included) is known.
+            record.samples.launches = [stats.launch(record.metrics, timed.rounds, machine=timed.machine,
+                                                    started_at=record.started_at)]
         if gate_reference is not None:
             with clock("gate"):
                 apply(record, verify.correctness(session, resolved, adapter, gate_reference))

@@ -6,7 +6,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from harness import machine_state, measure, stats
+from harness import machine_state, measure
 from harness.adapter import Adapter
 from harness.record import Samples
 from harness.steps import finite
@@ -23,6 +23,7 @@ class Timed:
     window: Any = None  # the meter's reading over the timed rounds
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
     extra: dict = field(default_factory=dict)
+    machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
 
 
 def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
@@ -75,10 +76,9 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
     figures = {**measure.summarize(rounds), **measure.summarize_engine(engine_figures[len(warmups):]),
                "first_call_s": warmups[0] if warmups else None}
     machine = windows["machine"].result().to_dict() if "machine" in windows else {}
-    launch = stats.launch(figures, rounds, machine=machine)
     part = Part(metrics=figures, updates={
-        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups, launches=[launch]),
+        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
         "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
         "prompt_lengths": [len(p) for p in prompt_ids],
     })
-    return Timed(part, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)))
+    return Timed(part, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine)

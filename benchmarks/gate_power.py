@@ -1,0 +1,134 @@
+"""Power of the regression gate: false alarms on A/A nights, detection of +5 % and +10 % slowdowns on A/B
+nights, for the old rule (one launch per point, threshold and per-round spread) and the new one (launches,
+Mann-Whitney U, Benjamini-Hochberg), measured side by side in one run.
+
+    python benchmarks/gate_power.py [--launches 8] [--nights 200] [--long]
+
+The points are the quickstart's and cpu_runtimes' (prompt 32; ``--long`` adds 1024) on transformers and
+llama.cpp, each as four builds of benchmarks/slowdown.py: two identical ones (A and A'), +5 % and +10 % per
+decode step. One sweep runs every build of every point ``--launches`` times, launches interleaved
+round-robin by the runner, so the machine's drift over the run touches every build alike. A night is then
+drawn from those launches: the baseline is A, the candidate is A' (A/A: any red point is a false alarm) or
+a slowed build (A/B: red = detected). The old rule compares one launch with one; the new rule 5 launches
+with 5 (``measurement.launches: 5``). Nights are resampled from the pool (seeded), so they share launches:
+the rates estimate what independent nights would give on this machine, they are not independent nights.
+The correctness gate is left out of these scenarios: it is not what is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import planning, registry, regression, stats
+from harness.record import Record
+from harness.runner import Runner
+from harness.scenario import Scenario
+from harness.sweep import expand
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES = {"hf": "hf", "llamacpp": "llamacpp"}  # scenario adapter -> slowdown variant prefix
+BUILDS = ("slow0a", "slow0b", "slow5", "slow10")
+NIGHT_LAUNCHES = 5
+
+
+def scenarios(launches: int, long: bool) -> list[Scenario]:
+    out = []
+    for name in ("quickstart", "cpu_runtimes"):
+        loaded = planning.load(ROOT / "scenarios" / f"{name}.yaml")
+        lengths = sorted({p.prompt_len for p in expand(loaded) if p.adapter in ENGINES and (long or p.prompt_len != 1024)},
+                         key=lambda n: n or 0)
+        sweep = {"adapter": [f"{engine}-{build}" for engine in ENGINES.values() for build in BUILDS], "device": ["cpu"]}
+        if lengths != [None]:
+            sweep["prompt_len"] = lengths
+        data = loaded.model_dump(mode="json", exclude={"gate", "sweep", "include"})
+        data["measurement"]["launches"] = launches
+        out.append(Scenario.model_validate({**data, "sweep": sweep}))
+    return out
+
+
+def subset(record: Record, chosen: list[int]) -> Record:
+    """The record as if only the ``chosen`` launches had run."""
+    kept = [stats.launches_of(record)[i].model_copy(update={"index": n}) for n, i in enumerate(chosen)]
+    remap = {i: n for n, i in enumerate(chosen)}
+    rounds = [r.model_copy(update={"launch": remap[r.launch]}) for r in record.samples.rounds if r.launch in remap]
+    intervals = stats.intervals(kept)
+    return record.model_copy(update=dict(
+        metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
+        samples=record.samples.model_copy(update=dict(rounds=rounds, launches=kept, intervals=intervals))))
+
+
+def as_build(record: Record, build: str) -> Record:
+    """The record renamed to the baseline build's point id, so the gate pairs the two builds."""
+    return record.model_copy(update={"point_id": record.point_id.replace(build, "slow0a")})
+
+
+def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> bool:
+    """True when the gate turns the night red (candidate ``build`` against the baseline build)."""
+    thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
+    base, new = [], []
+    for builds in pool.values():
+        a, b = builds["slow0a"], builds[build]
+        base.append(subset(a, rng.sample(range(len(stats.launches_of(a))), launches)))
+        new.append(as_build(subset(b, rng.sample(range(len(stats.launches_of(b))), launches)), build))
+    return not regression.check(base, new, thresholds, fdr=fdr).passed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=8, help="launches per build and point (the pool)")
+    parser.add_argument("--nights", type=int, default=200, help="nights resampled per comparison")
+    parser.add_argument("--long", action="store_true", help="add cpu_runtimes' 1024-token prompts")
+    parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import slowdown
+
+    for cls in slowdown.VARIANTS.values():
+        registry.register_adapter(cls)
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = Runner(results_dir=Path(tmp), isolation="worker", energy=False)
+        start = time.perf_counter()
+        records = runner.run(scenarios(args.launches, args.long), progress=sys.stderr.isatty())
+        wall = time.perf_counter() - start
+    bad = [f"{r.point_id}: {r.reason}" for r in records if r.status != "ok"]
+    if bad:
+        sys.exit("points failed:\n" + "\n".join(bad))
+    pool: dict = {}
+    for record in records:
+        adapter = record.point["adapter"]
+        build = adapter.rsplit("-", 1)[1]
+        pool.setdefault((record.scenario, record.point_id.replace(build, "slow0a")), {})[build] = record
+    rng = random.Random(args.seed)
+    # Device time of one side of a night: every point's mean launch cost (all of it: start, load, rounds).
+    per_launch = sum(sum(builds["slow0a"].time_split.model_dump().values()) / len(stats.launches_of(builds["slow0a"]))
+                     for builds in pool.values())
+    rows = []
+    for rule, launches in (("old: 1 launch, threshold + spread", 1), (f"new: {NIGHT_LAUNCHES} launches, MWU + BH", NIGHT_LAUNCHES)):
+        rates = {build: sum(night(pool, build, launches, rng, args.fdr) for _ in range(args.nights)) / args.nights
+                 for build in ("slow0b", "slow5", "slow10")}
+        rows.append((rule, rates, launches * per_launch))
+    points = len(pool)
+    print(f"{points} points x 4 builds x {args.launches} launches in {wall / 60:.1f} min; "
+          f"{args.nights} resampled nights per comparison; default thresholds {regression.DEFAULT_THRESHOLDS}; "
+          f"FDR {args.fdr:g}")
+    print("| rule | false-alarm nights (A/A) | +5 % detected | +10 % detected | device time per night |")
+    print("|---|---|---|---|---|")
+    for rule, rates, seconds in rows:
+        print(f"| {rule} | {rates['slow0b']:.1%} ({rates['slow0b'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
+              f"({rates['slow5'] * 20:.1f} in 20) | {rates['slow10']:.1%} ({rates['slow10'] * 20:.1f} in 20) "
+              f"| {seconds:.0f} s |")
+    print("\nlaunch-to-launch CV of tpot per point (A build):")
+    for (scenario, point_id), builds in pool.items():
+        interval = builds["slow0a"].samples.intervals.get("tpot_ms")
+        if interval is not None and interval.cv is not None:
+            print(f"  {scenario}::{point_id}: {interval.cv:.1%} over {interval.launches} launches, "
+                  f"median {interval.estimate:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Test adapters for benchmarks/gate_power.py: the real transformers and llama.cpp adapters with every decode
+step delayed by a fixed fraction of its own measured duration (the engine runs the step, the adapter times
+it, then sleeps that fraction of it before the next step starts), so a "+5 %" build is 5 % slower per
+output token on whatever the machine does that night.
+
+OpenVINO GenAI runs its decode loop in C++ with no per-step hook a Python adapter could delay, so it has
+no slowed variant here.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.adapters.hf import HFAdapter
+from harness.adapters.llamacpp import LlamaCppAdapter
+
+
+def _delayed(step, fraction: float, is_decode):
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        out = step(*args, **kwargs)
+        if is_decode(*args, **kwargs):
+            time.sleep(fraction * (time.perf_counter() - start))
+        return out
+
+    return run
+
+
+def _hf_decode(*args, **kwargs) -> bool:
+    ids = kwargs.get("input_ids", args[0] if args else None)
+    return ids is not None and ids.shape[-1] == 1  # one new token per sequence: a decode step
+
+
+class _SlowHF(HFAdapter):
+    fraction = 0.0
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.model.forward = _delayed(self.model.forward, self.fraction, _hf_decode)
+
+
+class _SlowLlama(LlamaCppAdapter):
+    fraction = 0.0
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.llm.eval = _delayed(self.llm.eval, self.fraction, lambda tokens: len(tokens) == 1)
+
+
+def _variant(base: type, engine: str, percent: int, tag: str = "") -> type:
+    name = f"{engine}-slow{percent}{tag}"
+    return type(name.replace("-", "_"), (base,), {"name": name, "fraction": percent / 100, "__module__": __name__})
+
+
+# Two identical 0 % builds (the A/A pair) and the +5 % and +10 % builds, per engine. Module-level, so an
+# isolated worker can register them too (harness.isolation passes in-process adapters by module:name).
+VARIANTS = {cls.name: cls for base, engine in ((_SlowHF, "hf"), (_SlowLlama, "llamacpp"))
+            for cls in (_variant(base, engine, 0, "a"), _variant(base, engine, 0, "b"),
+                        _variant(base, engine, 5), _variant(base, engine, 10))}
+globals().update({cls.__name__: cls for cls in VARIANTS.values()})
