@@ -49,6 +49,9 @@ def add_parsers(commands) -> None:
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
     add_baseline_options(gate.add_argument)
+    gate.add_argument("--present-only", action="store_true",
+                      help="judge only the points NEW has (one runner's shard, confirming on its own device); "
+                           "points missing from NEW are then the merged run's gate to report")
     gate.add_argument("--confirm", type=int, default=0, metavar="K",
                       help="rerun points that regressed (or passed a threshold without significance) K more "
                            "launches and judge them again on those launches before failing; needs NEW to be "
@@ -150,7 +153,7 @@ def _merge(args) -> int:
 def _gate(args) -> int:
     from harness import baseline
     from harness.options import gate_fdr
-    from harness.regression import check, parse_thresholds
+    from harness.regression import check, key, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
     fdr = gate_fdr(args)
@@ -159,7 +162,8 @@ def _gate(args) -> int:
     rerun = _relaunch(args.sources) if args.confirm else None
     base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
     current = _records(args.sources)
-    outcome = check(base, current, thresholds, fdr=fdr)
+    scope = {key(r) for r in current} if args.present_only else None
+    outcome = check(base, current, thresholds, scope=scope, fdr=fdr)
     if rerun is not None and outcome.flagged:
         outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm)
     print("\n".join(gate_report(outcome, args.harness_baseline)))

@@ -150,3 +150,13 @@ def test_gate_help_shows_the_default_thresholds(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "tpot=5%,ttft=10%" in out and "--fdr" in out and "--confirm" in out
+
+
+def test_present_only_judges_a_shards_points_and_still_fails_their_regressions(saved, capsys):
+    shard = write_run(saved / "shard", seed=50, drop_point=POINTS[0])
+    assert gate(saved, shard) == 1  # the whole run's gate: a point is missing
+    capsys.readouterr()
+    assert gate(saved, shard, "--present-only") == 0
+    assert "1 point(s) compared" in capsys.readouterr().out
+    slow = write_run(saved / "slow-shard", seed=50, drop_point=POINTS[0], slow_point=POINTS[1])
+    assert gate(saved, slow, "--present-only") == 1
