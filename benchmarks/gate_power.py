@@ -85,15 +85,18 @@ def main() -> None:
     parser.add_argument("--long", action="store_true", help="add cpu_runtimes' 1024-token prompts")
     parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--results", type=Path, default=None,
+                        help="keep the sweep's records here; with --reuse, judge records already there")
+    parser.add_argument("--reuse", action="store_true", help="do not run: resample nights from --results")
     args = parser.parse_args()
     import slowdown
 
     for cls in slowdown.VARIANTS.values():
         registry.register_adapter(cls)
     with tempfile.TemporaryDirectory() as tmp:
-        runner = Runner(results_dir=Path(tmp), isolation="worker", energy=False)
+        runner = Runner(results_dir=args.results or Path(tmp), isolation="worker", energy=False)
         start = time.perf_counter()
-        records = runner.run(scenarios(args.launches, args.long), progress=sys.stderr.isatty())
+        records = runner.run(scenarios(args.launches, args.long), resume=args.reuse)
         wall = time.perf_counter() - start
     bad = [f"{r.point_id}: {r.reason}" for r in records if r.status != "ok"]
     if bad:

@@ -94,7 +94,7 @@ def add_baseline_options(add, prefix: str = "") -> None:
 
 def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
     """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
-    from harness.regression import DEFAULT_FDR, DEFAULT_THRESHOLDS
+    from harness.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS
 
     add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
         default=None, help="baseline name (see `harness baseline save`) or a path to its records")

@@ -21,7 +21,6 @@ range of the two runs' per-round figures), and a note says the point had no laun
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
@@ -29,41 +28,9 @@ from typing import Iterable, Optional
 from harness import metrics, stats
 from harness.errors import UsageError
 from harness.results import Record, round_values
+from harness.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
 
-DEFAULT_THRESHOLDS = "tpot=5%,ttft=10%,energy_per_token=10%"
-DEFAULT_FDR = 0.05
 Point = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class Threshold:
-    name: str  # as the user typed it
-    metric: str
-    limit: float  # allowed relative worsening, 0.05 = 5 %
-    higher_is_better: bool = False
-
-
-def parse_thresholds(text: str) -> list[Threshold]:
-    """``tpot=5%,ttft=10%`` -> thresholds. Any catalogued metric with a direction works as a name (see
-    ``harness.metrics``); bad entries are quoted back."""
-    out = []
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([0-9]*\.?[0-9]+)\s*(%?)", entry)
-        if not match:
-            raise UsageError(f"--max-regression: {entry!r}: expected NAME=PERCENT, e.g. tpot=5%")
-        name, number, percent = match.groups()
-        try:
-            metric = metrics.resolve(name)
-        except UsageError as exc:
-            raise UsageError(f"--max-regression: {entry!r}: {exc}") from None
-        if metric.higher_is_better is None:
-            raise UsageError(f"--max-regression: {entry!r}: {metric.name} has no better direction "
-                             f"({metric.label or metric.name}, {metric.unit}), so it cannot regress")
-        out.append(Threshold(name, metric.name, float(number) / 100 if percent else float(number),
-                             metric.higher_is_better))
-    if not out:
-        raise UsageError("--max-regression: no thresholds given")
-    return out
 
 
 def _iqr(values: list[float]) -> float:
