@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
 from harness.errors import Unsupported
 
@@ -69,6 +69,22 @@ class Activations:
 
     def __iter__(self):
         return iter([self.embedding, *self.layers])
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A loaded point's own weights on a trusted engine path (``Adapter.trusted_twin``), for the
+    same-weights reference (``harness.same_weights``). ``open(variant)`` is a context manager giving an
+    object with step-wise ``prefill``/``decode`` (fp32 logits, as on an adapter): variant ``"reference"``
+    computes the reference, ``"floor"`` the identical-weights noise floor, a run that differs from it
+    only in what should not matter (``floor_method`` says what)."""
+
+    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision"
+    weights: str  # the file it runs
+    key: str  # identity of those weights and that path, the same on every runner (stored reference's key)
+    floor_method: str
+    open: Callable[[str], ContextManager[Any]]
+    versions: dict = field(default_factory=dict)
 
 
 class Adapter(ABC):
@@ -212,6 +228,12 @@ class Adapter(ABC):
         a capped capacity), so drift from the reference is expected (the gate's ``fail_on_drift:
         auto``). Engines whose "unquantized" model is quantized say so here."""
         return point.quantization != "none" or point.moe_capacity is not None
+
+    def trusted_twin(self) -> Twin | str:
+        """Optional: the loaded point's own weights on a trusted engine path (the same-weights
+        reference, for quantized points), or why there is none. Called after ``load``; builds and
+        loads nothing until the twin is opened."""
+        return f"{self.name} has no trusted twin: no second engine path runs this point's own weights"
 
     def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
         """Optional (``supports_routing``), for MoE models: tokens routed per layer and expert over a

@@ -213,6 +213,14 @@ class LlamaCppAdapter(Adapter):
 
         return not gguf_export.is_full_precision(self.path)  # e.g. the default model's own Q4_K_M
 
+    def trusted_twin(self):
+        """This point's GGUF on the plain CPU backend (``twin``): what its GPU offload and its CPU
+        kernels with extra buffer types must agree with up to rounding."""
+        from harness.adapters.llamacpp import twin
+
+        return twin.twin(self.path, self.llm.n_ctx(), self.llm.context_params.n_threads or None,
+                         lambda: _model_params(False))
+
     def weight_bytes(self) -> int:
         return self.path.stat().st_size  # tensor data dominates a GGUF file
 

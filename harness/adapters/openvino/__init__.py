@@ -18,7 +18,7 @@ from importlib.util import find_spec
 from typing import Optional, Sequence
 
 from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
-from harness.adapters.openvino import export
+from harness.adapters.openvino import export, twin
 from harness.adapters.openvino.export import NNCF_MODES, weight_types
 from harness.errors import Unsupported
 
@@ -186,13 +186,7 @@ class OpenVINOAdapter(Adapter):
         import numpy as np
 
         request = self._step_request()
-        feed = {"input_ids": np.asarray([list(ids)], dtype=np.int64),
-                "attention_mask": np.ones((1, self._position + len(ids)), dtype=np.int64)}
-        if "position_ids" in self._inputs:
-            feed["position_ids"] = np.arange(self._position, self._position + len(ids), dtype=np.int64)[None]
-        if "beam_idx" in self._inputs:
-            feed["beam_idx"] = np.zeros(1, dtype=np.int32)
-        request.infer(feed)
+        request.infer(twin.feed(self._inputs, ids, self._position))
         self._position += len(ids)
         return np.array(request.get_tensor("logits").data[0, -1], dtype=np.float32)
 
@@ -217,6 +211,11 @@ class OpenVINOAdapter(Adapter):
         if self._request is None:
             raise RuntimeError("decode() before prefill()")
         return self._infer([token])
+
+    def trusted_twin(self):
+        """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,
+        the static NPU pipeline's included, must agree with up to activation rounding."""
+        return twin.twin(self.ir_dir, self.settings.threads)
 
     def weight_bytes(self) -> int:
         return (self.ir_dir / "openvino_model.bin").stat().st_size

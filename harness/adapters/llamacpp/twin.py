@@ -1,0 +1,67 @@
+"""The ``llamacpp`` adapter's trusted twin: the point's own GGUF on llama.cpp's plain CPU backend (no
+GPU offload, no extra buffer types: no AMX or repacked weights), stepped one token at a time, the path
+the same-weights reference is computed with (``harness.same_weights``).
+
+The identical-weights noise floor is the same twin with the prompt evaluated one token per batch
+(``n_batch`` 1) against the whole-prompt batch: llama.cpp then takes its matrix-vector kernels instead
+of its matrix-matrix ones, a difference of rounding that should not matter. Where the two agree to the
+last bit the floor is the harness's minimum.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from harness.adapter import Twin
+
+BATCH = {"reference": 512, "floor": 1}
+
+
+class GGUFSteps:
+    """Step-wise fp32 logits of a GGUF on llama.cpp's CPU backend."""
+
+    def __init__(self, path: Path, n_ctx: int, batch: int, threads: Optional[int], plain_params: Callable):
+        import llama_cpp
+
+        with plain_params():
+            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_batch=batch, n_ubatch=batch,
+                                       n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, seed=0,
+                                       verbose=False)
+
+    def _logits(self):
+        import numpy as np
+
+        row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
+        return np.array(row, dtype=np.float32)
+
+    def prefill(self, tokens: Sequence[int]):
+        self.llm.reset()
+        self.llm.eval(list(tokens))
+        return self._logits()
+
+    def decode(self, token: int):
+        self.llm.eval([int(token)])
+        return self._logits()
+
+
+def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable) -> Twin:
+    """The trusted twin of the GGUF at ``path`` (nothing is loaded until ``open``); ``plain_params()``:
+    the adapter's context manager that loads a model without extra buffer types."""
+    import llama_cpp
+
+    @contextmanager
+    def open_steps(variant: str) -> Iterator[GGUFSteps]:
+        steps = GGUFSteps(path, n_ctx, BATCH[variant], threads, plain_params)
+        try:
+            yield steps
+        finally:
+            steps.llm.close()
+
+    # Cached GGUFs are named by their source and level (``{stem}-{size}-{Q8_0}``, ``{model}-{checksum}-f16``),
+    # so the file name and size identify the weights on every runner that builds them.
+    key = f"{path.parent.name}/{path.name}/{path.stat().st_size}/cpu"
+    return Twin(engine="llama.cpp CPU backend, no extra buffer types, step-wise", weights=str(path), key=key,
+                floor_method="teacher-forced KL(twin, prompt in one batch || twin, prompt one token per batch)",
+                versions={"llama_cpp_python": llama_cpp.__version__}, open=open_steps)

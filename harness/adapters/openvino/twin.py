@@ -1,0 +1,80 @@
+"""The ``openvino`` adapter's trusted twin: the point's own IR (compressed weights included) stepped one
+token at a time on the CPU plugin at f32 inference precision, the path the same-weights reference is
+computed with (``harness.same_weights``). Every OpenVINO device path of that IR (the step-wise CPU gate
+at the plugin's default precision, GPU, the static NPU pipeline, emulated or real) is compared with it.
+
+The identical-weights noise floor is the same twin at bf16 inference precision against the f32 one:
+activation rounding that any device path may legitimately add (a CPU without bf16 ignores the hint,
+and then the floor is the harness's minimum).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+from harness.adapter import Twin
+
+PRECISIONS = {"reference": "f32", "floor": "bf16"}
+
+
+def feed(inputs: set[str], ids: Sequence[int], position: int) -> dict:
+    """One step's inputs for a stateful LLM IR: ``ids`` appended after ``position`` cached tokens."""
+    import numpy as np
+
+    data = {"input_ids": np.asarray([list(ids)], dtype=np.int64),
+            "attention_mask": np.ones((1, position + len(ids)), dtype=np.int64)}
+    if "position_ids" in inputs:
+        data["position_ids"] = np.arange(position, position + len(ids), dtype=np.int64)[None]
+    if "beam_idx" in inputs:
+        data["beam_idx"] = np.zeros(1, dtype=np.int32)
+    return data
+
+
+class IRSteps:
+    """Step-wise fp32 logits of a stateful IR compiled for the CPU plugin with ``config``."""
+
+    def __init__(self, xml: Path, config: dict):
+        import openvino as ov
+
+        compiled = ov.Core().compile_model(str(xml), "CPU", config)
+        self._request = compiled.create_infer_request()
+        self._inputs = {i.get_any_name() for i in compiled.inputs}
+        self._position = 0
+
+    def _infer(self, ids: Sequence[int]):
+        import numpy as np
+
+        self._request.infer(feed(self._inputs, ids, self._position))
+        self._position += len(ids)
+        return np.array(self._request.get_tensor("logits").data[0, -1], dtype=np.float32)
+
+    def prefill(self, tokens: Sequence[int]):
+        self._request.reset_state()
+        self._position = 0
+        return self._infer(tokens)
+
+    def decode(self, token: int):
+        return self._infer([int(token)])
+
+
+def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
+    """The trusted twin of the IR in ``ir_dir`` (nothing is compiled until ``open``)."""
+    import openvino as ov
+
+    xml, weights = ir_dir / "openvino_model.xml", ir_dir / "openvino_model.bin"
+
+    @contextmanager
+    def open_steps(variant: str) -> Iterator[IRSteps]:
+        config: dict = {"INFERENCE_PRECISION_HINT": PRECISIONS[variant]}
+        if threads:
+            config["INFERENCE_NUM_THREADS"] = threads
+        yield IRSteps(xml, config)
+
+    # The artefact's directory names carry the model checksum, the OpenVINO version and the compression
+    # (export.artefact), so the key is the same on every runner that builds this IR.
+    key = f"{ir_dir.parent.name}/{ir_dir.name}/{weights.stat().st_size}/cpu-f32"
+    return Twin(engine="OpenVINO CPU plugin, step-wise, f32 inference precision", weights=str(weights), key=key,
+                floor_method="teacher-forced KL(twin f32 || twin bf16 inference precision)",
+                versions={"openvino": ov.__version__}, open=open_steps)

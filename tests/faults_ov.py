@@ -1,0 +1,66 @@
+"""Faults in an OpenVINO port's device path, injected as ``OpenVINOAdapter`` subclasses.
+
+Each changes only what the adapter itself runs (its step-wise request or the IR it compiles); the
+trusted twin (``harness.adapters.openvino.twin``) compiles the IR file afresh, so it never sees them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from harness.adapters.openvino import OpenVINOAdapter, twin
+
+
+class DecodePosition(OpenVINOAdapter):
+    """Decode steps reuse the previous token's position id (the counter is read before it is advanced)."""
+
+    def _infer(self, ids: Sequence[int]):
+        import numpy as np
+
+        request = self._step_request()
+        feed = twin.feed(self._inputs, ids, self._position)
+        if len(ids) == 1 and self._position > 0 and "position_ids" in feed:
+            feed["position_ids"] = feed["position_ids"] - 1
+        request.infer(feed)
+        self._position += len(ids)
+        return np.array(request.get_tensor("logits").data[0, -1], dtype=np.float32)
+
+
+class ZeroedHead(OpenVINOAdapter):
+    """In the middle layer, attention head 0's output is zeroed before the output projection (a wrong
+    head offset in a fused kernel), edited into the IR this adapter compiles for its step-wise logits."""
+
+    head_scale = 0.0
+
+    def _step_request(self):
+        if self._request is None:
+            import json
+
+            import numpy as np
+            import openvino as ov
+            from openvino import opset13 as ops
+
+            core = ov.Core()
+            model = core.read_model(str(self.ir_dir / "openvino_model.xml"))
+            config = json.loads((self.ir_dir / "config.json").read_text())
+            head_dim = config["hidden_size"] // config["num_attention_heads"]
+            layer = config["num_hidden_layers"] // 2
+            (o_proj,) = [op for op in model.get_ops() if op.get_type_name() == "MatMul"
+                         and f"layers.{layer}.self_attn.o_proj" in op.get_friendly_name()]
+            source = o_proj.input(0).get_source_output()
+            mask = np.ones(config["hidden_size"], dtype=np.float32)
+            mask[:head_dim] = self.head_scale
+            masked = ops.multiply(source, ops.convert(ops.constant(mask), source.get_element_type()))
+            o_proj.input(0).replace_source_output(masked.output(0))
+            model.validate_nodes_and_infer_types()
+            compiled = core.compile_model(model, "CPU")
+            self._request = compiled.create_infer_request()
+            self._inputs = {i.get_any_name() for i in compiled.inputs}
+        return self._request
+
+
+class HalvedHead(ZeroedHead):
+    """Head 0 of the middle layer at half its output (one group's dequantization scale applied to the
+    wrong rows): a fault small enough to hide in the quantization cost against HF."""
+
+    head_scale = 0.5
