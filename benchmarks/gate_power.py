@@ -5,13 +5,15 @@ Mann-Whitney U, Benjamini-Hochberg), measured side by side in one run.
     python benchmarks/gate_power.py [--launches 8] [--nights 200] [--long]
 
 The points are the quickstart's and cpu_runtimes' (prompt 32; ``--long`` adds 1024) on transformers and
-llama.cpp, each as four builds of benchmarks/slowdown.py: two identical ones (A and A'), +5 % and +10 % per
-decode step. One sweep runs every build of every point ``--launches`` times, launches interleaved
-round-robin by the runner, so the machine's drift over the run touches every build alike. A night is then
-drawn from those launches: the baseline is A, the candidate is A' (A/A: any red point is a false alarm) or
-a slowed build (A/B: red = detected). The old rule compares one launch with one; the new rule 5 launches
-with 5 (``measurement.launches: 5``). Nights are resampled from the pool (seeded), so they share launches:
-the rates estimate what independent nights would give on this machine, they are not independent nights.
+llama.cpp, each as three builds of benchmarks/slowdown.py: unchanged (A), +5 % and +10 % per decode step.
+One sweep runs every build of every point ``--launches`` times, launches interleaved round-robin by the
+runner, so the machine's drift over the run touches every build alike. A night is then drawn from those
+launches: an A/A night splits A's launches into a baseline and a candidate that share none (any red point
+is a false alarm); an A/B night takes the baseline from A and the candidate from a slowed build (red =
+detected). The old rule compares one launch with one; the new rule 5 launches with 5
+(``measurement.launches: 5``). Nights are resampled from the pool (seeded), so different nights share
+launches: the rates estimate what independent nights would give on this machine; they are not
+independent nights.
 The correctness gate is left out of these scenarios: it is not what is measured here.
 """
 
@@ -32,7 +34,7 @@ from harness.sweep import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = {"hf": "hf", "llamacpp": "llamacpp"}  # scenario adapter -> slowdown variant prefix
-BUILDS = ("slow0a", "slow0b", "slow5", "slow10")
+BUILDS = ("slow0", "slow5", "slow10")
 NIGHT_LAUNCHES = 5
 
 
@@ -64,7 +66,7 @@ def subset(record: Record, chosen: list[int]) -> Record:
 
 def as_build(record: Record, build: str) -> Record:
     """The record renamed to the baseline build's point id, so the gate pairs the two builds."""
-    return record.model_copy(update={"point_id": record.point_id.replace(build, "slow0a")})
+    return record.model_copy(update={"point_id": record.point_id.replace(build, "slow0")})
 
 
 def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> bool:
@@ -72,15 +74,20 @@ def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float)
     thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
     base, new = [], []
     for builds in pool.values():
-        a, b = builds["slow0a"], builds[build]
-        base.append(subset(a, rng.sample(range(len(stats.launches_of(a))), launches)))
-        new.append(as_build(subset(b, rng.sample(range(len(stats.launches_of(b))), launches)), build))
+        a, b = builds["slow0"], builds[build]
+        drawn = rng.sample(range(len(stats.launches_of(a))), 2 * launches if build == "slow0" else launches)
+        base.append(subset(a, drawn[:launches]))
+        if build == "slow0":  # A/A: the candidate is A's other launches
+            new.append(subset(a, drawn[launches:]))
+        else:
+            new.append(as_build(subset(b, rng.sample(range(len(stats.launches_of(b))), launches)), build))
     return not regression.check(base, new, thresholds, fdr=fdr).passed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--launches", type=int, default=8, help="launches per build and point (the pool)")
+    parser.add_argument("--launches", type=int, default=10,
+                        help="launches per build and point (the pool; A/A nights need 2 x 5 of A's)")
     parser.add_argument("--nights", type=int, default=200, help="nights resampled per comparison")
     parser.add_argument("--long", action="store_true", help="add cpu_runtimes' 1024-token prompts")
     parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
@@ -105,15 +112,15 @@ def main() -> None:
     for record in records:
         adapter = record.point["adapter"]
         build = adapter.rsplit("-", 1)[1]
-        pool.setdefault((record.scenario, record.point_id.replace(build, "slow0a")), {})[build] = record
+        pool.setdefault((record.scenario, record.point_id.replace(build, "slow0")), {})[build] = record
     rng = random.Random(args.seed)
     # Device time of one side of a night: every point's mean launch cost (all of it: start, load, rounds).
-    per_launch = sum(sum(builds["slow0a"].time_split.model_dump().values()) / len(stats.launches_of(builds["slow0a"]))
+    per_launch = sum(sum(builds["slow0"].time_split.model_dump().values()) / len(stats.launches_of(builds["slow0"]))
                      for builds in pool.values())
     rows = []
     for rule, launches in (("old: 1 launch, threshold + spread", 1), (f"new: {NIGHT_LAUNCHES} launches, MWU + BH", NIGHT_LAUNCHES)):
         rates = {build: sum(night(pool, build, launches, rng, args.fdr) for _ in range(args.nights)) / args.nights
-                 for build in ("slow0b", "slow5", "slow10")}
+                 for build in ("slow0", "slow5", "slow10")}
         rows.append((rule, rates, launches * per_launch))
     points = len(pool)
     print(f"{points} points x 4 builds x {args.launches} launches in {wall / 60:.1f} min; "
@@ -122,12 +129,12 @@ def main() -> None:
     print("| rule | false-alarm nights (A/A) | +5 % detected | +10 % detected | device time per night |")
     print("|---|---|---|---|---|")
     for rule, rates, seconds in rows:
-        print(f"| {rule} | {rates['slow0b']:.1%} ({rates['slow0b'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
+        print(f"| {rule} | {rates['slow0']:.1%} ({rates['slow0'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
               f"({rates['slow5'] * 20:.1f} in 20) | {rates['slow10']:.1%} ({rates['slow10'] * 20:.1f} in 20) "
               f"| {seconds:.0f} s |")
     print("\nlaunch-to-launch CV of tpot per point (A build):")
     for (scenario, point_id), builds in pool.items():
-        interval = builds["slow0a"].samples.intervals.get("tpot_ms")
+        interval = builds["slow0"].samples.intervals.get("tpot_ms")
         if interval is not None and interval.cv is not None:
             print(f"  {scenario}::{point_id}: {interval.cv:.1%} over {interval.launches} launches, "
                   f"median {interval.estimate:.2f} ms")

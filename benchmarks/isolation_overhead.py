@@ -30,6 +30,7 @@ def main() -> None:
     for runner in runners.values():  # first use pays conversions, imports and the worker's start; not counted
         runner.run_point(loaded, point)
     times: dict[str, list[float]] = {mode: [] for mode in runners}
+    tpot: dict[str, list[float]] = {mode: [] for mode in runners}  # the worker reuses its engine: same figures?
     try:
         for _ in range(args.rounds):
             for mode, runner in runners.items():
@@ -37,6 +38,7 @@ def main() -> None:
                 record = runner.run_point(loaded, point)
                 times[mode].append(time.perf_counter() - start)
                 assert record.status == "ok", record.reason
+                tpot[mode].append(record.metrics["tpot_ms"])
     finally:
         for runner in runners.values():
             runner.close()
@@ -46,6 +48,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     print(f"| {args.model} | {args.adapter} | {args.rounds} | {inline:.2f} | {worker:.2f} | {own:.2f} "
           f"| {worker - inline:+.2f} | {own - inline:+.2f} |")
+    print("\nms/token, median (min-max) over the rounds: engine reused by the worker vs loaded afresh per point")
+    for mode, label in (("worker", "persistent worker, engine reused"), ("point", "process per point, fresh load"),
+                        ("none", "in-process, fresh load")):
+        print(f"  {label}: {statistics.median(tpot[mode]):.2f} ({min(tpot[mode]):.2f}-{max(tpot[mode]):.2f})")
 
 
 if __name__ == "__main__":

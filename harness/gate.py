@@ -9,9 +9,10 @@ Two checks per prompt, on the device's step-wise ``prefill``/``decode`` logits:
 - **teacher-forced**: the reference's tokens are fed to the device and every position is compared:
   two-way top-k inclusion, top-1 agreement, KL(reference || device) and cosine of the log-probabilities.
 
-Verdict: ``fail`` when a top-k check fails or the mean KL exceeds ``fail_factor`` x the noise floor;
-``drift`` when it exceeds ``drift_factor`` x the floor; else ``pass``. Drift is expected of quantized
-points and reported; on an unquantized point it fails (by default), because there it means a bug:
+Verdict: ``fail`` when a top-k check fails or a mean KL exceeds ``fail_factor`` x its noise floor;
+``drift`` when one exceeds ``drift_factor`` x its floor; else ``pass``. The means judged: the overall one,
+and each phase's (the prefill position, the decode positions) against its own floor (``harness.kl_stats``).
+Drift is expected of quantized points and reported; on an unquantized point it fails (by default), as a bug:
 measured on Gemma 3 270M, HF fp32 sits at 1x the floor, while a decode step that reuses the previous
 position id sits at ~11x and a swapped pair of attention heads at ~70x, with identical top-1 tokens.
 """
@@ -23,17 +24,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from harness import kl_stats
 from harness.errors import Unsupported
-from harness.reference import (
-    PromptReference,
-    Reference,
-    coarse_kl,
-    forced_logprobs,
-    log_softmax,
-    top_ids,
-)
-
-MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
+from harness.kl_stats import MIN_FLOOR
+from harness.record import GatePhases, KLDistribution
+from harness.reference import (PromptReference, Reference, coarse_kl, coarse_kl_reverse, forced_logprobs,
+                               log_softmax, top_ids)
 
 
 @dataclass(frozen=True)
@@ -78,6 +74,7 @@ class PromptResult:
     # KL(reference || device) to 4 significant digits (None in top-1 mode), and 1/0 top-1 agreement.
     position_kl: Optional[list[float]] = None
     position_top1: Optional[list[int]] = None
+    position_kl_reverse: Optional[list[float]] = None  # KL(device || reference), same partition and digits
 
 
 @dataclass
@@ -93,9 +90,12 @@ class GateResult:
     free_divergence_index: Optional[int]  # earliest over prompts
     prompts: list[PromptResult]
     reference: dict = field(default_factory=dict)
+    phases: Optional[GatePhases] = None  # the KL tier per phase (None in top-1 mode)
+    distribution: Optional[KLDistribution] = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {name: part.model_dump() if part is not None else None
+                               for name, part in (("phases", self.phases), ("distribution", self.distribution))}
 
 
 def _topk_pairs(ids: Sequence[int], logprobs: np.ndarray | Sequence[float], k: int, full: bool) -> list[tuple[int, float]]:
@@ -133,7 +133,7 @@ def free_running(adapter, index: int, ref: PromptReference, k: int, stop_ids: Se
 def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
     result = PromptResult(prompt=index, kind=ref.kind)
     device = forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
-    kls, cosines, top1, matches = [], [], 0, []
+    kls, reverse, cosines, top1, matches = [], [], [], 0, []
     for position, (ref_token, logprobs) in enumerate(zip(ref.tokens, device)):
         ref_ids, ref_lps = ref.top_ids[position], ref.top_logprobs[position]
         dev_top = top_ids(logprobs, k).tolist()
@@ -141,6 +141,7 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
         top1 += device_token == ref_token
         matches.append(int(device_token == ref_token))
         kls.append(coarse_kl(ref_ids, ref_lps, logprobs))
+        reverse.append(coarse_kl_reverse(ref_ids, ref_lps, logprobs))
         a, b = np.asarray(ref_lps, dtype=np.float64), logprobs[np.asarray(ref_ids)].astype(np.float64)
         cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
         ok = device_token in ref_ids[:k] and ref_token in dev_top
@@ -159,6 +160,7 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
     result.cosine_min = float(np.min(cosines))
     result.position_kl = [float(f"{kl:.4g}") for kl in kls]  # compact: 4 digits are plenty against a floor
     result.position_top1 = matches
+    result.position_kl_reverse = [float(f"{kl:.4g}") for kl in reverse]
     return result
 
 
@@ -249,12 +251,14 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         reasons.append(f"free-running top-{config.k} check failed on prompt(s) {free_fail}")
     if forced_fail:
         reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
-    if ratio is not None and ratio > config.fail_factor:
-        reasons.append(f"mean KL {kl_mean:.3g} is {ratio:.0f}x the noise floor {floor:.3g} (fail above {config.fail_factor:g}x)")
+    forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
+    phases = kl_stats.phases(forward, reference.noise_floor, config.drift_factor, config.fail_factor) if forward else None
+    fails, drifts = kl_stats.judge(kl_mean, ratio, floor, phases, config.drift_factor, config.fail_factor)
+    reasons += fails
     verdict = "fail" if reasons else "pass"
-    if verdict == "pass" and ratio is not None and ratio > config.drift_factor:
+    if verdict == "pass" and drifts:
         verdict = "drift"
-        reasons.append(f"mean KL {kl_mean:.3g} is {ratio:.1f}x the noise floor {floor:.3g} (drift above {config.drift_factor:g}x)")
+        reasons += drifts
         if config.fail_on_drift:
             verdict = "fail"
             reasons[-1] += "; drift fails this point"
@@ -263,7 +267,9 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     return GateResult(
         verdict=verdict, reasons=reasons, k=config.k, mode=mode, kl_mean=kl_mean, noise_floor=floor,
         kl_ratio=ratio, top1_match_rate=float(np.mean(rates)) if rates else None,
-        free_divergence_index=min(divergences) if divergences else None, prompts=prompt_results,
+        free_divergence_index=min(divergences) if divergences else None, prompts=prompt_results, phases=phases,
+        distribution=kl_stats.distribution(forward, [r.position_kl_reverse or [] for r in prompt_results],
+                                           [r.position_top1 or [] for r in prompt_results]),
     )
 
 

@@ -3,7 +3,9 @@
 Per prompt the reference holds the greedy tokens of HF transformers (bf16 by default) and, for every
 position, the top-M token ids with their log-probabilities (fp32 log-softmax of the logits; ties go
 to the lower token id, so top-k order agrees with argmax). It also holds the model's own precision
-noise floor: the mean teacher-forced KL between the reference and the same model in fp32.
+noise floor: the mean teacher-forced KL between the reference and the same model in fp32, overall
+(the mean of per-prompt means) and per phase (``phases``: the prefill position and the decode positions,
+each pooled over prompts; references stored before phases lack it and the gate uses the overall floor).
 
 A stored reference is found by model name, prompt texts and settings, then checked against the
 model checksum, the tokenizer and the prompt token ids; a mismatch is refused, never silently used.
@@ -25,6 +27,7 @@ import numpy as np
 from harness import results
 from harness.errors import HarnessError
 from harness.io import compute_once, read_json, write_json_atomic
+from harness.kl_stats import phase_floors
 
 SCHEMA_VERSION = 1
 
@@ -65,7 +68,7 @@ class Reference:
     model: dict  # name, checksum, tokenizer_sha256
     settings: dict  # tokens, top_m, dtype, device, eos_ids
     versions: dict
-    noise_floor: dict  # kl_mean, per_prompt, method
+    noise_floor: dict  # kl_mean, per_prompt, phases (absent in older files), method
     prompts: list[PromptReference]
     created_at: str = ""
     compute_s: float = 0.0
@@ -140,6 +143,20 @@ def coarse_kl(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logp
     tail_dev = max(1e-12, 1.0 - np.exp(lp_dev).sum())
     if tail_ref > 1e-12:
         kl += tail_ref * np.log(tail_ref / tail_dev)
+    return max(kl, 0.0)
+
+
+def coarse_kl_reverse(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logprobs: np.ndarray) -> float:
+    """KL(device || reference) over the same partition as ``coarse_kl`` (the reference's top-M plus a
+    tail bucket): also a lower bound of the full-vocabulary KL."""
+    lp_ref = np.asarray(ref_logprobs, dtype=np.float64)
+    lp_dev = device_logprobs[np.asarray(ref_ids)].astype(np.float64)
+    p_dev = np.exp(lp_dev)
+    kl = float(np.sum(p_dev * (lp_dev - lp_ref)))
+    tail_dev = max(0.0, 1.0 - p_dev.sum())
+    tail_ref = max(1e-12, 1.0 - np.exp(lp_ref).sum())
+    if tail_dev > 1e-12:
+        kl += tail_dev * np.log(tail_dev / tail_ref)
     return max(kl, 0.0)
 
 
@@ -223,7 +240,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
     with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
         for ref in references:
             device = forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
-            per_prompt.append(float(np.mean([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])))
+            per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
 
     import harness
 
@@ -232,7 +249,8 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
         settings={**asdict(settings), "eos_ids": stop},
         versions={"harness": harness.__version__, "transformers": describe["engine_version"],
                   "torch": describe["torch_version"], "device_name": describe["device_name"]},
-        noise_floor={"kl_mean": float(np.mean(per_prompt)), "per_prompt": per_prompt,
+        noise_floor={"kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
+                     "per_prompt": [float(np.mean(kls)) for kls in per_prompt], "phases": phase_floors(per_prompt),
                      "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})"},
         prompts=references,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -262,3 +262,119 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
     report = diagnosis.diagnose(broken, healthy, tokens)
     assert report.departs_at_layer == 1  # tiny-llama has 2 layers; the fault skips the middle one
     assert report.components[1].cosine == pytest.approx(1.0)
+
+
+# --- phase-aware KL and the KL distribution (issue #20) -----------------------------------------
+
+
+def with_phase_floors(reference: Reference, prefill: float, decode: float) -> Reference:
+    reference.noise_floor["phases"] = {"prefill": {"kl_mean": prefill, "positions": 1},
+                                       "decode": {"kl_mean": decode, "positions": len(reference.prompts[0].tokens) - 1}}
+    return reference
+
+
+def decode_only_error():
+    """The prefill position exact, every decode position nudged (same ranking, shifted mass)."""
+    return [REF_TABLE[0]] + [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE[1:]]
+
+
+def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_away():
+    reference = reference_from(REF_TABLE)
+    probe = gate.evaluate(Scripted(decode_only_error()), reference, gate.GateConfig(k=2, mode="forced"))
+    decode_kl = probe.phases.decode.kl_mean
+    assert probe.phases.prefill.kl_mean == 0 and decode_kl > 0
+    # A noisy prefill position and a quiet decode phase: the overall floor sits between them, so the
+    # overall mean stays under drift_factor x its floor while the decode phase is far above its own.
+    reference.noise_floor["kl_mean"] = decode_kl / 3
+    with_phase_floors(reference, prefill=decode_kl, decode=decode_kl / 20)
+    result = gate.evaluate(Scripted(decode_only_error()), reference,
+                           gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True))
+    assert result.kl_ratio < 5  # the overall tier alone (before phases) passed this point
+    decode, prefill = result.phases.decode, result.phases.prefill
+    assert decode.verdict == "drift" and decode.kl_ratio == pytest.approx(20, rel=1e-3)
+    assert decode.noise_floor == pytest.approx(decode_kl / 20) and decode.floor_source == "phase"
+    assert (decode.positions, prefill.positions) == (2, 1)
+    assert prefill.verdict == "pass" and prefill.kl_ratio == 0
+    assert result.verdict == "fail" and result.phases.note is None
+    assert any(r.startswith("decode-phase mean KL") and "20.0x its noise floor" in r for r in result.reasons)
+
+
+def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall_floor():
+    reference = reference_from(REF_TABLE)  # noise_floor holds kl_mean only, as before phases
+    reference.noise_floor["kl_mean"] = 0.01
+    result = gate.evaluate(Scripted(decode_only_error()), reference, gate.GateConfig(k=2, mode="forced"))
+    assert result.phases.prefill.noise_floor == result.phases.decode.noise_floor == result.noise_floor == 0.01
+    assert {result.phases.prefill.floor_source, result.phases.decode.floor_source} == {"overall"}
+    assert "overall floor" in result.phases.note
+
+
+def test_kl_distribution_pools_positions_in_both_directions():
+    table = [logits([1, 2, 3, 4]), logits([3, 2, 1, 4]), logits([4, 3, 2, 1])]  # top-1 agrees at position 0 only
+    result = gate.evaluate(Scripted(table), reference_from(REF_TABLE), gate.GateConfig(k=4, mode="forced"))
+    spread = result.distribution
+    for direction in (spread.forward, spread.reverse):
+        assert direction.positions == 3
+        assert 0 <= direction.median <= direction.p90 <= direction.p99 <= direction.max
+    assert spread.forward.max == pytest.approx(max(result.prompts[0].position_kl))
+    assert spread.reverse.max == pytest.approx(max(result.prompts[0].position_kl_reverse))
+    assert spread.top1_positions == 3 and spread.top1_agreement == pytest.approx(1 / 3)
+    top1_only = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    assert top1_only.distribution.forward is None and top1_only.phases is None
+    assert top1_only.distribution.top1_agreement == pytest.approx(2 / 3)
+
+
+def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_reverse_kl():
+    from harness.reference import coarse_kl_reverse
+
+    rng = np.random.default_rng(1)
+    ref, dev = log_softmax(rng.normal(size=50) * 3), log_softmax(rng.normal(size=50) * 3)
+    ids = top_ids(ref, 10)
+    assert coarse_kl_reverse(ids, ref[ids], ref) == pytest.approx(0, abs=1e-9)
+    true_reverse = float(np.sum(np.exp(dev) * (dev - ref)))
+    assert 0 < coarse_kl_reverse(ids, ref[ids], dev) <= true_reverse + 1e-9
+
+
+def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_path, tiny_llama):
+    from harness.adapter import LoadSettings
+    from harness.adapters.hf import HFAdapter
+    from harness.record import Correctness
+    from harness.sweep import Point
+
+    from .faults import PositionOffByOne
+
+    store = ReferenceStore(tmp_path)
+    pairs, settings = select_gate_prompts("ci"), ReferenceSettings(tokens=32, threads=2)
+    reference, path, _ = store.get_or_compute(tiny_llama, pairs, settings)
+    floors = reference.noise_floor["phases"]
+    assert floors["prefill"]["positions"] == 2 and floors["decode"]["positions"] == sum(
+        len(p.tokens) - 1 for p in reference.prompts)
+
+    def check(adapter_cls, dtype, reference):
+        adapter = adapter_cls()
+        adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="phases"), LoadSettings(dtype=dtype, threads=2))
+        try:
+            return gate.evaluate(adapter, reference, gate.GateConfig())
+        finally:
+            adapter.close()
+
+    clean = check(HFAdapter, "fp32", reference)  # the floor's own engine: 1x in both phases
+    assert clean.verdict == "pass" and clean.phases.prefill.verdict == clean.phases.decode.verdict == "pass"
+    assert clean.phases.prefill.kl_ratio == pytest.approx(1, rel=0.01)
+    assert clean.phases.decode.kl_ratio == pytest.approx(1, rel=0.01)
+
+    broken = check(PositionOffByOne, "bf16", reference)
+    decode = broken.phases.decode
+    assert broken.verdict == "fail" and decode.verdict == "fail" and decode.kl_ratio > 3 * 100
+    assert decode.noise_floor == pytest.approx(floors["decode"]["kl_mean"]) and decode.floor_source == "phase"
+    assert broken.phases.prefill.kl_ratio < 1  # the prompt's own forward is untouched
+    part = Correctness.model_validate(broken.to_dict())  # what the record stores
+    assert part.phases.decode.kl_ratio == decode.kl_ratio and part.distribution.forward.positions == 64
+
+    data = json.loads(path.read_text())  # a reference stored before per-phase floors
+    del data["noise_floor"]["phases"]
+    path.write_text(json.dumps(data))
+    old, _, reused = store.get_or_compute(tiny_llama, pairs, settings)
+    assert reused and "phases" not in old.noise_floor
+    again = check(PositionOffByOne, "bf16", old)
+    assert again.verdict == "fail" and again.phases.decode.floor_source == "overall"
+    assert again.phases.decode.noise_floor == again.noise_floor and "overall floor" in again.phases.note

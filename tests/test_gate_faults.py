@@ -52,6 +52,7 @@ def test_benign_variants_pass(gemma, reference, dtype, threads):
     result = check(HFAdapter, gemma, reference, dtype=dtype, threads=threads)
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 3
+    assert result.phases.prefill.verdict == result.phases.decode.verdict == "pass"
 
 
 @pytest.mark.parametrize("fault", faults.FAULTS, ids=lambda f: f.__name__)
@@ -59,6 +60,20 @@ def test_injected_faults_fail(gemma, reference, fault):
     result = check(fault, gemma, reference)
     assert result.verdict == "fail", (result.kl_ratio, result.reasons)
     assert result.kl_ratio > 5
+
+
+def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, gemma):
+    config = gate.GateConfig()
+    result = check(faults.PositionOffByOne, gemma, reference)  # wrong position on decode steps only
+    prefill, decode = result.phases.prefill, result.phases.decode
+    assert result.verdict == "fail" and decode.verdict in ("drift", "fail")
+    assert decode.kl_ratio > 1.5 * config.drift_factor, decode  # measured: 10x on the ci prompts
+    assert decode.noise_floor == pytest.approx(reference.noise_floor["phases"]["decode"]["kl_mean"])
+    assert decode.positions == sum(len(p.tokens) - 1 for p in reference.prompts)
+    assert prefill.positions == 2 and prefill.kl_ratio < 1  # the prompt's forward is untouched
+    assert any(reason.startswith("decode-phase mean KL") for reason in result.reasons)
+    spread = result.distribution.forward
+    assert spread.median <= spread.p90 <= spread.p99 <= spread.max and spread.positions == 64
 
 
 @pytest.mark.parametrize("fault", [faults.HeadMapping, faults.SkippedLayer], ids=lambda f: f.__name__)

@@ -106,6 +106,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
         if gate_reference is not None:
             with clock("gate"):
                 apply(record, verify.correctness(session, resolved, adapter, gate_reference))
+                apply(record, verify.same_weights(session, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and session.timing and session.verify:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, verify.accuracy(resolved, adapter, accuracy_reference, record.point_id))

@@ -76,6 +76,50 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 
+def same_weights(session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference,
+                 correctness: Optional[Correctness]) -> Part:
+    """A quantized point against its own weights on the adapter's trusted twin (``harness.same_weights``):
+    ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
+    becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
+    from harness import gate
+    from harness import same_weights as sw
+    from harness.record import SameWeights
+
+    if correctness is None:
+        return Part()
+    point = resolved.point
+    why = sw.skip_reason(adapter, point, correctness)
+    twin = adapter.trusted_twin() if why is None else None
+    if isinstance(twin, str):  # an adapter without a trusted twin says why
+        why = twin
+    if why is not None:
+        return Part(updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})})
+
+    def compute():
+        reference, path, reused = sw.get_or_compute(session.reference_store, twin, hf_reference,
+                                                    refresh=session.refresh_reference)
+        session.log(f"same-weights reference: reused {path}" if reused else
+                    f"same-weights reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        return reference
+
+    reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
+    spec = resolved.scenario.gate
+    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor, fail_factor=spec.fail_factor)
+    result = sw.compare(adapter, reference, config,
+                        on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}"))
+    if isinstance(result, gate.NotRun):
+        found = SameWeights(skipped=result.why)
+    else:
+        report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+        found = sw.summary(result, reference, correctness.verdict, report)
+    verdict, why = sw.combine(correctness.verdict, found.verdict)
+    update = {"same_weights": found, "verdict": verdict}
+    if why:
+        update["reasons"] = [*correctness.reasons, why]
+        update["report"] = "\n".join(filter(None, [correctness.report, f"same weights: {why}", found.report]))
+    return Part(updates={"correctness": correctness.model_copy(update=update)})
+
+
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
     """Where the device first departs from HF (in the reference dtype), on the prompt the gate failed first."""
     from harness.diagnosis import Diagnosis, diagnose_failure
