@@ -23,6 +23,12 @@ def verdict_line(name: str, gate) -> str:
         parts.append(f"mean KL {gate.kl_mean:.3g} ({ratio} noise floor {floor})")
     else:
         parts.append("no KL tier")
+    phases = gate.phases
+    if phases is not None and phases.decode.kl_ratio is not None:
+        parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
+    same = gate.same_weights
+    if same is not None and same.verdict is not None:
+        parts.append(f"own weights {same.verdict}" + (f" ({same.kl_ratio:.1f}x)" if same.kl_ratio is not None else ""))
     parts.append(f"first divergence {gate.free_divergence_index}")
     return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
 

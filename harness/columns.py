@@ -123,6 +123,23 @@ def time_split_columns(split: Optional[TimeSplit]) -> dict:
     return {f"{TIME_PREFIX}{field}": (getattr(split, field) if split else None) for field, _ in TIME_SPLIT}
 
 
+def gate_detail_columns(gate: Correctness) -> dict:
+    """Per-phase KL, the KL distribution and the same-weights verdict, flat (#20)."""
+    out: dict = {}
+    for name in ("prefill", "decode"):
+        phase = getattr(gate.phases, name, None) if gate.phases else None
+        out[f"gate_{name}_kl_ratio"] = phase.kl_ratio if phase else None
+        out[f"gate_{name}_verdict"] = phase.verdict if phase else None
+    spread = gate.distribution.forward if gate.distribution else None
+    for stat in ("median", "p90", "p99", "max"):
+        out[f"gate_kl_{stat}"] = getattr(spread, stat) if spread else None
+    same = gate.same_weights
+    out["gate_same_weights_verdict"] = same.verdict if same else None
+    out["gate_same_weights_kl_ratio"] = same.kl_ratio if same else None
+    out["gate_model_verdict"] = same.model_verdict if same else None
+    return out
+
+
 def flatten(record: Record) -> dict:
     """One flat row for a record: identity, axes, metrics, the gate's summary, accuracy, provenance.
     Pandas, the report and pytest-benchmark all use it, so their columns cannot drift apart."""
@@ -143,6 +160,7 @@ def flatten(record: Record) -> dict:
         "gate_divergence_index": gate.free_divergence_index,
         "gate_skipped": gate.skipped,
         "gate_reasons": "; ".join(gate.reasons) or None,
+        **gate_detail_columns(gate),
         **accuracy_columns(record.accuracy),
         **interval_columns(record),
         "failed_launches": "; ".join(failed_launches(record)) or None,

@@ -232,3 +232,25 @@ def test_the_report_with_launches_loads_in_chromium_with_every_plot(launched_rep
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     shown = len(launched_report.plots)
     assert f'data-plots-shown="{shown}/{shown}"' in loaded.stdout and console_messages(loaded.stderr) == []
+
+
+def test_phases_distribution_and_same_weights_reach_columns_and_the_verify_line():
+    from harness.cli_output import verdict_line
+    from harness.columns import flatten
+    from harness.record import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, Record, SameWeights
+
+    gate = Correctness(
+        verdict="fail", k=5, mode="both", kl_mean=0.004, noise_floor=0.0004, kl_ratio=9.7, top1_match_rate=1.0,
+        free_divergence_index=None,
+        phases=GatePhases(prefill=GatePhase(kl_mean=0.0, noise_floor=0.0006, kl_ratio=0.0, positions=2, verdict="pass"),
+                          decode=GatePhase(kl_mean=0.0047, noise_floor=0.00047, kl_ratio=10.1, positions=62,
+                                           verdict="drift")),
+        distribution=KLDistribution(forward=KLSpread(median=0.001, p90=0.008, p99=0.02, max=0.03, positions=64)),
+        same_weights=SameWeights(verdict="fail", model_verdict="drift", kl_ratio=173.0))
+    record = Record(scenario="s", point_id="p", point={}, status="ok", correctness=gate)
+    row = flatten(record)
+    assert row["gate_decode_kl_ratio"] == 10.1 and row["gate_prefill_verdict"] == "pass"
+    assert row["gate_kl_p99"] == 0.02 and row["gate_same_weights_verdict"] == "fail"
+    assert row["gate_model_verdict"] == "drift"
+    line = verdict_line("s::p", gate)
+    assert "decode phase 10.1x its floor" in line and "own weights fail (173.0x)" in line
