@@ -176,3 +176,21 @@ def compute_once(path: str | Path, read: Callable[[Path], Optional[Any]], comput
         write(path, value)
         return value, False
 
+
+
+def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | Path], Any]:
+    """``read(path)`` remembered per file version (path, size, modification time): a sweep's points (and
+    a persistent worker's) parse a tokenizer or a weights header once, yet a rewritten file is read again.
+    For results that callers do not change."""
+    from functools import lru_cache
+
+    @lru_cache(maxsize=entries)
+    def cached(path: str, size: int, mtime_ns: int):
+        return read(Path(path))
+
+    def load(path: str | Path):
+        stat = Path(path).stat()
+        return cached(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+    load.cache_clear = cached.cache_clear
+    return load

@@ -69,3 +69,19 @@ def test_load_skips_the_reference_store_inside_a_results_directory(tmp_path):
     (tmp_path / "references" / "model").mkdir(parents=True)
     (tmp_path / "references" / "model" / "abc.json").write_text('{"prompts": []}')
     assert results.load(tmp_path).point_id.tolist() == ["hf-cpu-bf16"]
+
+
+def test_per_file_reads_a_file_once_per_version(tmp_path):
+    import os
+
+    from harness.io import per_file
+
+    reads = []
+    load = per_file(lambda path: reads.append(path) or path.read_text())
+    target = tmp_path / "tokenizer.json"
+    target.write_text("one")
+    assert load(target) == "one" and load(str(target)) == "one"
+    assert len(reads) == 1  # a sweep's second point does not parse it again
+    target.write_text("two!")
+    os.utime(target, ns=(1, 1))  # a rewritten file is a new version even where the clock is coarse
+    assert load(target) == "two!" and len(reads) == 2

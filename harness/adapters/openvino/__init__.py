@@ -264,7 +264,7 @@ class OpenVINOAdapter(Adapter):
             "prefill_chunk": getattr(self, "prefill_chunk", None),
             "quantization": self.point.quantization,
             "compression": self.compression,
-            "weights_precision": weight_types(self.ir_dir / "openvino_model.xml"),
+            "weights_precision": dict(weight_types(self.ir_dir / "openvino_model.xml")),
             "precision_hints": hints,
             "compile_s": self.compile_s,
             "compile_cache": self.compile_state,
