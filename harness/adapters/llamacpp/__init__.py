@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.llamacpp.twin import LlamaSteps
 
 FTYPES = {"int8_sym": ("MOSTLY_Q8_0", "Q8_0"), "int4_sym": ("MOSTLY_Q4_0", "Q4_0"), "int4_asym": ("MOSTLY_Q4_1", "Q4_1")}
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
@@ -59,7 +60,7 @@ def _model_params(use_extra_bufts: bool):
         low.llama_model_default_params = default
 
 
-class LlamaCppAdapter(Adapter):
+class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
     name = "llamacpp"
     devices = ("cpu", "gpu")
     quantizations = frozenset({"none", *FTYPES})
@@ -191,22 +192,6 @@ class LlamaCppAdapter(Adapter):
         if counters.n_eval:
             engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
         return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
-
-    def _logits(self):
-        import numpy as np
-
-        # Without logits_all, llama-cpp-python keeps no scores; the context holds the last position's row.
-        row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
-        return np.array(row, dtype=np.float32)
-
-    def prefill(self, tokens: Sequence[int]):
-        self.llm.reset()
-        self.llm.eval(list(tokens))
-        return self._logits()
-
-    def decode(self, token: int):
-        self.llm.eval([int(token)])
-        return self._logits()
 
     def runs_quantized(self, point) -> bool:
         from harness.adapters.llamacpp import gguf_export

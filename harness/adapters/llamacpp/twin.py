@@ -19,20 +19,13 @@ from harness.adapter import Twin
 BATCH = {"reference": 512, "floor": 1}
 
 
-class GGUFSteps:
-    """Step-wise fp32 logits of a GGUF on llama.cpp's CPU backend."""
-
-    def __init__(self, path: Path, n_ctx: int, batch: int, threads: Optional[int], plain_params: Callable):
-        import llama_cpp
-
-        with plain_params():
-            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_batch=batch, n_ubatch=batch,
-                                       n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, seed=0,
-                                       verbose=False)
+class LlamaSteps:
+    """Step-wise fp32 logits from ``self.llm`` (a ``llama_cpp.Llama``): the adapter's own and its twin's."""
 
     def _logits(self):
         import numpy as np
 
+        # Without logits_all, llama-cpp-python keeps no scores; the context holds the last position's row.
         row = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),))
         return np.array(row, dtype=np.float32)
 
@@ -44,6 +37,18 @@ class GGUFSteps:
     def decode(self, token: int):
         self.llm.eval([int(token)])
         return self._logits()
+
+
+class GGUFSteps(LlamaSteps):
+    """Step-wise fp32 logits of a GGUF on llama.cpp's CPU backend."""
+
+    def __init__(self, path: Path, n_ctx: int, batch: int, threads: Optional[int], plain_params: Callable):
+        import llama_cpp
+
+        with plain_params():
+            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_batch=batch, n_ubatch=batch,
+                                       n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, seed=0,
+                                       verbose=False)
 
 
 def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable) -> Twin:
