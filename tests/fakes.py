@@ -157,3 +157,18 @@ class ReusableAdapter(FakeAdapter):
 
 
 WORKERS = (PickyAdapter, ReusableAdapter)
+
+
+class BulkyAdapter(FakeAdapter):
+    """Touches 300 MB during generation at batch size 1 only, then frees it."""
+
+    name = "fake-bulky"
+
+    def generate(self, prompts, max_new_tokens):
+        if self.point.batch_size == 1:
+            bulk = b"\x01" * (300 * 2**20)  # written, so resident
+            del bulk
+        return super().generate(prompts, max_new_tokens)
+
+
+WORKERS = (*WORKERS, BulkyAdapter)

@@ -114,3 +114,21 @@ def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapt
     assert split.warmup_s == pytest.approx(sum(first.samples.warmup_s))
     assert all(r.time_split.process_start_s == 0 and r.time_split.imports_s == 0 for r in rest)
     assert all(value >= 0 for r in records for value in r.time_split.model_dump().values())
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux's clear_refs")
+def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 3}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-bulky]
+          batch_size: [1, 2]
+        """))
+    runner = Runner(results_dir=tmp_path, isolation="worker", energy=False)
+    bulky, lean = runner.run([loaded], progress=False)
+    assert runner.pool.started == 1  # both points in one worker
+    # The second point never held the first one's 300 MB: its peak starts at its own start.
+    assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
