@@ -132,3 +132,41 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
     assert runner.pool.started == 1  # both points in one worker
     # The second point never held the first one's 300 MB: its peak starts at its own start.
     assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
+
+
+@pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])
+def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(write_scenario, tmp_path, worker_adapters,
+                                                                   target, launches):
+    loaded = planning.load(write_scenario(f"""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {{max_new_tokens: 4}}
+        measurement: {{warmup_rounds: 0, min_rounds: 2, launches: 2, target_rel_ci: {target}, max_launches: 4}}
+        sweep:
+          adapter: [fake]
+          batch_size: [1, 2]
+        """))
+    records = Runner(results_dir=tmp_path, isolation="none", energy=False).run([loaded], progress=False)
+    # A +-1000 % target is met by the first interval; an impossible one runs to max_launches.
+    assert [len(r.samples.launches) for r in records] == [launches, launches]
+    assert all(r.samples.intervals["tpot_ms"].launches == launches for r in records)
+
+
+def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 3}
+        measurement: {warmup_rounds: 0, min_rounds: 1, launches: 3}
+        sweep:
+          adapter: [fake]
+          batch_size: [1, 2]
+        """))
+    runner = Runner(results_dir=tmp_path, isolation="none", energy=False)
+    phases: list[str] = []
+    runner.session.progress = phases.append
+    records = runner.run([loaded], progress=False)
+    loads = [phase.split(":")[0] for phase in phases if "loading" in phase]
+    # Round-robin: launch k of every point before launch k+1 of any.
+    assert loads == ["fake-cpu-bf16-bs1", "fake-cpu-bf16-bs2"] * 3
+    assert all(r.status == "ok" and len(r.samples.launches) == 3 for r in records)
