@@ -143,12 +143,27 @@ def main() -> None:
         print(f"| {rule} | {rates['slow0']:.1%} ({rates['slow0'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
               f"({rates['slow5'] * 20:.1f} in 20) | {rates['slow10']:.1%} ({rates['slow10'] * 20:.1f} in 20) "
               f"| {seconds:.0f} s |")
-    print("\nlaunch-to-launch CV of tpot per point (A build):")
+    tests = len(pool) * 2  # tpot and ttft per point (no energy meter here)
+    alpha = args.fdr * len(pool) / tests  # BH's bar when every point's tpot regressed, as in these nights
+    print(f"\nlaunch-to-launch CV of tpot per point (A build), and the launches per side a point would need to show "
+          f"a slowdown with 95 % power (one-sided alpha {alpha:g}: BH's bar when all {len(pool)} points regress):")
     for (scenario, point_id), builds in pool.items():
         interval = builds["slow0"].samples.intervals.get("tpot_ms")
         if interval is not None and interval.cv is not None:
-            print(f"  {scenario}::{point_id}: {interval.cv:.1%} over {interval.launches} launches, "
-                  f"median {interval.estimate:.2f} ms")
+            need = {shift: launches_needed(interval.cv, shift, alpha) for shift in (0.05, 0.10)}
+            print(f"  {scenario}::{point_id}: CV {interval.cv:.1%} over {interval.launches} launches, median "
+                  f"{interval.estimate:.2f} ms; needs ~{need[0.10]} launches a side for +10 %, ~{need[0.05]} for +5 %")
+
+
+def launches_needed(cv: float, shift: float, alpha: float, power: float = 0.95) -> int:
+    """Normal-approximation sample size of a one-sided two-sample test, divided by Mann-Whitney's asymptotic
+    relative efficiency (3/pi against the t-test for normal data)."""
+    import math
+
+    from scipy.stats import norm
+
+    n = 2 * ((norm.ppf(1 - alpha) + norm.ppf(power)) * cv / shift) ** 2
+    return max(2, math.ceil(n / (3 / math.pi)))
 
 
 if __name__ == "__main__":
