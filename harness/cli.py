@@ -151,7 +151,7 @@ def _run_sweep(args) -> int:
 
         added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
-    return 1 if any(r.status in ("failed", "timeout") or r.verdict == "fail" for r in records) else 0
+    return 1 if any(r.status in ("failed", "timeout") or r.verdict_failed for r in records) else 0
 
 
 def _parse_prompts(value: Optional[str]):

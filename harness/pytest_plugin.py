@@ -190,10 +190,9 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     benchmark.extra_info.update({**flatten(record), benchmark_json.KEY: benchmark_json.compact(record)})
     if record.status == "skipped":
         pytest.skip(record.reason)
-    gate_failed = record.verdict == "fail"
-    known = known_failure(scenario, record) if record.status in ("failed", "timeout") or gate_failed else None
+    known = known_failure(scenario, record) if record.status in ("failed", "timeout") or record.verdict_failed else None
     if known is not None:
-        pytest.xfail(f"known failure ({known.reason}): {record.reason or record.correctness.reasons}")
+        pytest.xfail(f"known failure ({known.reason}): {record.reason or _verdict_reasons(record)}")
     if record.status in ("failed", "timeout"):
         detail = (record.failure and (record.failure.traceback or record.failure.output_tail)) or ""
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
@@ -202,8 +201,18 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
         stats = benchmark._make_stats(1)
         for gap in gaps:
             stats.update(gap)
-    if record.verdict == "fail":  # timings are kept; the point still fails
-        pytest.fail(record.correctness.report or "", pytrace=False)
+    if record.verdict_failed:  # timings are kept; the point still fails
+        pytest.fail(_verdict_reasons(record), pytrace=False)
+
+
+def _verdict_reasons(record) -> str:
+    lines = [record.correctness.report or "; ".join(record.correctness.reasons)] if record.verdict == "fail" else []
+    if record.accuracy is not None and record.accuracy.verdict == "fail":
+        failed = [f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
+                  for task, per_metric in (record.accuracy.paired or {}).items()
+                  for metric, d in per_metric.items() if d.non_inferior is False]
+        lines.append("task accuracy below its non-inferiority margin: " + "; ".join(failed))
+    return "\n".join(lines)
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m: shard what this runner selected, as `harness run -k` does

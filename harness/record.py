@@ -103,6 +103,11 @@ class Record(BaseModel):
         """The correctness gate's verdict; None when no gate ran."""
         return self.correctness.verdict if self.correctness else None
 
+    @property
+    def verdict_failed(self) -> bool:
+        """The point ran but a verdict on it failed: the correctness gate, or a task's non-inferiority margin."""
+        return self.verdict == "fail" or (self.accuracy is not None and self.accuracy.verdict == "fail")
+
     def to_dict(self) -> dict:
         return self.model_dump(mode="python")
 

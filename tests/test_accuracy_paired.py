@@ -267,3 +267,19 @@ def test_invalid_margins_name_the_field(value, message):
 def test_margins_need_the_reference():
     with pytest.raises(ScenarioErrors, match="non_inferiority needs reference: true"):
         planning.loads(SCENARIO.replace("limit: 12,", "limit: 12, reference: false,") % "{harness_choice: 0.9}", "<bad>")
+
+
+def test_a_failed_non_inferiority_margin_fails_the_point():
+    # `harness run` exits 1 and the pytest item fails on it, as on a failed correctness gate.
+    from harness.pytest_plugin import _verdict_reasons
+    from harness.record import Accuracy, PairedDelta, Record
+
+    delta = PairedDelta(delta=-0.2, low=-0.3, high=-0.1, p_value=0.001, test="mcnemar", items=60, reference=0.7,
+                        margin=0.99, non_inferior=False)
+    record = Record(scenario="s", point_id="p", point={}, status="ok",
+                    accuracy=Accuracy(paired={"harness_choice": {"acc": delta}}, verdict="fail"))
+    assert record.verdict_failed
+    assert "harness_choice.acc: -0.2 [-0.3, -0.1], margin 0.99" in _verdict_reasons(record)
+    record.accuracy = Accuracy(paired={"harness_choice": {"acc": delta.model_copy(update={"non_inferior": True})}},
+                               verdict="pass")
+    assert not record.verdict_failed
