@@ -9,7 +9,8 @@ from typing import Iterable, Optional
 
 from harness import models, registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
-from harness.scenario import AXES, Scenario, line_of, parse, read
+from harness.scenario import AXES, Scenario
+from harness.scenario_file import line_of, parse, read
 from harness.sweep import DEFAULT_MAX_POINTS, Point, count, expand
 
 

@@ -27,17 +27,12 @@ from typing import Iterable, Optional
 
 from harness import metrics, stats
 from harness.errors import UsageError
-from harness.results import Record, round_values
+from harness.results import Record
+from harness.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
 from harness.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
 
 Point = tuple[str, str]
 
-
-def _iqr(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return q[2] - q[0]
 
 
 @dataclass
@@ -125,32 +120,6 @@ def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
     return out
 
 
-def _change(threshold: Threshold, before: float, after: float) -> float:
-    worse = (before - after) if threshold.higher_is_better else (after - before)
-    return worse / before
-
-
-def metric_check(threshold: Threshold, base: Record, new: Record) -> tuple[Optional[str], Optional[str]]:
-    """(failure message, note) for one metric of one point judged without launch statistics:
-    beyond the threshold and beyond the larger per-round interquartile range."""
-    before, after = base.metrics.get(threshold.metric), new.metrics.get(threshold.metric)
-    if before is None or after is None or before <= 0:
-        return None, None
-    relative = _change(threshold, before, after)
-    if relative <= threshold.limit:
-        return None, None
-    worse = relative * before
-    spread = max(_iqr(round_values(base).get(threshold.metric, [])), _iqr(round_values(new).get(threshold.metric, [])))
-    note = None
-    if threshold.metric not in round_values(base):
-        note = f"{base.scenario}::{base.point_id}: {threshold.metric} has one value per run, so no spread to compare"
-    if worse <= spread:
-        return None, (f"{base.scenario}::{base.point_id}: {threshold.metric} {relative:+.1%} is within the measured "
-                      f"spread ({spread:.3g})")
-    return (f"{threshold.metric} {before:.4g} -> {after:.4g} ({relative:+.1%} worse; limit {threshold.limit:.0%}, "
-            f"measured spread {spread:.3g})"), note
-
-
 def launch_test(threshold: Threshold, base: Record, new: Record) -> Optional[MetricTest]:
     """The launch-level test of one metric (its p-value still to come, see ``_decide``), or None when a
     side has fewer than two ok launches with it."""
@@ -162,7 +131,7 @@ def launch_test(threshold: Threshold, base: Record, new: Record) -> Optional[Met
     if before <= 0:
         return None
     return MetricTest(base.scenario, base.point_id, threshold.metric, threshold.limit, tuple(before_values),
-                      tuple(after_values), before, after, _change(threshold, before, after),
+                      tuple(after_values), before, after, threshold.change(before, after),
                       stats.min_p_value(len(before_values), len(after_values)),
                       higher_is_better=threshold.higher_is_better)
 
@@ -242,7 +211,7 @@ def _judge(outcome: GateOutcome, threshold: Threshold, before: Record, after: Re
     if threshold.metric in metrics.LAUNCH and point not in outcome.single_launch:
         outcome.single_launch.append(point)
     failure, note = metric_check(threshold, before, after)
-    if _change(threshold, old, new) > threshold.limit:
+    if threshold.change(old, new) > threshold.limit:
         outcome.beyond_limit.append(point)
     if failure:
         outcome.findings.append(Finding(*point, "regression", failure, metric=threshold.metric))

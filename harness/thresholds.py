@@ -19,6 +19,11 @@ class Threshold:
     limit: float  # allowed relative worsening, 0.05 = 5 %
     higher_is_better: bool = False
 
+    def change(self, before: float, after: float) -> float:
+        """Relative worsening from ``before`` to ``after``: +0.2 is 20 % worse, whatever the direction."""
+        worse = (before - after) if self.higher_is_better else (after - before)
+        return worse / before
+
 
 def parse_thresholds(text: str) -> list[Threshold]:
     """``tpot=5%,ttft=10%`` -> thresholds. Any catalogued metric with a direction works as a name (see

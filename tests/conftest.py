@@ -52,15 +52,20 @@ sweep:
 """
 
 
-@pytest.fixture
-def fake_adapters(tiny_llama):
-    """Register the fake adapters for one test."""
+def registered(classes):
+    """Register adapter classes for the duration of a fixture: ``yield from registered(classes)``."""
     from harness import registry
-
-    from .fakes import ALL as classes
 
     for cls in classes:
         registry.register_adapter(cls)
     yield classes
     for cls in classes:
         registry.unregister_adapter(cls.name)
+
+
+@pytest.fixture
+def fake_adapters(tiny_llama):
+    """Register the fake adapters for one test."""
+    from .fakes import ALL
+
+    yield from registered(ALL)

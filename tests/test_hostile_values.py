@@ -19,6 +19,7 @@ from harness.io import check_writable_dir, check_writable_file, write_json_atomi
 from harness.runner import Runner
 
 from . import records as synthetic
+from .conftest import registered
 from .fakes import NONFINITE
 
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
@@ -26,13 +27,7 @@ ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
 @pytest.fixture
 def nonfinite_adapters(fake_adapters):
-    from harness import registry
-
-    for cls in NONFINITE:
-        registry.register_adapter(cls)
-    yield NONFINITE
-    for cls in NONFINITE:
-        registry.unregister_adapter(cls.name)
+    yield from registered(NONFINITE)
 
 
 NAN_SWEEP = """

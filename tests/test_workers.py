@@ -12,18 +12,14 @@ from harness import planning
 from harness.isolation import Limits
 from harness.runner import Runner
 
+from .conftest import registered
+
 
 @pytest.fixture
 def worker_adapters(fake_adapters):
-    from harness import registry
-
     from .fakes import WORKERS
 
-    for cls in WORKERS:
-        registry.register_adapter(cls)
-    yield WORKERS
-    for cls in WORKERS:
-        registry.unregister_adapter(cls.name)
+    yield from registered(WORKERS)
 
 
 def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, tmp_path, worker_adapters):
