@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from harness import accuracy
-from harness.lm_eval_model import HarnessLM
+from harness.accuracy import evaluate as accuracy
+from harness.run.point_lm import PointLM
 
 
 class _Request:
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     device = args.device or ("CPU" if args.adapter == "openvino" else "cpu")
-    lm = HarnessLM(model=args.model, adapter=args.adapter, device=device, dtype=args.dtype, threads=2)
+    lm = PointLM(model=args.model, adapter=args.adapter, device=device, dtype=args.dtype, threads=2)
     batch = requests(args.items)
     one_pass = lm.adapter.supports_score
     times = {"one_pass": [], "stepwise": []}

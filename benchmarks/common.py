@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness import planning
-from harness.sweep import expand
+from harness.run import planning
+from harness.scenario.sweep import expand
 
 
 def single_point(model: str, adapter: str = "hf", max_new_tokens: int = 32, min_rounds: int = 4):
@@ -28,7 +28,7 @@ def ours_vs_engine(adapter, ids, rounds: int, tokens: int, engine_ttft_key: str)
     the median per-round ratios (ours / engine's)."""
     import statistics
 
-    from harness.measure import Round
+    from harness.measure.rounds import Round
 
     adapter.generate([ids], tokens)  # warm-up
     ours_tpot, engine_tpot, ours_ttft, engine_ttft = [], [], [], []

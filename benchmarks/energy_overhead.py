@@ -12,7 +12,7 @@ import argparse
 import statistics
 from common import single_point
 
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 
 def main() -> None:

@@ -26,11 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import planning, registry, regression, results, stats
-from harness.record import Record
-from harness.runner import Runner
-from harness.scenario import Scenario
-from harness.sweep import expand
+from harness.run import planning
+from harness.adapters import registry
+from harness.regression import check as regression
+from harness.records import store as results
+from harness.measure import launches as stats
+from harness.records.record import Record
+from harness.run.runner import Runner
+from harness.scenario.schema import Scenario
+from harness.scenario.sweep import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = {"hf": "hf", "llamacpp": "llamacpp"}  # scenario adapter -> slowdown variant prefix

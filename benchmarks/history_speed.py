@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.record import Record
+from harness.records.record import Record
 
 TOKENS, ROUNDS = 16, 5
 STEPPED = ("p000", "p050", "p100", "p150", "p199")  # points whose ms/token steps up 5 %
@@ -61,7 +61,7 @@ def generate(work: Path, nights: int, points: int) -> list[Path]:
 
 
 def _history(*argv) -> int:
-    from harness.history import cli
+    from harness.cli import history as cli
 
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers(dest="command"))
@@ -98,7 +98,7 @@ def main() -> None:
         code = _timed("check_s", timings, _history, "check", "--db", db)
     regressions = [line for line in log.getvalue().splitlines() if line.startswith("REGRESSION")]
     found = sorted({line.split()[1].split("::")[1] for line in regressions if " tpot_ms " in line})
-    from harness.history.trends import trend_figures
+    from harness.report.trends import trend_figures
 
     report = _timed("trend_report_s", timings, trend_figures, db, work / "trends")
     if args.all_points:

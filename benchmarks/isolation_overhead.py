@@ -16,7 +16,7 @@ import time
 
 from common import single_point
 
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 
 def main() -> None:

@@ -14,10 +14,11 @@ import argparse
 
 from harness.adapters.llamacpp import LlamaCppAdapter
 from common import ours_vs_engine
-from harness import models, prompts
-from harness.adapter import LoadSettings
-from harness.scenario import ModelSpec
-from harness.sweep import Point
+from harness.models import sources as models
+from harness.models import prompts
+from harness.adapters.base import LoadSettings
+from harness.scenario.schema import ModelSpec
+from harness.scenario.sweep import Point
 
 
 def main() -> None:

@@ -11,10 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import models
-from harness.prompts import select_gate_prompts
-from harness.reference import ReferenceSettings, ReferenceStore
-from harness.scenario import ModelSpec
+from harness.models import sources as models
+from harness.models.prompts import select_gate_prompts
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.scenario.schema import ModelSpec
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Writes synthetic records with the real schema (rounds of per-token gaps, gate results, generated text)
 into a temporary directory, then times the report and the gate the way a user runs them (through
-``harness.cli.main``), several times each, and prints medians.
+``harness.cli.app.main``), several times each, and prints medians.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import results  # noqa: E402
-from harness.cli import main  # noqa: E402
+from harness.records import store as results
+from harness.cli.app import main  # noqa: E402
 from tests.records import record  # noqa: E402  (the same synthetic records the tests use)
 
 QUANTS = ["none", "int8_sym", "int8_asym", "int4_sym", "int4_asym"]

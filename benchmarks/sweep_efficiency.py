@@ -7,7 +7,7 @@ A 12-point sweep over three engines on the default model (hf bf16; openvino fp a
 llamacpp on the model's GGUF) x prompt lengths 16/32/64, 16 new tokens, 2 timed rounds, no gate.
 Cold: a fresh cache directory (GGUF -> bf16 conversion, OpenVINO export and compression included).
 Warm: the same sweep again on that cache. "Inference share" = the timed rounds' end-to-end time
-summed over points / wall time of the sweep. The records' time split (harness.record.TimeSplit) says
+summed over points / wall time of the sweep. The records' time split (harness.records.record.TimeSplit) says
 where the rest went.
 """
 
@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import planning
-from harness.runner import Runner
+from harness.run import planning
+from harness.run.runner import Runner
 
 SWEEP = """
 model: gemma3-270m

@@ -15,10 +15,11 @@ import statistics
 import time
 
 from harness.adapters.hf import HFAdapter
-from harness import models, prompts
-from harness.adapter import LoadSettings
-from harness.scenario import ModelSpec
-from harness.sweep import Point
+from harness.models import sources as models
+from harness.models import prompts
+from harness.adapters.base import LoadSettings
+from harness.scenario.schema import ModelSpec
+from harness.scenario.sweep import Point
 
 
 def main() -> None:
@@ -67,8 +68,8 @@ def main() -> None:
         "median_of_paired_ratios": statistics.median(ratios),
         "bare_ms_per_token": statistics.median(bare_ms) / args.tokens,
     }
-    print(f"| model | tokens | rounds | bare e2e ms (median) | harness e2e ms (median) | overhead |")
-    print(f"|---|---|---|---|---|---|")
+    print("| model | tokens | rounds | bare e2e ms (median) | harness e2e ms (median) | overhead |")
+    print("|---|---|---|---|---|---|")
     print(f"| {args.model} | {args.tokens} | {args.rounds} | {figures['bare_e2e_ms_median']:.1f} | "
           f"{figures['harness_e2e_ms_median']:.1f} | {100 * (figures['median_of_paired_ratios'] - 1):+.2f} % |")
     if args.json:

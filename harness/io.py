@@ -8,6 +8,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
@@ -194,3 +195,9 @@ def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | P
 
     load.cache_clear = cached.cache_clear
     return load
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe form of a scenario or point name; never a path that escapes its directory."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "unnamed"
+    return cleaned[:200]

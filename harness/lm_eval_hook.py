@@ -15,7 +15,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-TARGET = "harness.lm_eval_model:HarnessLM"
+TARGET = "harness.run.point_lm:PointLM"
 PTH_NAME = "harness-lm-eval.pth"
 PRIVATE_NAME = "_harness_lm_eval_hook"
 

@@ -1,7 +1,7 @@
 """pytest plugin: every scenario YAML becomes one test per sweep point, timed with pytest-benchmark.
 
-Hooks only: loading, running and recording live in ``harness.scenario``, ``harness.runner`` and
-``harness.results``. ``pytest scenarios/ --benchmark-json out.json`` writes one benchmark per point
+Hooks only: loading, running and recording live in ``harness.scenario.schema``, ``harness.run.runner`` and
+``harness.records.store``. ``pytest scenarios/ --benchmark-json out.json`` writes one benchmark per point
 whose stats are seconds per generated token and whose ``extra_info`` holds every harness metric.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.options import (
+from harness.cli.options import (
     add_baseline_options,
     add_gate_options,
     add_run_options,
@@ -21,7 +21,7 @@ from harness.options import (
     remote_code_error,
     runner_from,
 )
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
 SESSION = pytest.StashKey["SessionRecords"]()
@@ -52,8 +52,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     from harness.errors import UsageError
-    from harness.regression import parse_thresholds
-    from harness.shard import parse_shard
+    from harness.regression.check import parse_thresholds
+    from harness.run.shard import parse_shard
 
     try:  # thresholds and the shard are checked before anything runs
         thresholds = parse_thresholds(config.option.harness_max_regression)
@@ -63,7 +63,7 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION] = SessionRecords(thresholds, shard)
     config.stash[RUNNER] = runner_from(config.option, check=False)  # outputs: pytest_collection_finish
-    from harness import registry
+    from harness.adapters import registry
 
     for name in registry.names():
         config.addinivalue_line("markers", f"{marker_name(name)}: points run by the {name} adapter")
@@ -71,9 +71,9 @@ def pytest_configure(config):
 
 def pytest_sessionstart(session):
     """Sweep what killed runs left in the results directory. Interruptions need nothing more here: each
-    point's worker group is killed by ``harness.isolation`` on KeyboardInterrupt, or by the worker's
-    reaper when pytest itself is terminated (``harness.lifecycle``)."""
-    from harness import lifecycle
+    point's worker group is killed by ``harness.run.isolation`` on KeyboardInterrupt, or by the worker's
+    reaper when pytest itself is terminated (``harness.run.lifecycle``)."""
+    from harness.run import lifecycle
 
     if RUNNER in session.config.stash:
         lifecycle.sweep_stale(session.config.stash[RUNNER].results_dir)
@@ -106,7 +106,7 @@ def _is_scenario(path: Path, config) -> bool:
     places = [place for place in given if place.is_dir()] + list(config.getini("harness_scenarios"))
     if not any(_covers(Path(place), path) for place in places):
         return False
-    from harness.yaml_load import MAX_BYTES
+    from harness.scenario.yaml_load import MAX_BYTES
 
     try:
         with open(path, "rb") as handle:
@@ -126,9 +126,9 @@ def _covers(place: Path, path: Path) -> bool:
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from harness import planning
+        from harness.run import planning
         from harness.errors import ScenarioErrors
-        from harness.sweep import expand
+        from harness.scenario.sweep import expand
 
         state = self.config.stash[SESSION]
         try:
@@ -183,8 +183,8 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     pyproject.toml and covered by tests/test_pytest_plugin.py.
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
-    from harness import benchmark_json
-    from harness.columns import flatten
+    from harness.records import benchmark_json
+    from harness.records.columns import flatten
 
     # the same columns as results.load's DataFrame, plus the record itself so reports and gates read this file
     benchmark.extra_info.update({**flatten(record), benchmark_json.KEY: benchmark_json.compact(record)})
@@ -221,7 +221,7 @@ def pytest_collection_modifyitems(session, config, items):
     shard = config.stash[SESSION].shard
     if shard is None:
         return
-    from harness.shard import select
+    from harness.run.shard import select
 
     points = [item for item in items if isinstance(item, PointItem)]
     kept = {id(pair[1]) for pair in select([item.harness_point for item in points], shard)}
@@ -259,10 +259,10 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from pathlib import Path
 
-    from harness import baseline
-    from harness.cli_output import gate_report
+    from harness.regression import baseline
+    from harness.cli.output import gate_report
     from harness.errors import HarnessError
-    from harness.regression import check, key
+    from harness.regression.check import check, key
 
     state = config.stash[SESSION]
     try:  # an unreadable, empty or unrelated baseline is a usage error, never a pass

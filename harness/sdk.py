@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.adapter import OPTIONAL_METHODS, Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
+from harness.adapters.base import OPTIONAL_METHODS, Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
 from harness.errors import Unsupported
-from harness.models import ResolvedModel, build_once, cache_dir
-from harness.registry import register_adapter
-from harness.results import safe_name
-from harness.sweep import Point
+from harness.models.sources import ResolvedModel, build_once, cache_dir
+from harness.adapters.registry import register_adapter
+from harness.io import safe_name
+from harness.scenario.sweep import Point
 
 if TYPE_CHECKING:
     from harness.adapters.xrt.npu_reference import NumpyLlamaRunner

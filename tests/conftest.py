@@ -8,8 +8,8 @@ import numpy  # noqa: F401 - imported before any pytester inline run, which cann
 import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 import pytest
 
-from harness import models
-from harness.scenario import ModelSpec
+from harness.models import sources as models
+from harness.scenario.schema import ModelSpec
 
 pytest_plugins = ["pytester"]
 
@@ -54,7 +54,7 @@ sweep:
 
 def registered(classes):
     """Register adapter classes for the duration of a fixture: ``yield from registered(classes)``."""
-    from harness import registry
+    from harness.adapters import registry
 
     for cls in classes:
         registry.register_adapter(cls)

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from harness.adapter import Adapter, GenerationTrace, now_ns
+from harness.adapters.base import Adapter, GenerationTrace, now_ns
 
 
 class FakeAdapter(Adapter):

@@ -1,9 +1,9 @@
 """Fake engines that start a helper process and then hang or crash, for tests/test_lifecycle.py.
 
-Module-level classes, so an isolated worker can register them too (``harness.isolation`` passes
+Module-level classes, so an isolated worker can register them too (``harness.run.isolation`` passes
 ``module:qualname``). They report through files in ``$HARNESS_LIFECYCLE_TEST_DIR``: ``worker.pid`` and
 ``helper.pid`` once the helper runs; ``hung`` marks that the one hang has happened, so a resumed sweep
-completes. ``cli(argv)`` is ``harness.cli.main`` with these adapters registered.
+completes. ``cli(argv)`` is ``harness.cli.app.main`` with these adapters registered.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ ALL = (HangOnceAdapter, CrashWithHelperAdapter, AbortAdapter)
 
 
 def cli(argv: list[str]) -> int:
-    from harness import registry
-    from harness.cli import main
+    from harness.adapters import registry
+    from harness.cli.app import main
 
     for cls in ALL:
         registry.register_adapter(cls)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from harness import measure
-from harness.results import Record
+from harness.measure import rounds as measure
+from harness.records.store import Record
 
 AXES = dict(adapter="hf", device="cpu", max_seq_len=None, quantization="none", prompt_len=None, beam_width=1,
             batch_size=1, moe_chunk_size=None)

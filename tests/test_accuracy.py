@@ -15,10 +15,12 @@ import pytest
 
 pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[accuracy]'")
 
-from harness import accuracy, planning, report  # noqa: E402
+from harness.accuracy import evaluate as accuracy
+from harness.run import planning
+from harness.report import build as report
 from harness.errors import ScenarioErrors  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.sweep import expand  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.scenario.sweep import expand  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -43,9 +45,9 @@ def test_shipped_tasks_have_a_hundred_well_formed_items():
 
 @pytest.fixture(scope="module")
 def tiny_lm(cache_dir):
-    from harness.lm_eval_model import HarnessLM
+    from harness.run.point_lm import PointLM
 
-    return HarnessLM(model="tiny-llama", adapter="hf", dtype="fp32", threads=2, cache_dir=str(cache_dir))
+    return PointLM(model="tiny-llama", adapter="hf", dtype="fp32", threads=2, cache_dir=str(cache_dir))
 
 
 class _Request:
@@ -170,7 +172,7 @@ def test_the_reference_is_computed_once_and_reused(accuracy_records):
 
 def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
     out, _ = accuracy_records
-    from harness import results
+    from harness.records import store as results
 
     df = results.load(out)
     assert {"accuracy.harness_choice.acc", "accuracy.harness_choice.acc.delta",

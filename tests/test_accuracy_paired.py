@@ -10,10 +10,11 @@ import types
 import numpy as np
 import pytest
 
-from harness import accuracy_paired, planning
-from harness.accuracy_paired import compare, paired_delta
+from harness.accuracy import paired as accuracy_paired
+from harness.run import planning
+from harness.accuracy.paired import compare, paired_delta
 from harness.errors import ScenarioErrors
-from harness.record import Accuracy, Record, TaskOutcomes
+from harness.records.record import Accuracy, Record, TaskOutcomes
 
 RNG = np.random.default_rng(7)
 REFERENCE_RIGHT = (RNG.random(200) < 0.8).astype(int)
@@ -171,7 +172,7 @@ def test_a_weighted_aggregation_without_weights_is_not_paired():
 def test_outcomes_need_one_value_per_document(tmp_path):
     with pytest.raises(ValueError, match="values.acc: 2 items for 3 doc_ids"):
         TaskOutcomes(doc_ids=[0, 1, 2], values={"acc": [1, 0]})
-    from harness import accuracy
+    from harness.accuracy import evaluate as accuracy
 
     broken = tmp_path / "accuracy-0.json"
     broken.write_text(json.dumps({"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}))
@@ -187,7 +188,7 @@ def test_outcomes_that_do_not_reproduce_the_score_are_not_paired():
 
 
 def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
-    from harness.accuracy import outcomes
+    from harness.accuracy.evaluate import outcomes
 
     samples = [{"doc_id": doc, "filter": "none", "metrics": ["acc", "perplexity", "word_perplexity", "f1"],
                 "acc": doc % 2 == 0, "perplexity": -float(doc), "word_perplexity": (-float(doc), 3),
@@ -205,7 +206,7 @@ def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
 
 
 def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
-    from harness import accuracy
+    from harness.accuracy import evaluate as accuracy
 
     model = types.SimpleNamespace(checksum="abc", name="m")
     evaluation = accuracy.Evaluation({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)})
@@ -272,7 +273,7 @@ def test_margins_need_the_reference():
 def test_a_failed_non_inferiority_margin_fails_the_point():
     # `harness run` exits 1 and the pytest item fails on it, as on a failed correctness gate.
     from harness.pytest_plugin import _verdict_reasons
-    from harness.record import Accuracy, PairedDelta, Record
+    from harness.records.record import Accuracy, PairedDelta, Record
 
     delta = PairedDelta(delta=-0.2, low=-0.3, high=-0.1, p_value=0.001, test="mcnemar", items=60, reference=0.7,
                         margin=0.99, non_inferior=False)

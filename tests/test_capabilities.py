@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import gate
-from harness.adapter import OPTIONAL_METHODS, Adapter
+from harness.correctness import gate
+from harness.adapters.base import OPTIONAL_METHODS, Adapter
 from harness.errors import HarnessError, Unsupported
-from harness.reference import PromptReference, Reference, log_softmax, top_ids
+from harness.correctness.reference import PromptReference, Reference, log_softmax, top_ids
 
 from .fakes import FakeAdapter
 
@@ -77,7 +77,7 @@ def test_flags_follow_the_methods_a_class_overrides_unless_it_sets_them():
 
 
 def test_shipped_adapters_declare_their_capabilities():
-    from harness import registry
+    from harness.adapters import registry
 
     expected = {
         "hf": {"supports_logits", "supports_score", "supports_hidden_states", "supports_routing"},
@@ -128,7 +128,7 @@ def test_a_flag_narrowed_on_the_loaded_instance_wins():
 
 def test_a_missing_kernel_in_one_pass_scoring_is_not_hidden_by_the_stepwise_fallback():
     pytest.importorskip("lm_eval", reason="lm-eval not installed")
-    from harness.lm_eval_model import HarnessLM
+    from harness.accuracy.lm_eval_model import HarnessLM
 
     class BrokenScore(FakeAdapter):
         def score(self, tokens, last):
@@ -154,9 +154,10 @@ class MissingKernelEngine(FakeAdapter):
 
 
 def test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate(write_scenario, tmp_path, tiny_llama):
-    from harness import planning, registry
-    from harness.runner import Runner
-    from harness.sweep import expand
+    from harness.run import planning
+    from harness.adapters import registry
+    from harness.run.runner import Runner
+    from harness.scenario.sweep import expand
 
     registry.register_adapter(MissingKernelEngine)
     try:

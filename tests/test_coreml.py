@@ -100,9 +100,9 @@ sweep:
 
 
 def test_the_static_source_passes_the_gate_and_ane_points_skip(write_scenario, tmp_path):
-    from harness import planning
-    from harness.runner import Runner
-    from harness.sweep import expand
+    from harness.run import planning
+    from harness.run.runner import Runner
+    from harness.scenario.sweep import expand
 
     loaded = planning.load(write_scenario(SCENARIO))
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)

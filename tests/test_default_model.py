@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, models, prompts, results
-from harness.scenario import ModelSpec
+from harness import cli
+from harness.models import sources as models
+from harness.models import prompts
+from harness.records import store as results
+from harness.scenario.schema import ModelSpec
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent

@@ -6,13 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import diagnosis, gate, models
-from harness.adapter import Activations, LoadSettings
+from harness.correctness import diagnosis
+from harness.correctness import gate
+from harness.models import sources as models
+from harness.adapters.base import Activations, LoadSettings
 from harness.adapters.hf import HFAdapter
-from harness.prompts import select_gate_prompts
-from harness.reference import ReferenceSettings, ReferenceStore
-from harness.scenario import ModelSpec
-from harness.sweep import Point
+from harness.models.prompts import select_gate_prompts
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.scenario.schema import ModelSpec
+from harness.scenario.sweep import Point
 
 from . import faults
 

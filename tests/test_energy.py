@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import energy, roofline
+from harness.measure import energy
+from harness.measure import roofline
 
 UJ_PER_READ = {"package-0": 500_000, "dram": 125_000}  # each read finds the counter 0.5 J / 0.125 J on
 
@@ -197,9 +198,9 @@ def test_cycle_counter_says_why_not(tmp_path):
 
 
 def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario, tmp_path, tiny_llama):
-    from harness import planning
-    from harness.runner import Runner
-    from harness.sweep import expand
+    from harness.run import planning
+    from harness.run.runner import Runner
+    from harness.scenario.sweep import expand
 
     loaded = planning.load(write_scenario("""
         model: tiny-llama

@@ -7,9 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from harness import cli, diagnosis, gate, models
-from harness.prompts import select_gate_prompts
-from harness.reference import (
+from harness import cli
+from harness.correctness import diagnosis
+from harness.correctness import gate
+from harness.models import sources as models
+from harness.models.prompts import select_gate_prompts
+from harness.correctness.reference import (
     PromptReference,
     Reference,
     ReferenceMismatch,
@@ -186,7 +189,7 @@ def test_reference_is_stored_reused_and_refused_when_stale(tmp_path, tiny_llama)
 
 
 def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir):
-    from harness.scenario import ModelSpec
+    from harness.scenario.schema import ModelSpec
 
     other = models.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
     store = ReferenceStore(tmp_path)
@@ -223,7 +226,8 @@ def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_pat
 
 
 def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):
-    from harness import registry, results
+    from harness.adapters import registry
+    from harness.records import store as results
 
     registry.register_adapter(BrokenHF)
     try:
@@ -248,8 +252,8 @@ def test_verify_refuses_scenarios_without_a_gate(write_scenario, capsys, tiny_ll
 
 def test_diagnosis_localises_a_skipped_layer(tiny_llama):
     from harness.adapters.hf import HFAdapter
-    from harness.adapter import LoadSettings
-    from harness.sweep import Point
+    from harness.adapters.base import LoadSettings
+    from harness.scenario.sweep import Point
 
     from .faults import SkippedLayer
 
@@ -324,7 +328,7 @@ def test_kl_distribution_pools_positions_in_both_directions():
 
 
 def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_reverse_kl():
-    from harness.reference import coarse_kl_reverse
+    from harness.correctness.reference import coarse_kl_reverse
 
     rng = np.random.default_rng(1)
     ref, dev = log_softmax(rng.normal(size=50) * 3), log_softmax(rng.normal(size=50) * 3)
@@ -335,10 +339,10 @@ def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_revers
 
 
 def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_path, tiny_llama):
-    from harness.adapter import LoadSettings
+    from harness.adapters.base import LoadSettings
     from harness.adapters.hf import HFAdapter
-    from harness.record import Correctness
-    from harness.sweep import Point
+    from harness.records.record import Correctness
+    from harness.scenario.sweep import Point
 
     from .faults import PositionOffByOne
 

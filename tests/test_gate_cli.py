@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import results
-from harness.cli import main
+from harness.records import store as results
+from harness.cli.app import main
 
 from .records import record
 
@@ -105,8 +105,8 @@ def test_a_non_record_file_is_named_in_the_error(tmp_path, capsys):
 
 
 def write_launched(directory, tpot_ms, launches=5, seed=0):
-    """A point measured over ``launches`` launches, merged as the runner merges them (harness.stats)."""
-    from harness import stats
+    """A point measured over ``launches`` launches, merged as the runner merges them (harness.measure.launches)."""
+    from harness.measure import launches as stats
 
     parts = []
     for i in range(launches):

@@ -9,12 +9,14 @@ from __future__ import annotations
 import pytest
 
 from harness.adapters.hf import HFAdapter
-from harness import diagnosis, gate, models
-from harness.adapter import LoadSettings
-from harness.prompts import select_gate_prompts
-from harness.reference import ReferenceSettings, ReferenceStore
-from harness.scenario import ModelSpec
-from harness.sweep import Point
+from harness.correctness import diagnosis
+from harness.correctness import gate
+from harness.models import sources as models
+from harness.adapters.base import LoadSettings
+from harness.models.prompts import select_gate_prompts
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.scenario.schema import ModelSpec
+from harness.scenario.sweep import Point
 
 from . import faults
 

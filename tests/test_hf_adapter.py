@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from harness.adapters.hf import HFAdapter
-from harness import prompts
-from harness.adapter import LoadSettings
-from harness.sweep import Point
+from harness.models import prompts
+from harness.adapters.base import LoadSettings
+from harness.scenario.sweep import Point
 
 
 def point(**axes) -> Point:

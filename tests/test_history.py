@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import results
-from harness.history import cli, queries, store
+from harness.records import store as results
+from harness.history import queries, store
+from harness.cli import history as cli
 from harness.history.ingest import read_run
 from .history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
 from .records import record
@@ -183,7 +184,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_trend_figures_and_the_open_change_points(tmp_path):
-    from harness.history.trends import trend_figures
+    from harness.report.trends import trend_figures
 
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
     engine = store.open_db(db)
@@ -202,7 +203,7 @@ def test_trend_figures_and_the_open_change_points(tmp_path):
 
 
 def test_a_verdict_change_gets_a_trend_figure(tmp_path):
-    from harness.history.trends import trend_figures
+    from harness.report.trends import trend_figures
 
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
     engine = store.open_db(db)
@@ -250,14 +251,14 @@ def test_add_records_stores_a_run_from_records_in_memory(db):
 
 
 def test_the_history_command_imports_no_database_library(pytester):
-    code = ("import sys, harness.history.cli; heavy = {'sqlalchemy', 'alembic', 'ruptures', 'pandas', 'matplotlib'}; "
+    code = ("import sys, harness.cli.history; heavy = {'sqlalchemy', 'alembic', 'ruptures', 'pandas', 'matplotlib'}; "
             "print(sorted(heavy & set(sys.modules)))")
     result = pytester.run(sys.executable, "-c", code)
     assert result.stdout.lines[-1] == "[]"
 
 
 def test_the_report_shows_trends_and_open_change_points_from_a_history(tmp_path):
-    from harness.report import build
+    from harness.report.build import build
 
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
     nights = history(tmp_path, 40, seed=8, step_at=25, step=0.06)

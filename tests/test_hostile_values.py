@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, planning, results
+from harness import cli
+from harness.run import planning
+from harness.records import store as results
 from harness.errors import UsageError
 from harness.io import check_writable_dir, check_writable_file, write_json_atomic
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 from . import records as synthetic
 from .conftest import registered
@@ -45,7 +47,7 @@ NAN_SWEEP = """
 @pytest.mark.parametrize("isolate", [False, True], ids=["isolation-none", "isolation-point"])
 def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict_json(
         write_scenario, tmp_path, nonfinite_adapters, isolate):
-    from harness.isolation import Limits
+    from harness.run.isolation import Limits
 
     loaded = planning.load(write_scenario(NAN_SWEEP, "nan.yaml"))
     runner = Runner(results_dir=tmp_path / "results", isolate=isolate, energy=False, limits=Limits(timeout_s=120))
@@ -73,7 +75,7 @@ def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict
 
 
 def test_non_finite_values_outside_metrics_are_dropped_and_fail_the_point():
-    from harness.steps import finite
+    from harness.run.steps import finite
 
     rec = synthetic.record("p")
     rec.correctness.kl_mean = math.nan
@@ -129,7 +131,7 @@ FAKE_SCENARIO = """
 @pytest.mark.parametrize("case", ["is-a-file", "parent-is-a-file"])
 def test_run_and_verify_refuse_an_unusable_results_path_before_any_point(
         command, case, write_scenario, blocker, capsys, fake_adapters, monkeypatch):
-    from harness import steps
+    from harness.run import steps
 
     ran = []
     monkeypatch.setattr(steps, "execute", lambda *a, **k: ran.append(a) or pytest.fail("a point ran"))
@@ -261,7 +263,7 @@ def test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare(pyte
 # -- 5. stores: modes, locks, concurrent writers ------------------------------------------------------
 
 def test_records_and_baselines_respect_the_umask(records_dir, tmp_path):
-    from harness import baseline
+    from harness.regression import baseline
 
     old = os.umask(0o022)
     try:
@@ -278,16 +280,16 @@ def test_records_and_baselines_respect_the_umask(records_dir, tmp_path):
 def _store_worker(args):
     """One runner: fetch (or compute) the shared gate reference, read it back, write and read records."""
     root, marker, results_dir, index = args
-    from harness import models
-    from harness.reference import ReferenceSettings, ReferenceStore
-    from harness.scenario import ModelSpec
+    from harness.models import sources as models
+    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.scenario.schema import ModelSpec
 
     from . import records as synthetic_records
 
     model = models.resolve(ModelSpec(source="tiny-llama"), models.cache_dir())
 
     def compute(model, pairs, prompt_ids, settings):
-        from harness.reference import PromptReference, Reference, tokenizer_sha256
+        from harness.correctness.reference import PromptReference, Reference, tokenizer_sha256
 
         with open(marker, "a") as out:  # one line per computation
             out.write(f"{os.getpid()}\n")
@@ -328,7 +330,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     pytest.importorskip("lm_eval")
     import threading
 
-    from harness import accuracy
+    from harness.accuracy import evaluate as accuracy
 
     calls = []
 

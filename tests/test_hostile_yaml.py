@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness import cli, yaml_load
+from harness import cli
+from harness.scenario import yaml_load
 from harness.errors import ScenarioErrors
 
 VALID = """\

@@ -52,7 +52,7 @@ def import_graph() -> dict[str, set[str]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:  # `from harness import gate` imports the module harness.gate
+            for alias in node.names:  # `from harness import gate` imports the module harness.correctness.gate
                 targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base)
         graph[name] = {t for t in targets if t in files and t != name}
     return graph
@@ -107,8 +107,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones():
     graph = import_graph()
-    assert "harness.planning" in graph["harness.cli"]  # imported inside a function
-    assert "harness.sweep" not in graph["harness.adapter"]  # under `if TYPE_CHECKING:`
+    assert "harness.run.planning" in graph["harness.cli.app"]  # imported inside a function
+    assert "harness.scenario.sweep" not in graph["harness.adapters.base"]  # under `if TYPE_CHECKING:`
     assert "harness.adapters.hf.moe_capacity" in graph["harness.adapters.hf"]
 
 
@@ -124,7 +124,7 @@ def test_no_import_cycles():
 
 def test_front_doors_import_no_engine():
     code = (
-        "import sys, harness, harness.cli, harness.sdk, harness.options, harness.planning\n"
+        "import sys, harness, harness.cli.app, harness.sdk, harness.cli.options, harness.run.planning\n"
         f"print(','.join(m for m in {ENGINES!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,10 +10,11 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from harness import planning, results
-from harness.isolation import Limits
-from harness.runner import Runner
-from harness.sweep import expand
+from harness.run import planning
+from harness.records import store as results
+from harness.run.isolation import Limits
+from harness.run.runner import Runner
+from harness.scenario.sweep import expand
 
 FAULTY_SWEEP = """
 model: tiny-llama
@@ -144,7 +145,7 @@ sweep:
 
 
 def test_the_phase_relay_passes_on_changes_only(tmp_path):
-    from harness.isolation import _PhaseRelay
+    from harness.run.isolation import _PhaseRelay
 
     seen: list[str] = []
     relay = _PhaseRelay(tmp_path / "phase", seen.append)

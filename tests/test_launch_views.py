@@ -9,12 +9,17 @@ import re
 import pandas as pd
 import pytest
 
-from harness import benchmark_json, cli_output, compare, export, results, tables
-from harness.columns import TIME_SPLIT, flatten
-from harness.readable import plus_minus
-from harness.record import Drift, Interval, Launch, Record, TimeSplit
-from harness.report import build
-from harness.summary import summarize
+from harness.records import benchmark_json
+from harness.cli import output as cli_output
+from harness.report import compare
+from harness.report import export
+from harness.records import store as results
+from harness.report import tables
+from harness.records.columns import TIME_SPLIT, flatten
+from harness.report.readable import plus_minus
+from harness.records.record import Drift, Interval, Launch, Record, TimeSplit
+from harness.report.build import build
+from harness.report.summary import summarize
 
 from .records import record
 
@@ -235,9 +240,9 @@ def test_the_report_with_launches_loads_in_chromium_with_every_plot(launched_rep
 
 
 def test_phases_distribution_and_same_weights_reach_columns_and_the_verify_line():
-    from harness.cli_output import verdict_line
-    from harness.columns import flatten
-    from harness.record import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, Record, SameWeights
+    from harness.cli.output import verdict_line
+    from harness.records.columns import flatten
+    from harness.records.record import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, Record, SameWeights
 
     gate = Correctness(
         verdict="fail", k=5, mode="both", kl_mean=0.004, noise_floor=0.0004, kl_ratio=9.7, top1_match_rate=1.0,

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import lifecycle, planning
-from harness.isolation import Limits
-from harness.runner import Runner
+from harness.run import lifecycle
+from harness.run import planning
+from harness.run.isolation import Limits
+from harness.run.runner import Runner
 
 from . import lifecycle_fakes
 from .lifecycle_fakes import STATE_ENV
@@ -159,7 +160,7 @@ def test_pytest_with_isolation_leaves_no_process_behind(tmp_path, write_scenario
     state = tmp_path / "state"
     state.mkdir()
     (tmp_path / "conftest.py").write_text(
-        "from harness import registry\nfrom tests.lifecycle_fakes import ALL\n\n"
+        "from harness.adapters import registry\nfrom tests.lifecycle_fakes import ALL\n\n"
         "for cls in ALL:\n    registry.register_adapter(cls)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                **{STATE_ENV: str(state)})
@@ -176,7 +177,7 @@ def test_pytest_with_isolation_leaves_no_process_behind(tmp_path, write_scenario
 
 @pytest.fixture
 def lifecycle_adapters(tiny_llama, tmp_path, monkeypatch):
-    from harness import registry
+    from harness.adapters import registry
 
     monkeypatch.setenv(STATE_ENV, str(tmp_path))
     for cls in lifecycle_fakes.ALL:

@@ -7,10 +7,11 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[llamacpp]'")
 
-from harness import planning, scenario
+from harness.run import planning
+from harness.scenario import schema as scenario
 from harness.adapters.llamacpp import gguf_export  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.sweep import expand  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.scenario.sweep import expand  # noqa: E402
 
 TINY = """
 model: tiny-llama
@@ -46,7 +47,7 @@ def test_exported_gguf_logits_match_transformers_at_every_position(source, cache
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness import models
+    from harness.models import sources as models
 
     tiny = models.resolve(scenario.ModelSpec(source=source), cache_dir)
     ids = [1, 40, 77, 123, 9, 300, 41, 5, 17]
@@ -71,7 +72,7 @@ def test_levels_come_from_llama_cpps_quantizer(tiny_records):
         assert record.adapter["file_type"] == f"MOSTLY_{ggml_type}"
         assert record.correctness.verdict in ("pass", "drift", "fail")
     from harness.adapters.llamacpp import LlamaCppAdapter
-    from harness.sweep import Point
+    from harness.scenario.sweep import Point
 
     asym8 = Point(adapter="llamacpp", device="cpu", quantization="int8_asym", id="x")
     assert "does not support quantization 'int8_asym'" in LlamaCppAdapter.capability_reason(asym8)
@@ -129,7 +130,7 @@ def test_extra_buffer_types_are_off_on_amx_cpus_unless_the_scenario_asks():
 
 
 def test_the_record_says_which_buffer_types_ran(tiny_records):
-    from harness.environment import cpu_flags
+    from harness.records.environment import cpu_flags
 
     adapter = tiny_records["none"].adapter
     assert adapter["extra_buffer_types"] is ("amx_int8" not in cpu_flags())

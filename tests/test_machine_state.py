@@ -1,4 +1,4 @@
-"""harness.machine_state: real reads on this machine, other processes' CPU time, the noisy verdict, NVML absent."""
+"""harness.measure.machine_state: real reads on this machine, other processes' CPU time, the noisy verdict, NVML absent."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import machine_state
-from harness.machine_state import Gpu, MachineState, Spread, noisy, watch
+from harness.measure import machine_state
+from harness.measure.machine_state import Gpu, MachineState, Spread, noisy, watch
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux /proc")
 
@@ -23,7 +23,7 @@ EXPLAINED_BY = {
     "temperature_c_end": "temperature_c", "gpus_begin": "gpus", "gpus_end": "gpus",
 }
 SPIN = "import time\nwhile time.process_time() < {cpu}: pass\nprint(time.process_time(), flush=True)\n"
-WATCHER = ("import json, sys\nfrom harness import machine_state\nwith machine_state.watch() as state:\n"
+WATCHER = ("import json, sys\nfrom harness.measure import machine_state\nwith machine_state.watch() as state:\n"
            "    print('open', flush=True)\n    sys.stdin.readline()\nprint(json.dumps(state.result().to_dict()))\n")
 
 
@@ -177,7 +177,7 @@ def test_nvml_readings_and_a_throttled_gpu(monkeypatch):
 
 
 def test_importing_is_lazy():
-    code = ("import sys, harness\nfirst = 'harness.machine_state' in sys.modules\nimport harness.machine_state\n"
+    code = ("import sys, harness\nfirst = 'harness.measure.machine_state' in sys.modules\nimport harness.measure.machine_state\n"
             "print(first, 'pynvml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "False"]

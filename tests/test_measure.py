@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.adapter import GenerationTrace
-from harness.measure import Round, Stopping, run_rounds, summarize
+from harness.adapters.base import GenerationTrace
+from harness.measure.rounds import Round, Stopping, run_rounds, summarize
 
 MS = 1_000_000  # ns
 
@@ -65,7 +65,7 @@ def test_run_rounds_warms_up_then_cycles_prompts_until_min_rounds():
 
 
 def test_run_rounds_keeps_going_until_min_time(monkeypatch):
-    import harness.measure as measure
+    import harness.measure.rounds as measure
 
     clock = iter(range(0, 1000))  # each perf_counter() call advances one second
     monkeypatch.setattr(measure.time, "perf_counter", lambda: float(next(clock)))

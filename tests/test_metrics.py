@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness import measure, metrics, planning, registry
+from harness.measure import rounds as measure
+from harness.records import metrics
+from harness.run import planning
+from harness.adapters import registry
 from harness.errors import UsageError
-from harness.regression import check, parse_thresholds
-from harness.runner import Runner
-from harness.sweep import expand
+from harness.regression.check import check, parse_thresholds
+from harness.run.runner import Runner
+from harness.scenario.sweep import expand
 
 from .records import record, rounds
 from .test_verify import ForcedTop1Adapter

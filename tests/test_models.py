@@ -4,9 +4,9 @@ import hashlib
 
 import pytest
 
-from harness import models
+from harness.models import sources as models
 from harness.errors import ModelError
-from harness.scenario import ModelSpec
+from harness.scenario.schema import ModelSpec
 
 
 def test_build_once_builds_atomically_and_only_once(tmp_path):

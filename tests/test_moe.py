@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import moe, models, prompts
-from harness.scenario import ModelSpec
+from harness.moe import routing as moe
+from harness.models import sources as models
+from harness.models import prompts
+from harness.scenario.schema import ModelSpec
 
 
 def trace_of(*layers, n_experts=4, top_k=1):

@@ -10,10 +10,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import cli, planning, report  # noqa: E402
+from harness import cli
+from harness.run import planning
+from harness.report import build as report
 from harness.adapters.hf.moe_capacity import RoutingMonitor  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.sweep import expand  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.scenario.sweep import expand  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,7 +160,7 @@ def test_shipped_moe_chunks_scenario_records_every_chunk_size(pytester, cache_di
     result = pytester.runpytest("moe_chunks.yaml", "-k", "prompt1024", "--harness-isolation", "none",
                                 "--harness-results", "results", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=9)
-    from harness import results
+    from harness.records import store as results
 
     df = results.load(pytester.path / "results")
     assert sorted(df.groupby("adapter").moe_chunk_size.apply(sorted).tolist()) == [[256, 512, 1024]] * 3

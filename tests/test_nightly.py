@@ -37,7 +37,7 @@ def test_the_checker_rejects_a_broken_workflow(tmp_path):
 
 
 def test_every_device_job_selects_markers_the_harness_defines():
-    from harness import registry
+    from harness.adapters import registry
     from harness.pytest_plugin import marker_name
 
     known = {marker_name(n) for n in registry.names()}

@@ -7,12 +7,15 @@ import pytest
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
 from harness.adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
-from harness import gate, planning, prompts, results  # noqa: E402
-from harness.adapter import LoadSettings  # noqa: E402
-from harness.prompts import select_gate_prompts  # noqa: E402
-from harness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
-from harness.runner import Runner  # noqa: E402
-from harness.sweep import Point  # noqa: E402
+from harness.correctness import gate
+from harness.run import planning
+from harness.models import prompts
+from harness.records import store as results
+from harness.adapters.base import LoadSettings  # noqa: E402
+from harness.models.prompts import select_gate_prompts  # noqa: E402
+from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.scenario.sweep import Point  # noqa: E402
 
 SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128
 
@@ -146,7 +149,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
 def test_compile_cache_is_cold_then_warm(tiny_llama, tmp_path):
     import shutil
 
-    from harness.models import cache_dir
+    from harness.models.sources import cache_dir
 
     # a private cache dir: the export is copied in, the compile cache starts empty
     shutil.copytree(cache_dir() / "openvino", tmp_path / "openvino", ignore=shutil.ignore_patterns("compiled"))

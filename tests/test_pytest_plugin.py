@@ -49,7 +49,7 @@ def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapte
     assert bench["stats"]["rounds"] == len(gaps) == 3 * 4
     assert bench["stats"]["mean"] == pytest.approx(sum(gaps) / len(gaps))
     # the benchmark file carries the record, so reports and gates read it like a results directory
-    from harness import results
+    from harness.records import store as results
 
     (carried,) = [r for _, r in results.iter_records(pytester.path / "out.json")]
     assert carried.point_id == "fake-cpu-bf16" and carried.metrics == record["metrics"]
@@ -125,7 +125,8 @@ sweep:
 
 
 def save_baseline(pytester, tpot_ms, point_ids):
-    from harness import baseline, results
+    from harness.regression import baseline
+    from harness.records import store as results
 
     from .records import record
 

@@ -8,11 +8,13 @@ import json
 import pandas as pd
 import pytest
 
-from harness import export, gate, results
-from harness.cli import main
-from harness.readable import number, times_floor
-from harness.record import Record
-from harness.summary import summarize
+from harness.report import export
+from harness.correctness import gate
+from harness.records import store as results
+from harness.cli.app import main
+from harness.report.readable import number, times_floor
+from harness.records.record import Record
+from harness.report.summary import summarize
 
 from .records import record
 from .test_gate import REF_TABLE, ChosenOnly, Scripted, logits, reference_from
@@ -110,7 +112,7 @@ def test_numbers_for_reading():
 
 
 def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
-    from harness.report import build
+    from harness.report.build import build
 
     for r in quickstart_records():
         results.write(r, tmp_path / "results")
@@ -128,17 +130,18 @@ def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
 
 def test_steps_report_their_phase(tmp_path, tiny_llama, write_scenario):
     """The phase callback sees resolve, load, warm-up, each timing round and each gate prompt."""
-    from harness import planning, steps
-    from harness.steps.session import Session
-    from harness.sweep import expand
+    from harness.run import planning
+    from harness.run import steps
+    from harness.run.steps.session import Session
+    from harness.scenario.sweep import expand
 
-    path = write_scenario(f"""
+    path = write_scenario("""
 model: tiny-llama
 prompts: ["Hello there"]
-generation: {{max_new_tokens: 4}}
-measurement: {{warmup_rounds: 1, min_rounds: 2, threads: 1}}
-sweep: {{adapter: [hf], device: [cpu]}}
-gate: {{k: 5, tokens: 4, prompts: 2}}
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 1, min_rounds: 2, threads: 1}
+sweep: {adapter: [hf], device: [cpu]}
+gate: {k: 5, tokens: 4, prompts: 2}
 """)
     scenario = planning.load(path)
     phases = []
@@ -152,7 +155,7 @@ gate: {{k: 5, tokens: 4, prompts: 2}}
 
 
 def test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots(tmp_path):
-    from harness.report import build
+    from harness.report.build import build
 
     from .test_report import chromium, console_messages, screenshot, screenshot_is_plotted
 

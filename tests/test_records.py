@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import io, results
-from harness.cli import main
-from harness.columns import flatten
-from harness.record import Correctness, Record
+from harness import io
+from harness.records import store as results
+from harness.cli.app import main
+from harness.records.columns import flatten
+from harness.records.record import Correctness, Record
 
 from .records import record
 

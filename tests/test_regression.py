@@ -7,7 +7,7 @@ import re
 import pytest
 
 from harness.errors import UsageError
-from harness.regression import check, parse_thresholds
+from harness.regression.check import check, parse_thresholds
 
 from .records import record
 

@@ -9,9 +9,10 @@ import subprocess
 import pandas as pd
 import pytest
 
-from harness import benchmark_json, results
-from harness.cli import main
-from harness.report import build
+from harness.records import benchmark_json
+from harness.records import store as results
+from harness.cli.app import main
+from harness.report.build import build
 
 from .records import record
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness import results
+from harness.records import store as results
 
 
 def make_record(**overrides) -> results.Record:

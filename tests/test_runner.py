@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from harness import planning, results
-from harness.runner import Runner
-from harness.sweep import expand
+from harness.run import planning
+from harness.records import store as results
+from harness.run.runner import Runner
+from harness.scenario.sweep import expand
 
 from .fakes import FakeAdapter
 
@@ -52,7 +53,7 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
     assert too_long.status == "skipped"
     assert too_long.reason == "prompt (30 tokens) + max_new_tokens (4) exceeds max_seq_len 16"
     assert records["fake-cpu-bf16-beam1"].status == "ok" and records["hf-cpu-bf16-beam2"].status == "ok"
-    from harness.sweep import Point
+    from harness.scenario.sweep import Point
 
     int4 = Point(adapter="fake", device="cpu", quantization="int4_sym", id="x")
     assert FakeAdapter.supports(int4).startswith("fake does not support quantization 'int4_sym'")

@@ -13,11 +13,12 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from harness import planning, registry
-from harness import same_weights as sw
-from harness.adapter import Twin
-from harness.reference import PromptReference, Reference, ReferenceMismatch
-from harness.runner import Runner
+from harness.run import planning
+from harness.adapters import registry
+from harness.correctness import same_weights as sw
+from harness.adapters.base import Twin
+from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch
+from harness.run.runner import Runner
 
 needs_openvino = pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
 needs_llamacpp = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")

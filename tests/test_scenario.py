@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import cli, planning
+from harness import cli
+from harness.run import planning
 from harness.errors import ScenarioErrors
 
 from .conftest import TINY_SCENARIO
@@ -225,7 +226,7 @@ def test_include_entries_may_name_other_adapters(write_scenario):
         include:
           - {adapter: xrt, device: cpu-reference, max_seq_len: 64}
         """))
-    assert [p.id for p in __import__("harness.sweep", fromlist=["expand"]).expand(loaded)] == [
+    assert [p.id for p in __import__("harness.scenario.sweep", fromlist=["expand"]).expand(loaded)] == [
         "hf-cpu-bf16", "xrt-cpu-reference-bf16-seq64"]
     path = write_scenario("""
         model: tiny-llama

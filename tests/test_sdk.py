@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 from harness import sdk
@@ -32,19 +30,3 @@ def test_every_sdk_name_resolves():
     for name in sdk.__all__:
         assert getattr(sdk, name) is not None, name
     assert sdk.NumpyLlamaRunner.__name__ == "NumpyLlamaRunner"  # imported on first use
-
-
-def test_old_adapters_package_warns_and_gives_the_same_classes():
-    code = (
-        "import warnings\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    from adapters.hf import HFAdapter as Old\n"
-        "    from adapters.npu_reference import NumpyLlamaRunner as OldRunner\n"
-        "from harness.adapters.hf import HFAdapter\n"
-        "from harness.adapters.xrt.npu_reference import NumpyLlamaRunner\n"
-        "assert Old is HFAdapter and OldRunner is NumpyLlamaRunner\n"
-        "print(sorted({w.category.__name__ for w in caught}))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
-    assert out.stdout.strip() == "['DeprecationWarning']", out.stdout + out.stderr

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness import planning, results
+from harness.run import planning
+from harness.records import store as results
 from harness.errors import UsageError
-from harness.shard import assign, merge, parse_shard, select
-from harness.sweep import expand
+from harness.run.shard import assign, merge, parse_shard, select
+from harness.scenario.sweep import expand
 
 from .records import record
 
@@ -63,7 +64,7 @@ def test_merge_prefers_the_runner_that_ran_a_point():
 
 
 def test_merge_refuses_two_different_runs_of_one_point(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.app import main
 
     results.write(record("p", seed=1), tmp_path / "a")
     results.write(record("p", seed=2), tmp_path / "b")
@@ -75,7 +76,7 @@ def test_merge_refuses_two_different_runs_of_one_point(tmp_path, capsys):
 
 
 def test_merging_nothing_is_an_error(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.app import main
 
     (tmp_path / "empty").mkdir()
     assert main(["merge", str(tmp_path / "empty"), "-o", str(tmp_path / "m")]) == 2

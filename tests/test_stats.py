@@ -1,4 +1,4 @@
-"""Launch statistics (harness.stats) and the statistical regression gate built on them (issue #19)."""
+"""Launch statistics (harness.measure.launches) and the statistical regression gate built on them (issue #19)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import statistics
 
 import pytest
 
-from harness import measure, stats
-from harness.record import Failure, Launch, Record, Samples, TimeSplit
-from harness.cli_results import confirm
-from harness.regression import check, parse_thresholds
+from harness.measure import rounds as measure
+from harness.measure import launches as stats
+from harness.records.record import Failure, Launch, Record, Samples, TimeSplit
+from harness.regression.confirm import confirm
+from harness.regression.check import check, parse_thresholds
 
 from .records import record
 

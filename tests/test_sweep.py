@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from harness import planning
-from harness.scenario import AXES, Sweep
-from harness.sweep import Point, expand
+from harness.run import planning
+from harness.scenario.schema import AXES, Sweep
+from harness.scenario.sweep import Point, expand
 
 
 def load(text: str):

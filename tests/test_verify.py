@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness import registry
-from harness.cli import main
+from harness.adapters import registry
+from harness.cli.app import main
 from harness.errors import Unsupported
 
 from .fakes import FakeAdapter

@@ -8,9 +8,9 @@ import signal
 
 import pytest
 
-from harness import planning
-from harness.isolation import Limits
-from harness.runner import Runner
+from harness.run import planning
+from harness.run.isolation import Limits
+from harness.run.runner import Runner
 
 from .conftest import registered
 

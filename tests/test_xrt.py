@@ -124,9 +124,9 @@ sweep:
 
 
 def test_the_adapter_runs_the_reference_runner_with_the_gate(write_scenario, tmp_path):
-    from harness import planning
-    from harness.runner import Runner
-    from harness.sweep import expand
+    from harness.run import planning
+    from harness.run.runner import Runner
+    from harness.scenario.sweep import expand
 
     loaded = planning.load(write_scenario(SCENARIO))
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)

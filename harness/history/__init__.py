@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 if TYPE_CHECKING:
     from harness.history.store import Added
-    from harness.record import Record
+    from harness.records.record import Record
 
 DEFAULT_URL = "sqlite:///results/history.sqlite"
 # What the history needs beyond the core (`pip install harness[history]`); named in the error when missing.

@@ -1,5 +1,5 @@
 """What the history needs to know about metrics, in one place: direction and short names, from the
-metric catalogue ``harness.metrics``."""
+metric catalogue ``harness.records.metrics``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 def higher_is_better(metric: str) -> Optional[bool]:
     """True or False for a catalogued metric that can get better or worse; None for one that cannot
     (counts, bounds) and for names outside the catalogue (an engine's own figures): never a regression."""
-    from harness import metrics
+    from harness.records import metrics
 
     entry = metrics.find(metric)
     return None if entry is None else entry.higher_is_better
@@ -17,7 +17,7 @@ def higher_is_better(metric: str) -> Optional[bool]:
 
 def resolve(name: str, known: Iterable[str]) -> str:
     """A metric name from what a user typed: the name itself or its short alias (``tpot``)."""
-    from harness import metrics
+    from harness.records import metrics
 
     known = set(known)
     if name in known:

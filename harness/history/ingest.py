@@ -94,11 +94,11 @@ def _time(text: Any) -> Optional[datetime]:
 
 
 def _rows(record) -> PointRows:
-    """The one place that reads a record (``harness.record.Record``): identity, fingerprint, outcome,
+    """The one place that reads a record (``harness.records.record.Record``): identity, fingerprint, outcome,
     and each numeric metric with its per-round values (``results.round_values``), per-launch values
     (``samples.launches``: one metric dict per launch) and interval (``samples.ci``: metric -> [low,
     high]) when the record carries them."""
-    from harness.results import round_values
+    from harness.records.store import round_values
 
     adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
     device = adapter.get("device") or point.get("device")
@@ -154,7 +154,7 @@ def run_rows(points: list[PointRows], source: str, commit: Optional[str] = None)
 def read_run(path: str | Path, commit: Optional[str] = None) -> RunRows:
     """The records under ``path`` (a results directory, a record file or a pytest-benchmark JSON) as one run.
     A point recorded twice keeps its later record."""
-    from harness.results import iter_records
+    from harness.records.store import iter_records
 
     latest: dict[tuple, PointRows] = {}
     for _, record in iter_records([path]):

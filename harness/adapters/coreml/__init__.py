@@ -18,7 +18,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
+from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 TORCH_STATIC = "torch-static"
@@ -155,8 +155,8 @@ class CoreMLAdapter(Adapter):
     def load(self, model, point, settings: LoadSettings) -> None:
         import json
 
-        from harness.models import build_once, cache_dir
-        from harness.results import safe_name
+        from harness.models.sources import build_once, cache_dir
+        from harness.io import safe_name
 
         family = json.loads((Path(model.hf_dir) / "config.json").read_text()).get("model_type")
         from harness.adapters.coreml.static import FAMILIES

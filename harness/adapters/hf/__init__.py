@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapter import Activations, Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Activations, Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -101,7 +101,7 @@ class HFAdapter(Adapter):
         self._clock_cls = StepClock
 
     def _capacity_monitor(self, model, point):
-        from harness.moe import expert_config
+        from harness.moe.routing import expert_config
         from harness.adapters.hf.moe_capacity import RoutingMonitor
 
         try:
@@ -288,6 +288,6 @@ def _device_name(torch, device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type == "xpu":
         return torch.xpu.get_device_name(device)
-    from harness.environment import cpu_model
+    from harness.records.environment import cpu_model
 
     return cpu_model() if device.type == "cpu" else device.type

@@ -114,7 +114,7 @@ class RoutingMonitor:
 
     def summary(self) -> dict:
         """The routing of everything run since ``reset``, for a result record."""
-        from harness.moe import imbalance, popularity
+        from harness.moe.routing import imbalance, popularity
 
         return {
             "n_experts": self.n_experts,

@@ -24,7 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 from harness.adapters.llamacpp.twin import LlamaSteps
 
 FTYPES = {"int8_sym": ("MOSTLY_Q8_0", "Q8_0"), "int4_sym": ("MOSTLY_Q4_0", "Q4_0"), "int4_asym": ("MOSTLY_Q4_1", "Q4_1")}
@@ -105,8 +105,8 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if model.gguf_path is not None:
             return Path(model.gguf_path)
         from harness.adapters.llamacpp import gguf_export
-        from harness.models import build_once
-        from harness.results import safe_name
+        from harness.models.sources import build_once
+        from harness.io import safe_name
 
         target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16"
         try:
@@ -119,7 +119,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         import llama_cpp
 
         from harness.adapters.llamacpp import gguf_export
-        from harness.models import build_once
+        from harness.models.sources import build_once
 
         ftype_name, short = FTYPES[quantization]
         if not gguf_export.is_full_precision(source):
@@ -145,7 +145,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def load(self, model, point, settings: LoadSettings) -> None:
         import llama_cpp
 
-        from harness.models import cache_dir
+        from harness.models.sources import cache_dir
 
         self._figures: dict = {}
         cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
@@ -154,7 +154,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
         batch = point.moe_chunk_size or 512
-        from harness.environment import cpu_flags
+        from harness.records.environment import cpu_flags
 
         self.extra_buffer_types = extra_buffer_types(settings.options.get("extra_buffer_types"), cpu_flags())
         start = now_ns()

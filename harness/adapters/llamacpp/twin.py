@@ -1,6 +1,6 @@
 """The ``llamacpp`` adapter's trusted twin: the point's own GGUF on llama.cpp's plain CPU backend (no
 GPU offload, no extra buffer types: no AMX or repacked weights), stepped one token at a time, the path
-the same-weights reference is computed with (``harness.same_weights``).
+the same-weights reference is computed with (``harness.correctness.same_weights``).
 
 The identical-weights noise floor is the same twin with the prompt evaluated one token per batch
 (``n_batch`` 1) against the whole-prompt batch: llama.cpp then takes its matrix-vector kernels instead
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from harness.adapter import Twin
+from harness.adapters.base import Twin
 
 BATCH = {"reference": 512, "floor": 1}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapter import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 from harness.adapters.openvino import export, twin
 from harness.adapters.openvino.export import NNCF_MODES, weight_types
 from harness.errors import Unsupported
@@ -86,7 +86,7 @@ class OpenVINOAdapter(Adapter):
         import openvino as ov
         import openvino_genai
 
-        from harness.models import cache_dir
+        from harness.models.sources import cache_dir
 
         self.point, self.settings = point, settings
         static = point.device in _STATIC

@@ -15,7 +15,7 @@ def artefact(model, quantization: str, compression: dict, cache: Path) -> Path:
     """The IR directory for ``quantization`` (exported and compressed on first use, then reused)."""
     import openvino as ov
 
-    from harness.results import safe_name
+    from harness.io import safe_name
 
     version = ov.__version__.split("-")[0]
     base = cache / "openvino" / f"{safe_name(model.name)}-{model.checksum[:16]}-ov{version}"
@@ -44,7 +44,7 @@ def _weight_types(xml: Path) -> dict[str, int]:
 
 
 def cached(target: Path, build) -> Path:
-    from harness.models import build_once
+    from harness.models.sources import build_once
 
     build_once(target, build, "openvino_model.xml")
     return target

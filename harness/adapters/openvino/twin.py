@@ -1,6 +1,6 @@
 """The ``openvino`` adapter's trusted twin: the point's own IR (compressed weights included) stepped one
 token at a time on the CPU plugin at f32 inference precision, the path the same-weights reference is
-computed with (``harness.same_weights``). Every OpenVINO device path of that IR (the step-wise CPU gate
+computed with (``harness.correctness.same_weights``). Every OpenVINO device path of that IR (the step-wise CPU gate
 at the plugin's default precision, GPU, the static NPU pipeline, emulated or real) is compared with it.
 
 The identical-weights noise floor is the same twin at bf16 inference precision against the f32 one:
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from harness.adapter import Twin
+from harness.adapters.base import Twin
 
 PRECISIONS = {"reference": "f32", "floor": "bf16"}
 

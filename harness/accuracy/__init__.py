@@ -1,0 +1,1 @@
+"""Task accuracy: evaluation through lm-eval, paired comparisons and the shipped tasks."""

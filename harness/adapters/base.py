@@ -1,0 +1,295 @@
+"""The adapter protocol: what every engine implements so that a new engine is one file.
+
+Timestamps are host ``time.perf_counter_ns()`` values, taken by the adapter right before it starts
+the engine (``GenerationTrace.start_ns``) and as soon as each generated token is available on the
+host (``token_ns``). Adapters do nothing else per token during a timed ``generate``.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
+
+from harness.errors import Unsupported
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from harness.models.sources import ResolvedModel
+    from harness.scenario.sweep import Point
+
+now_ns = time.perf_counter_ns  # the one clock every timestamp comes from
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """What ``load`` needs besides the point: scenario-level settings."""
+
+    dtype: str = "bf16"
+    threads: Optional[int] = None
+    max_new_tokens: int = 32
+    cache_dir: Optional[str] = None
+    quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
+    trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
+    options: dict = field(default_factory=dict)  # the scenario's adapter_options for this adapter
+
+
+@dataclass
+class GenerationTrace:
+    start_ns: int
+    token_ns: list[int]  # one per decoding step (a step yields one token per sequence in the batch)
+    prompt_tokens: int  # per sequence
+    batch_size: int = 1
+    output_ids: Optional[list[list[int]]] = None  # generated ids per sequence, when cheap to return
+    engine_metrics: dict = field(default_factory=dict)  # the engine's own figures, if it reports any
+
+    @property
+    def n_generated(self) -> int:
+        return len(self.token_ns)
+
+
+@dataclass
+class Activations:
+    """What ``hidden_states`` may return instead of a plain list: each component's fp32 output [seq,
+    hidden] (logits [seq, vocab]) of one forward, in forward order. As a sequence it is the plain list
+    (the embeddings, then each decoder layer's output), so callers of the list form keep working."""
+
+    embedding: np.ndarray
+    layers: list[np.ndarray]
+    final_norm: Optional[np.ndarray] = None  # the last decoder layer's output after the final norm
+    logits: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return 1 + len(self.layers)
+
+    def __getitem__(self, index):
+        return [self.embedding, *self.layers][index]
+
+    def __iter__(self):
+        return iter([self.embedding, *self.layers])
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A loaded point's own weights on a trusted engine path (``Adapter.trusted_twin``), for the
+    same-weights reference (``harness.correctness.same_weights``). ``open(variant)`` is a context manager giving an
+    object with step-wise ``prefill``/``decode`` (fp32 logits, as on an adapter): variant ``"reference"``
+    computes the reference, ``"floor"`` the identical-weights noise floor, a run that differs from it
+    only in what should not matter (``floor_method`` says what)."""
+
+    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision"
+    weights: str  # the file it runs
+    key: str  # identity of those weights and that path, the same on every runner (stored reference's key)
+    floor_method: str
+    open: Callable[[str], ContextManager[Any]]
+    versions: dict = field(default_factory=dict)
+
+
+class Adapter(ABC):
+    """Base class for engine adapters. Subclasses set the class attributes and implement the methods.
+
+    Class-level methods (``available``, ``device_status``, ``supports``) must not import the engine
+    beyond a cheap ``find_spec``; the engine is imported in ``load``.
+    """
+
+    name: ClassVar[str]
+    devices: ClassVar[tuple[str, ...]]  # every device name this adapter understands
+    quantizations: ClassVar[frozenset[str]] = frozenset({"none"})
+    supports_beams: ClassVar[bool] = False
+    supports_batch: ClassVar[bool] = False
+    supports_chunked_prefill: ClassVar[bool] = False
+    supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
+    supports_moe_capacity: ClassVar[bool] = False  # True: can cap tokens per expert (moe_capacity)
+    # Optional methods, one flag each (see OPTIONAL_METHODS). Callers read the flag, never call and
+    # catch. A class that leaves a flag unset gets True exactly when it overrides the flag's methods;
+    # an adapter whose support depends on the loaded point narrows the flag on the instance in load().
+    supports_logits: bool = False  # prefill()/decode(): step-wise fp32 logits (the full gate)
+    supports_score: bool = False  # score(): every position's logits in one pass (task accuracy)
+    supports_forced_top1: bool = False  # teacher_forced_top1(): chosen tokens only (the top-1 gate)
+    supports_hidden_states: bool = False  # hidden_states(): per-layer states (gate diagnosis)
+    # hidden_states(tokens, decode=True): the states of a decode step with the cache filled (diagnosis
+    # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
+    supports_decode_hidden_states: ClassVar[bool] = False
+    supports_routing: bool = False  # routing(): tokens per expert (MoE models)
+    # Modules a worker imports once, before its first point, so their import time is paid (and
+    # accounted as "imports") once per worker rather than inside a point's load.
+    engine_modules: ClassVar[tuple[str, ...]] = ()
+    _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._declared_flags = frozenset(flag for flag in OPTIONAL_METHODS if flag in vars(cls))
+        for flag, methods in OPTIONAL_METHODS.items():
+            if not any(flag in vars(klass).get("_declared_flags", ()) for klass in cls.__mro__):
+                setattr(cls, flag, all(getattr(cls, m) is not getattr(Adapter, m) for m in methods))
+
+    @classmethod
+    def knows_device(cls, device: str) -> bool:
+        return device in cls.devices
+
+    @classmethod
+    @abstractmethod
+    def available(cls) -> tuple[bool, str]:
+        """(True, engine description) when the engine can be imported here, else (False, why not)."""
+
+    @classmethod
+    def device_reason(cls, device: str) -> Optional[str]:
+        """None when ``device`` is usable here, else the reason it is not. Override per engine."""
+        ok, why = cls.available()
+        return None if ok else why
+
+    @classmethod
+    def device_status(cls) -> dict[str, Optional[str]]:
+        return {device: cls.device_reason(device) for device in cls.devices}
+
+    @classmethod
+    def supports(cls, point: Point) -> Optional[str]:
+        """Why this adapter cannot run ``point`` here (decided before anything loads), or None."""
+        if not cls.knows_device(point.device):
+            return f"{cls.name} has no device {point.device!r} (its devices: {', '.join(cls.devices)})"
+        return cls.capability_reason(point) or (
+            f"{cls.name}:{point.device} unavailable: {reason}" if (reason := cls.device_reason(point.device)) else None
+        )
+
+    @classmethod
+    def capability_reason(cls, point: Point) -> Optional[str]:
+        """Why ``point`` can never run on this adapter, on any machine (no device probing), or None."""
+        if point.quantization not in cls.quantizations:
+            return f"{cls.name} does not support quantization {point.quantization!r} (supports: {', '.join(sorted(cls.quantizations))})"
+        if point.beam_width > 1 and not cls.supports_beams:
+            return f"{cls.name} has no beam search (beam_width={point.beam_width})"
+        if point.batch_size > 1 and not cls.supports_batch:
+            return f"{cls.name} runs batch size 1 only (batch_size={point.batch_size})"
+        if point.moe_chunk_size is not None and not cls.supports_chunked_prefill:
+            return f"{cls.name} has no chunked prefill (moe_chunk_size={point.moe_chunk_size})"
+        if point.moe_capacity is not None and not cls.supports_moe_capacity:
+            return f"{cls.name} cannot limit expert capacity (moe_capacity={point.moe_capacity})"
+        if point.max_seq_len is not None and not cls.supports_max_seq_len:
+            return f"{cls.name} cannot fix the KV cache size (max_seq_len={point.max_seq_len})"
+        return None
+
+    @abstractmethod
+    def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
+        """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """Generate exactly ``max_new_tokens`` per prompt (EOS does not stop it), timing every step.
+
+        ``prompts`` holds one prompt per sequence of the batch.
+        """
+
+    def prefill(self, tokens: Sequence[int]) -> np.ndarray:
+        """Optional (``supports_logits``): reset state, run the prompt, return fp32 logits of the last
+        position, shape [vocab]."""
+        raise Unsupported(f"{self.name} exposes no step-wise logits")
+
+    def decode(self, token: int) -> np.ndarray:
+        """Optional (``supports_logits``): append one token to the state from ``prefill``/``decode``;
+        return its fp32 logits [vocab]."""
+        raise Unsupported(f"{self.name} exposes no step-wise logits")
+
+    def score(self, tokens: Sequence[int], last: int) -> np.ndarray:
+        """Optional (``supports_score``): fp32 logits of the ``last`` positions of ``tokens`` in one
+        pass, shape [last, vocab] (task accuracy's teacher forcing; without it, prefill + one decode per
+        token does the same work)."""
+        raise Unsupported(f"{self.name} has no one-pass scoring")
+
+    def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
+        """Optional (``supports_forced_top1``), for engines without step-wise logits: the token the
+        engine chooses at each position of ``tokens`` when given ``prompt_ids + tokens[:i]``."""
+        raise Unsupported(f"{self.name} exposes neither step-wise logits nor forced top-1 tokens")
+
+    def hidden_states(self, tokens: Sequence[int], decode: bool = False) -> list[np.ndarray] | Activations:
+        """Optional (``supports_hidden_states``): fp32 hidden states [seq, hidden] of one forward over
+        ``tokens``: the embeddings first, then each decoder layer's output (before the final norm). An
+        ``Activations`` adds the final norm's output and the logits, so a diagnosis can tell them from
+        the last layer. ``decode=True`` (only where ``supports_decode_hidden_states``): prefill
+        ``tokens[:-1]`` with the step-wise path, then return the states of the decode step that feeds
+        ``tokens[-1]`` ([1, hidden] each)."""
+        raise Unsupported(f"{self.name} does not expose hidden states")
+
+    def can_serve(self, loaded: Point, point: Point, settings: LoadSettings) -> bool:
+        """Whether this engine, loaded for ``loaded`` with ``settings``, can run ``point`` (same model and
+        load settings: the caller checks those) without reloading and without changing what is measured.
+        Default: no; an adapter says yes for axes its loaded engine takes per call (a prompt length),
+        never for ones fixed at load (precision, quantization, a static KV size, a compiled graph)."""
+        return False
+
+    @staticmethod
+    def differs_only_in(loaded: Point, point: Point, axes: frozenset[str]) -> bool:
+        """True when the two points' axes are equal apart from ``axes``."""
+        return all(value == getattr(point, axis) for axis, value in loaded.axes().items() if axis not in axes)
+
+    def runs_quantized(self, point: Point) -> bool:
+        """True when the point runs an approximation of the model (quantized weights, or experts with
+        a capped capacity), so drift from the reference is expected (the gate's ``fail_on_drift:
+        auto``). Engines whose "unquantized" model is quantized say so here."""
+        return point.quantization != "none" or point.moe_capacity is not None
+
+    def trusted_twin(self) -> Twin | str:
+        """Optional: the loaded point's own weights on a trusted engine path (the same-weights
+        reference, for quantized points), or why there is none. Called after ``load``; builds and
+        loads nothing until the twin is opened."""
+        return f"{self.name} has no trusted twin: no second engine path runs this point's own weights"
+
+    def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
+        """Optional (``supports_routing``), for MoE models: tokens routed per layer and expert over a
+        prefill of ``prompts`` (see ``RoutingMonitor.summary``), or None where the model is dense."""
+        return None
+
+    def weight_bytes(self) -> Optional[int]:
+        """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""
+        return None
+
+    def device_memory(self) -> tuple[Optional[float], Optional[str]]:
+        """(peak device memory in MiB since load, None) or (None, why it is not known)."""
+        return None, f"{self.name} exposes no device memory figure"
+
+    def load_figures(self) -> dict:
+        """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""
+        return {}
+
+    def synchronize(self) -> None:
+        """Wait until the device has finished queued work (no-op for synchronous engines)."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """Engine and driver versions, device name, precision settings actually in use."""
+
+    def close(self) -> None:
+        """Release the model and device memory."""
+
+
+# Each optional capability's flag and the methods that provide it.
+OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
+    "supports_logits": ("prefill", "decode"),
+    "supports_score": ("score",),
+    "supports_forced_top1": ("teacher_forced_top1",),
+    "supports_hidden_states": ("hidden_states",),
+    "supports_routing": ("routing",),
+}
+
+
+class PointSkipped(Exception):
+    """Raised by ``load`` when this point cannot run with this model here (the message says why and
+    what to give instead); the point is recorded as skipped, not failed."""
+
+
+def greedy_trace(prefill, decode, prompt: Sequence[int], max_new_tokens: int, engine_metrics: Optional[dict] = None) -> GenerationTrace:
+    """A timed greedy generation for engines driven step by step (``prefill``/``decode`` -> logits):
+    exactly ``max_new_tokens`` argmax steps, each timestamped as its logits reach the host."""
+    import numpy as np
+
+    times, tokens = [], []
+    start = now_ns()
+    token = int(np.argmax(prefill(list(prompt))))
+    times.append(now_ns())
+    tokens.append(token)
+    while len(tokens) < max_new_tokens:  # EOS does not stop a timed pass
+        token = int(np.argmax(decode(token)))
+        times.append(now_ns())
+        tokens.append(token)
+    return GenerationTrace(start, times, len(prompt), 1, [tokens], engine_metrics=dict(engine_metrics or {}))

@@ -1,0 +1,5 @@
+"""The ``harness`` command line: one module per command family."""
+
+from harness.cli.app import main
+
+__all__ = ["main"]

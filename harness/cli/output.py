@@ -1,0 +1,132 @@
+"""What the command line prints about records: the run table, the run's time split and the verify verdict lines.
+
+Labels and units come from the metric catalogue; figures a point lacks print as ``-``.
+"""
+
+from __future__ import annotations
+
+from harness.records import metrics
+from harness.records.columns import TIME_SPLIT, TIMED, has_interval, ok_launches, warnings
+
+
+def verdict_line(name: str, gate) -> str:
+    """One line per point for ``harness verify``. The top-1 gate (engines that expose only their chosen
+    token) has no KL tier, so its line has no KL figures."""
+    if gate is None or gate.verdict is None:
+        return f"{'NOGATE':<6} {name}: {gate.skipped if gate else 'the scenario has no gate'}"
+    parts = [f"top-{gate.k} {gate.mode}"]
+    if gate.top1_match_rate is not None:
+        parts.append(f"top-1 match {gate.top1_match_rate:.0%}")
+    if gate.kl_mean is not None:
+        ratio = f"{gate.kl_ratio:.1f}x" if gate.kl_ratio is not None else "-"
+        floor = f"{gate.noise_floor:.3g}" if gate.noise_floor is not None else "-"
+        parts.append(f"mean KL {gate.kl_mean:.3g} ({ratio} noise floor {floor})")
+    else:
+        parts.append("no KL tier")
+    phases = gate.phases
+    if phases is not None and phases.decode.kl_ratio is not None:
+        parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
+    same = gate.same_weights
+    if same is not None and same.verdict is not None:
+        parts.append(f"own weights {same.verdict}" + (f" ({same.kl_ratio:.1f}x)" if same.kl_ratio is not None else ""))
+    parts.append(f"first divergence {gate.free_divergence_index}")
+    return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+# The run table's metrics: (name, decimals); headers are the catalogue's labels and units.
+RUN_TABLE = (("ttft_ms", 1), ("tpot_ms", 1), ("ms_per_token_p90", 1), ("decode_tokens_per_s", 1), ("peak_rss_mb", 0))
+
+
+def figure(record, name: str, digits: int = 1) -> str:
+    """A metric as the run table shows it: ``value ± half-width`` of its 95 % interval over launches when
+    two or more launches measured it, the plain value otherwise, ``-`` when missing."""
+    value = record.metrics.get(name)
+    interval = record.samples.intervals.get(name)
+    if not has_interval(interval):
+        return _fmt(value, digits)
+    if value is None:
+        value = interval.estimate
+    return f"{_fmt(value, digits)} ± {_fmt((interval.high - interval.low) / 2, max(digits, 1) + 1)}"
+
+
+def _aligned(rows: list[list[str]], left: int) -> list[str]:
+    """Rows of cells padded to their column's width: the first ``left`` columns left-aligned, the rest right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i < left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            .rstrip() for row in rows]
+
+
+def run_table_lines(records) -> list[str]:
+    """One line per point: its headline figures (± the 95 % interval over launches where there are two or
+    more), how many launches measured it and the gate's verdict; then why it failed, the gate's report or
+    the launches' warnings (drift, a noisy machine)."""
+    rows = [["point", "status", *(metrics.get(name).label for name, _ in RUN_TABLE), "launches", "gate"],
+            ["", "", *(metrics.get(name).unit for name, _ in RUN_TABLE), "", ""]]
+    notes: list[list[str]] = []
+    for r in records:
+        launches = ok_launches(r)
+        rows.append([f"{r.scenario}::{r.point_id}", r.status, *(figure(r, name, digits) for name, digits in RUN_TABLE),
+                     "-" if launches is None else str(launches), r.verdict or "-"])
+        below = []
+        if r.status != "ok":
+            below.append(str(r.reason))
+        elif r.correctness and r.correctness.skipped:
+            below.append(f"gate not run: {r.correctness.skipped}")
+        elif r.correctness and r.correctness.report:
+            below.append(r.correctness.report.replace("\n", "\n    "))
+        below += [f"warning: {text}" for text in warnings(r)]
+        notes.append(below)
+    header, units, *body = _aligned(rows, left=2)
+    lines = [header, units, "-" * len(header)]
+    for line, below in zip(body, notes):
+        lines += [line, *(f"    {text}" for text in below)]
+    if any(has_interval(i) for r in records for i in r.samples.intervals.values()):
+        lines.append("±: half-width of the 95 % confidence interval over launches")
+    return lines
+
+
+def run_table(records) -> None:
+    """The table ``harness run`` prints (``run_table_lines``)."""
+    print("\n".join(run_table_lines(records)))
+
+
+def time_split_table(records) -> str:
+    """Where a sweep's time went: each part of the records' time splits summed over the records, in
+    seconds and as a share of the total, the timed (measured inference) part marked. Records without a
+    time split are left out, and counted in a note."""
+    split = [r.time_split for r in records if r.time_split is not None]
+    missing = len(records) - len(split)
+    note = f"{missing} of {len(records)} point(s) have no time split (nothing recorded it): left out"
+    if not split:
+        return f"time split: {note}"
+    seconds = {field: sum(getattr(s, field) for s in split) for field, _ in TIME_SPLIT}
+    total = sum(seconds.values())
+
+    def share(value: float) -> str:  # fixed decimals: a column of tiny parts stays readable
+        return f"{100 * value / total:.1f} %" if total > 0 else "-"
+
+    rows = [["", "part", "seconds", "share"]]
+    rows += [["*" if field == TIMED else "", label, f"{seconds[field]:.2f}", share(seconds[field])]
+             for field, label in TIME_SPLIT]
+    rows.append(["", "total", f"{total:.2f}", share(total)])
+    body = _aligned(rows, left=2)
+    timed_label = dict(TIME_SPLIT)[TIMED]
+    lines = [f"where the time went ({len(split)} point(s), summed over their launches):", *body[:-1],
+             "-" * len(body[0]), body[-1],
+             f"* {timed_label}: {share(seconds[TIMED])} of {total:.2f} s"]
+    if missing:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def gate_report(outcome, baseline_name: str) -> list[str]:
+    """Lines explaining a regression-gate outcome, point by point."""
+    lines = [str(finding) for finding in outcome.findings]
+    lines += [f"note {note}" for note in outcome.notes]
+    verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"
+    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
+    return lines

@@ -1,0 +1,153 @@
+"""The same-weights reference: a quantized point against its own weights on a trusted engine path.
+
+The HF reference answers "is it still the model?": a quantized point drifts from it by design, so there
+drift is reported, not failed, and a port bug hides inside the quantization cost. The same-weights
+reference answers "does this port run its weights right?": the point's own quantized weights (the same
+OpenVINO IR, the same GGUF) run on a trusted path of the same engine (``Adapter.trusted_twin``), with the
+HF reference's prompts, token count and top-M. Its noise floor is that of identical weights (the twin
+against itself with only its activation precision or threads changed), so drift there is a bug.
+
+Stored like the HF reference: computed once under a lock beside the file, keyed by the twin's weights
+identity (the same on every runner that builds them), the prompt token ids and the settings, and
+refused when they do not match.
+
+Verdict (``combine``): the point's verdict is the worse of the model verdict (against HF, where a
+quantized point's drift is only reported) and the own-weights verdict, except that drift against its
+own weights is a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from harness.io import safe_name
+from harness.io import compute_once, read_json, write_json_atomic
+from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch, coarse_kl, forced_logprobs, greedy_steps
+
+if TYPE_CHECKING:
+    from harness.adapters.base import Adapter, Twin
+    from harness.correctness.gate import GateConfig, GateResult, NotRun
+    from harness.records.record import Correctness, SameWeights
+    from harness.scenario.sweep import Point
+
+# Identical weights on two paths of one engine can agree to the last bit (a bf16 hint ignored by a CPU
+# without bf16, llama.cpp at another thread count): a floor of ~0 would make any rounding a failure. On
+# tiny-llama INT8, OpenVINO's f32 and bf16 CPU paths sit ~1e-4 apart, a decode-position bug ~1e-1.
+MIN_FLOOR = 1e-4
+UNQUANTIZED = "unquantized point: the HF reference already runs the model's own weights"
+
+
+def skip_reason(adapter: Adapter, point: Point, correctness: Correctness) -> Optional[str]:
+    """Why this point gets no same-weights comparison, from what is known before a twin is built, or None."""
+    if correctness.verdict is None:
+        return f"the gate did not run: {correctness.skipped}" if correctness.skipped else "the gate did not run"
+    if not adapter.runs_quantized(point):
+        return UNQUANTIZED
+    return None
+
+
+def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
+    identity = json.dumps({"twin": twin.key, "prompt_ids": [p.prompt_ids for p in hf.prompts],
+                           "tokens": hf.settings["tokens"], "top_m": hf.settings["top_m"],
+                           "eos_ids": hf.settings["eos_ids"]}, sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return Path(root) / safe_name(hf.model["name"]) / "same-weights" / f"{digest}.json"
+
+
+def compute(twin: Twin, hf: Reference) -> Reference:
+    """The twin's greedy tokens and top-M per position on the HF reference's prompts, and the floor:
+    teacher-forced KL(twin reference || twin floor variant), raised to ``MIN_FLOOR``."""
+    from harness.correctness.kl import phase_floors
+
+    start = time.perf_counter()
+    settings = hf.settings
+    prompts = []
+    with twin.open("reference") as engine:
+        for ref in hf.prompts:
+            tokens, tops, lps = greedy_steps(engine, ref.prompt_ids, settings["tokens"], settings["eos_ids"],
+                                             settings["top_m"])
+            prompts.append(PromptReference(ref.kind, ref.text, list(ref.prompt_ids), tokens, tops, lps))
+    per_prompt = []
+    with twin.open("floor") as engine:
+        for ref in prompts:
+            device = forced_logprobs(engine, ref.prompt_ids, ref.tokens)
+            per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
+    measured = float(np.mean([np.mean(kls) for kls in per_prompt]))
+    phases = {phase: {**floor, "kl_mean": None if floor["kl_mean"] is None else max(floor["kl_mean"], MIN_FLOOR)}
+              for phase, floor in phase_floors(per_prompt).items()}
+    import harness
+
+    return Reference(
+        model={**hf.model, "engine": twin.engine, "weights": twin.weights, "key": twin.key},
+        settings={"tokens": settings["tokens"], "top_m": settings["top_m"], "eos_ids": settings["eos_ids"],
+                  "twin": twin.engine},
+        versions={"harness": harness.__version__, **twin.versions},
+        noise_floor={"kl_mean": max(measured, MIN_FLOOR), "measured_kl_mean": measured, "minimum": MIN_FLOOR,
+                     "per_prompt": [float(np.mean(kls)) for kls in per_prompt], "phases": phases,
+                     "method": twin.floor_method},
+        prompts=prompts,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        compute_s=time.perf_counter() - start,
+    )
+
+
+def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
+    if not path.exists():
+        return None
+    reference = Reference.from_dict(read_json(path))
+    problems = []
+    if reference.model.get("key") != twin.key:
+        problems.append(f"weights {reference.model.get('key')!r} != {twin.key!r}")
+    if reference.model.get("checksum") != hf.model["checksum"]:
+        problems.append("model checksum differs")
+    if [p.prompt_ids for p in reference.prompts] != [p.prompt_ids for p in hf.prompts]:
+        problems.append("prompt token ids differ")
+    if problems:
+        raise ReferenceMismatch(f"stored same-weights reference {path} does not match this run "
+                                f"({'; '.join(problems)}); delete it or pass --refresh-reference to recompute")
+    return reference
+
+
+def get_or_compute(root: Path, twin: Twin, hf: Reference, refresh: bool = False) -> tuple[Reference, Path, bool]:
+    """(reference, its path, whether it was reused): computed once by whichever runner gets the lock."""
+    path = path_for(root, hf, twin)
+    reference, reused = compute_once(path, lambda p: load(p, twin, hf), lambda: compute(twin, hf),
+                                     lambda p, ref: write_json_atomic(p, asdict(ref), indent=None), refresh=refresh)
+    return reference, path, reused
+
+
+def compare(adapter: Adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult | NotRun:
+    """The gate's own comparison against the same-weights reference; drift always fails there."""
+    from harness.correctness import gate
+
+    return gate.run(adapter, reference, replace(config, fail_on_drift=True), on_prompt)
+
+
+def combine(model_verdict: Optional[str], own_verdict: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """(the point's verdict, the reason it changed or None). Against its own weights only ``pass`` is
+    clean: drift between identical weights is a port bug, so it fails the point like a failure does."""
+    if own_verdict in (None, "pass"):
+        return model_verdict, None
+    if model_verdict == "fail":
+        return "fail", None
+    return "fail", (f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
+                    "disagree beyond their noise floor, a port bug rather than quantization")
+
+
+def summary(result: GateResult, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:
+    from harness.records.record import SameWeights
+
+    return SameWeights(
+        verdict=result.verdict, model_verdict=model_verdict, reasons=result.reasons, mode=result.mode,
+        kl_mean=result.kl_mean, noise_floor=result.noise_floor, kl_ratio=result.kl_ratio,
+        top1_match_rate=result.top1_match_rate, free_divergence_index=result.free_divergence_index,
+        engine=reference.model.get("engine"), weights=reference.model.get("weights"),
+        floor_method=reference.noise_floor.get("method"), created_at=reference.created_at, report=report or None)

@@ -1,0 +1,1 @@
+"""Timing and machine measurement: rounds, launch statistics, energy, machine state and roofline."""

@@ -1,0 +1,103 @@
+"""Prompt token ids: the scenario's texts, or synthetic prompts of exactly N tokens.
+
+Synthetic prompts are cut from the corpus shipped with the project, so the same model, length and
+index always give the same tokens; prompt ``i`` starts at a different place in the corpus than
+prompt ``i + 1``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.models.tiny import corpus_text
+
+
+def encode_texts(tokenizer, texts: list[str]) -> list[list[int]]:
+    return [tokenizer.encode(text).ids for text in texts]
+
+
+def synthetic(tokenizer, n_tokens: int, count: int) -> list[list[int]]:
+    """``count`` prompts of exactly ``n_tokens`` ids each (special prefix tokens included)."""
+    prefix = tokenizer.encode("").ids  # e.g. [<bos>] when the tokenizer adds one
+    body = _corpus_ids(tokenizer)
+    need = n_tokens - len(prefix)
+    if need < 0:
+        raise ValueError(f"prompt_len {n_tokens} is shorter than the tokenizer's own prefix {prefix}")
+    stride = max(1, len(body) // (count + 1))
+    prompts = []
+    for index in range(count):
+        start = index * stride
+        ids = [body[(start + i) % len(body)] for i in range(need)]  # wraps around for long prompts
+        prompts.append(prefix + ids)
+    return prompts
+
+
+_CORPUS_IDS: dict[int, tuple] = {}
+
+
+def _corpus_ids(tokenizer) -> tuple[int, ...]:
+    # Keyed by identity, holding the tokenizer so the id cannot be reused while cached.
+    cached = _CORPUS_IDS.get(id(tokenizer))
+    if cached is None:
+        ids = tuple(tokenizer.encode(corpus_text(), add_special_tokens=False).ids)
+        cached = _CORPUS_IDS[id(tokenizer)] = (tokenizer, ids)
+    return cached[1]
+
+
+# --- the gate's prompt set --------------------------------------------------------------------
+
+
+def gate_prompt_set() -> dict[str, list[str]]:
+    """The project's own prompts for the correctness gate: 8 plain-text starters and 8 chat requests."""
+    path = Path(__file__).parent / "data" / "gate_prompts.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def select_gate_prompts(selection) -> list[tuple[str, str]]:
+    """(kind, text) pairs: ``"ci"`` (one plain, one chat), ``"all"`` (16), an int n, or a list of texts."""
+    prompt_set = gate_prompt_set()
+    interleaved = [pair for pairs in zip(prompt_set["plain"], prompt_set["chat"])
+                   for pair in (("plain", pairs[0]), ("chat", pairs[1]))]
+    if selection == "ci":
+        return interleaved[:2]
+    if selection == "all":
+        return [("plain", t) for t in prompt_set["plain"]] + [("chat", t) for t in prompt_set["chat"]]
+    if isinstance(selection, int):
+        return interleaved[:selection]
+    return [("plain", text) for text in selection]
+
+
+def chat_template(hf_dir: Path) -> str | None:
+    """The checkpoint's chat template: ``chat_template.jinja`` (transformers 5) or tokenizer_config.json."""
+    jinja = Path(hf_dir) / "chat_template.jinja"
+    if jinja.exists():
+        return jinja.read_text(encoding="utf-8")
+    config = Path(hf_dir) / "tokenizer_config.json"
+    if config.exists():
+        return json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+    return None
+
+
+def encode_gate_prompts(tokenizer, hf_dir: Path, pairs: list[tuple[str, str]]) -> list[list[int]]:
+    """Token ids per prompt; chat prompts go through the tokenizer's chat template where it has one."""
+    template = chat_template(hf_dir)
+    encoded = []
+    for kind, text in pairs:
+        if kind == "chat" and template:
+            rendered = render_chat(template, tokenizer, text)
+            encoded.append(tokenizer.encode(rendered, add_special_tokens=False).ids)
+        else:
+            encoded.append(tokenizer.encode(text).ids)
+    return encoded
+
+
+def render_chat(template: str, tokenizer, text: str) -> str:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    prefix = tokenizer.encode("").tokens  # the special prefix the post-processor adds, e.g. <bos>
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(template).render(
+        messages=[{"role": "user", "content": text}], add_generation_prompt=True,
+        bos_token=prefix[0] if prefix else "", eos_token="",
+    )

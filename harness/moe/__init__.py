@@ -1,0 +1,1 @@
+"""Mixture-of-experts routing: capture, statistics and the routing study."""

@@ -1,0 +1,1 @@
+"""The result record: its typed parts, the metric catalogue, columns, the record store and provenance."""

@@ -1,0 +1,177 @@
+"""A record as flat columns: the one flattening used by ``results.load`` (pandas), the report's tables,
+the pytest-benchmark ``extra_info`` and the regression check's per-round figures.
+
+Also the one home of the time split's parts and their labels (``TIME_SPLIT``), read by the run-end
+table, the report's table and its plot."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.records import metrics
+from harness.records.record import Accuracy, Correctness, Interval, Launch, Record, TimeSplit
+
+# Where a point's wall time went (record.time_split), in the order the parts happen; the timed part is
+# what the figures measure, so the tables and the plot single it out.
+TIME_SPLIT: tuple[tuple[str, str], ...] = (
+    ("process_start_s", "process start"),
+    ("imports_s", "imports"),
+    ("conversion_s", "model conversion"),
+    ("load_s", "model load"),
+    ("warmup_s", "warm-up"),
+    ("timed_s", "timed (measured inference)"),
+    ("gate_s", "correctness gate"),
+    ("accuracy_s", "task accuracy"),
+    ("other_s", "other"),
+)
+TIMED = "timed_s"
+TIME_PREFIX = "time_"  # flat column of a part: time_load_s, ...
+
+
+def round_values(record: Record) -> dict[str, list[float]]:
+    """Per-round TTFT, ms/token and end-to-end figures (ms): the spread a regression must exceed."""
+    if record.samples.rounds_ms is not None:  # records rebuilt from pytest-benchmark JSON keep only these
+        return record.samples.rounds_ms
+    out: dict[str, list[float]] = {"ttft_ms": [], "tpot_ms": [], "e2e_ms": []}
+    for r in record.samples.rounds:
+        out["ttft_ms"].append(r.ttft_s * 1e3)
+        out["e2e_ms"].append(r.e2e_s * 1e3)
+        if r.gaps_s:
+            out["tpot_ms"].append((r.e2e_s - r.ttft_s) / len(r.gaps_s) * 1e3)
+    return out
+
+
+def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
+    """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric."""
+    out = {}
+    if accuracy is None:
+        return out
+    for task, scores in (accuracy.tasks or {}).items():
+        deltas = (accuracy.delta or {}).get(task, {})
+        for metric, value in scores.items():
+            if metric.endswith("_stderr") or metric == "items":
+                continue
+            out[f"accuracy.{task}.{metric}"] = value
+            out[f"accuracy.{task}.{metric}.stderr"] = scores.get(f"{metric}_stderr")
+            out[f"accuracy.{task}.{metric}.delta"] = deltas.get(metric)
+    return out
+
+
+def ok_launches(record: Record) -> Optional[int]:
+    """How many launches the figures rest on (``stats.launches_of``: a record from before launches were
+    recorded is one launch); None for a skipped point, where nothing ran."""
+    from harness.records.record import launches_of
+
+    if record.status == "skipped":
+        return None
+    return sum(launch.status == "ok" for launch in launches_of(record))
+
+
+def has_interval(interval: Optional[Interval]) -> bool:
+    """A confidence interval worth showing: from two or more launches, both ends known."""
+    return interval is not None and interval.launches >= 2 and interval.low is not None and interval.high is not None
+
+
+def interval_columns(record: Record) -> dict:
+    """``<metric>_ci_low``, ``<metric>_ci_high`` (95 % over launches) and ``<metric>_cv`` (launch to
+    launch) for every launch-level metric (None where not measured), and ``launches``."""
+    out: dict = {"launches": ok_launches(record)}
+    names = [*metrics.LAUNCH, *sorted(set(record.samples.intervals) - set(metrics.LAUNCH))]
+    for name in names:
+        interval = record.samples.intervals.get(name)
+        shown = has_interval(interval)
+        out[f"{name}_ci_low"] = interval.low if shown else None
+        out[f"{name}_ci_high"] = interval.high if shown else None
+        out[f"{name}_cv"] = interval.cv if interval is not None and interval.launches >= 2 else None
+    return out
+
+
+def _launch_name(launch: Launch, record: Record) -> str:
+    return f"launch {launch.index + 1}/{len(record.samples.launches)}"
+
+
+def failed_launches(record: Record) -> list[str]:
+    return [f"{_launch_name(launch, record)} {launch.status}: {launch.reason or 'no reason given'}"
+            for launch in record.samples.launches if launch.status != "ok"]
+
+
+def drift_flags(record: Record) -> list[str]:
+    """Figures that trended within a launch (throttling, a neighbour starting), as the drift check flagged them."""
+    return [f"{_launch_name(launch, record)}: "
+            + (drift.why or f"{drift.metric} drifts {drift.slope_per_round:+.1%} per round")
+            for launch in record.samples.launches for drift in launch.drift if drift.flagged]
+
+
+def machine_noise(record: Record) -> list[str]:
+    """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy`` reason."""
+    out = []
+    for launch in record.samples.launches:
+        noisy = launch.machine.get("noisy")
+        if noisy:
+            reason = noisy if isinstance(noisy, str) else "the machine state flagged it"
+            out.append(f"{_launch_name(launch, record)}: noisy machine: {reason}")
+    return out
+
+
+def warnings(record: Record) -> list[str]:
+    """Why a point's figures are suspect: failed launches, drift, a noisy machine."""
+    return [*failed_launches(record), *drift_flags(record), *machine_noise(record)]
+
+
+def time_split_columns(split: Optional[TimeSplit]) -> dict:
+    """``time_<part>`` seconds for every part of the time split (None when the record has none)."""
+    return {f"{TIME_PREFIX}{field}": (getattr(split, field) if split else None) for field, _ in TIME_SPLIT}
+
+
+def gate_detail_columns(gate: Correctness) -> dict:
+    """Per-phase KL, the KL distribution and the same-weights verdict, flat (#20)."""
+    out: dict = {}
+    for name in ("prefill", "decode"):
+        phase = getattr(gate.phases, name, None) if gate.phases else None
+        out[f"gate_{name}_kl_ratio"] = phase.kl_ratio if phase else None
+        out[f"gate_{name}_verdict"] = phase.verdict if phase else None
+    spread = gate.distribution.forward if gate.distribution else None
+    for stat in ("median", "p90", "p99", "max"):
+        out[f"gate_kl_{stat}"] = getattr(spread, stat) if spread else None
+    same = gate.same_weights
+    out["gate_same_weights_verdict"] = same.verdict if same else None
+    out["gate_same_weights_kl_ratio"] = same.kl_ratio if same else None
+    out["gate_model_verdict"] = same.model_verdict if same else None
+    return out
+
+
+def flatten(record: Record) -> dict:
+    """One flat row for a record: identity, axes, metrics, the gate's summary, accuracy, provenance.
+    Pandas, the report and pytest-benchmark all use it, so their columns cannot drift apart."""
+    gate = record.correctness or Correctness()
+    return {
+        "scenario": record.scenario,
+        "point_id": record.point_id,
+        "status": record.status,
+        "reason": record.reason,
+        **record.point,
+        **record.metrics,
+        "gate_verdict": gate.verdict,
+        "gate_k": gate.k,
+        "gate_mode": gate.mode,
+        "gate_kl_mean": gate.kl_mean,
+        "gate_kl_ratio": gate.kl_ratio,
+        "gate_top1_match_rate": gate.top1_match_rate,
+        "gate_divergence_index": gate.free_divergence_index,
+        "gate_skipped": gate.skipped,
+        "gate_reasons": "; ".join(gate.reasons) or None,
+        **gate_detail_columns(gate),
+        **accuracy_columns(record.accuracy),
+        **interval_columns(record),
+        "failed_launches": "; ".join(failed_launches(record)) or None,
+        "drift_flags": "; ".join(drift_flags(record)) or None,
+        "machine_noise": "; ".join(machine_noise(record)) or None,
+        **time_split_columns(record.time_split),
+        "model": record.model.name,
+        "model_checksum": record.model.checksum,
+        "engine": record.adapter.get("engine"),
+        "engine_version": record.adapter.get("engine_version"),
+        "emulated": bool(record.adapter.get("emulated")),
+        "host": record.environment.get("hostname"),
+        "started_at": record.started_at,
+    }

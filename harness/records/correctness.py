@@ -1,0 +1,109 @@
+"""Record parts of the correctness gate: the verdict, its phases, the KL distribution, the same-weights check."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field, field_validator
+
+from harness.records.base import Part
+
+
+class ReferenceInfo(Part):
+    """The HF reference a gate compared against."""
+
+    created_at: Optional[str] = None
+    versions: dict[str, Any] = Field(default_factory=dict)
+    noise_floor: Optional[dict[str, Any]] = None
+    prompts: Optional[int] = None
+    tokens: Optional[int] = None
+
+
+class KLSpread(Part):
+    """Per-position KL pooled over a point's teacher-forced positions (``positions`` of them)."""
+
+    median: float
+    p90: float
+    p99: float
+    max: float
+    positions: int
+
+
+class KLDistribution(Part):
+    """``forward``: KL(reference || device); ``reverse``: KL(device || reference); both over the reference's
+    stored top-M ids plus one tail bucket, so lower bounds of the full-vocabulary KLs. ``top1_agreement``:
+    the share of the ``top1_positions`` positions where the device's top-1 is the reference's token."""
+
+    forward: Optional[KLSpread] = None
+    reverse: Optional[KLSpread] = None
+    top1_agreement: Optional[float] = None
+    top1_positions: int = 0
+
+
+class GatePhase(Part):
+    """One phase's KL tier (``harness.correctness.kl``): its mean KL over ``positions`` against its own floor;
+    ``floor_source`` is "overall" where the reference has no floor for the phase."""
+
+    kl_mean: Optional[float] = None
+    noise_floor: float
+    kl_ratio: Optional[float] = None
+    positions: int = 0
+    verdict: Optional[Literal["pass", "drift", "fail"]] = None  # the KL tier alone, before fail_on_drift
+    floor_source: Literal["phase", "overall"] = "phase"
+
+
+class GatePhases(Part):
+    prefill: GatePhase  # the first generated position, from the prompt's forward
+    decode: GatePhase  # every later position, one cached decode step each
+    note: Optional[str] = None  # why a phase fell back to the overall floor
+
+
+class SameWeights(Part):
+    """A quantized point against its own weights on a trusted engine path (``harness.correctness.same_weights``):
+    there the noise floor is that of identical weights, so drift is a bug, not quantization.
+    ``model_verdict`` is the gate's verdict against the HF reference alone (the quantization cost);
+    ``Correctness.verdict`` is the point's, both considered. ``skipped`` says why there is none."""
+
+    verdict: Optional[str] = None  # pass | drift | fail against its own weights; None when skipped
+    model_verdict: Optional[str] = None
+    reasons: list[str] = Field(default_factory=list)
+    mode: Optional[str] = None
+    kl_mean: Optional[float] = None
+    noise_floor: Optional[float] = None
+    kl_ratio: Optional[float] = None
+    top1_match_rate: Optional[float] = None
+    free_divergence_index: Optional[int] = None
+    engine: Optional[str] = None  # the trusted path
+    weights: Optional[str] = None  # the file both sides run
+    floor_method: Optional[str] = None
+    created_at: Optional[str] = None  # when the same-weights reference was computed
+    report: Optional[str] = None
+    skipped: Optional[str] = None
+
+
+class Correctness(Part):
+    """The correctness gate's result. In top-1 mode (engines that expose only their chosen token)
+    there is no KL tier: ``kl_mean`` and ``kl_ratio`` are None. ``skipped`` says why no gate ran."""
+
+    verdict: Optional[str] = None  # pass | drift | fail; None when skipped
+    reasons: list[str] = Field(default_factory=list)
+    k: Optional[int] = None
+    mode: Optional[str] = None  # free | forced | both | forced-top1
+    kl_mean: Optional[float] = None
+    noise_floor: Optional[float] = None
+    kl_ratio: Optional[float] = None
+    top1_match_rate: Optional[float] = None
+    free_divergence_index: Optional[int] = None
+    prompts: list[dict[str, Any]] = Field(default_factory=list)  # gate.PromptResult per prompt
+    reference: Optional[ReferenceInfo] = None
+    report: Optional[str] = None
+    diagnosis: Optional[dict[str, Any]] = None
+    skipped: Optional[str] = None
+    same_weights: Optional[SameWeights] = None  # None: not compared with its own weights (records before it)
+    phases: Optional[GatePhases] = None  # None in top-1 mode and in records made before phases
+    distribution: Optional[KLDistribution] = None
+
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value):
+        return value or None

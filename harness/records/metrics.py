@@ -1,0 +1,159 @@
+"""The metric catalogue: every figure a record's ``metrics`` can carry, with its unit and direction.
+
+Tables, plots, the regression check and the command line read names, units, labels and directions
+from here and nowhere else. Adding a metric is one entry below plus the code that computes it.
+``higher_is_better`` is None for figures with no better direction (counts, sizes, bounds); the
+regression check refuses to gate those.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from harness.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # the key in a record's metrics
+    unit: str
+    higher_is_better: Optional[bool]
+    alias: Optional[str] = None  # a short name users type (``--max-regression tpot=5%``)
+    label: str = ""  # for axes and headers; the name when empty
+    description: str = ""
+
+    @property
+    def axis_label(self) -> str:
+        return f"{self.label or self.name} ({self.unit})"
+
+
+def _m(name, unit, higher, label="", description="", alias=None) -> Metric:
+    return Metric(name, unit, higher, alias, label, description)
+
+
+LOWER, HIGHER, NEITHER = False, True, None
+
+CATALOGUE: tuple[Metric, ...] = (
+    # measure.summarize: the host clock over the timed rounds
+    _m("rounds", "count", NEITHER, "timed rounds"),
+    _m("prompt_tokens", "tokens", NEITHER, "prompt tokens", "median prompt length over rounds"),
+    _m("generated_tokens", "tokens", NEITHER, "generated tokens", "median tokens generated per round"),
+    _m("batch_size", "sequences", NEITHER, "batch size"),
+    _m("ttft_ms", "ms", LOWER, "first token", "median time to first token", alias="ttft"),
+    _m("ttft_ms_p90", "ms", LOWER, "first token p90", "90th percentile of time to first token over rounds"),
+    _m("ttft_ms_p99", "ms", LOWER, "first token p99", "99th percentile of time to first token over rounds",
+       alias="ttft_p99"),
+    _m("e2e_ms", "ms", LOWER, "end to end", "median duration of a whole generation", alias="e2e"),
+    _m("tpot_ms", "ms/token", LOWER, "next token", "median over rounds of (e2e - TTFT) / (n - 1)", alias="tpot"),
+    _m("ms_per_token_mean", "ms/token", LOWER, "ms/token mean", "mean inter-token gap"),
+    _m("ms_per_token_p50", "ms/token", LOWER, "ms/token p50", "median inter-token gap"),
+    _m("ms_per_token_p90", "ms/token", LOWER, "ms/token p90", "90th percentile inter-token gap"),
+    _m("ms_per_token_p99", "ms/token", LOWER, "ms/token p99", "99th percentile inter-token gap"),
+    _m("ms_per_token_stddev", "ms/token", LOWER, "ms/token stddev", "spread of the inter-token gaps"),
+    _m("prefill_tokens_per_s", "tokens/s", HIGHER, "prefill rate", "prompt tokens over TTFT"),
+    _m("decode_tokens_per_s", "tokens/s", HIGHER, "decode rate", "generated tokens after the first over their time"),
+    _m("throughput_tokens_per_s", "tokens/s", HIGHER, "throughput", "generated tokens over e2e", alias="throughput"),
+    # measure.summarize_engine: medians of the engines' own figures (engine_<name>)
+    _m("engine_ttft_ms", "ms", LOWER, "engine TTFT", "the engine's own time to first token (OpenVINO GenAI)"),
+    _m("engine_tpot_ms", "ms/token", LOWER, "engine ms/token", "the engine's own time per output token"),
+    _m("engine_prompt_eval_ms", "ms", LOWER, "engine prompt eval", "llama.cpp's prompt evaluation time"),
+    _m("engine_prefill_real_tokens", "tokens", NEITHER, "prefill tokens", "prompt tokens a static prefill carried"),
+    _m("engine_prefill_padded_tokens", "tokens", NEITHER, "padded prefill", "tokens a static prefill ran, padding in"),
+    _m("engine_padding_waste", "ratio", LOWER, "padding waste", "share of a static prefill spent on padding"),
+    _m("engine_call_write_ms", "ms", LOWER, "host->device write", "per-call input transfer (XRT)"),
+    _m("engine_call_run_ms", "ms", LOWER, "kernels", "per-call kernel time (XRT)"),
+    _m("engine_call_read_ms", "ms", LOWER, "device->host read", "per-call output transfer (XRT)"),
+    # energy.metrics and the counters beside it
+    _m("energy_j", "J", LOWER, "energy", "all measured sources over the timed rounds", alias="energy"),
+    _m("energy_cpu_package_j", "J", LOWER, "CPU package energy"),
+    _m("energy_dram_j", "J", LOWER, "DRAM energy"),
+    _m("energy_gpu_j", "J", LOWER, "GPU energy"),
+    _m("energy_soc_j", "J", LOWER, "SoC energy"),
+    _m("avg_power_w", "W", LOWER, "average power"),
+    _m("energy_per_token_mj", "mJ/token", LOWER, "energy per token", alias="energy_per_token"),
+    _m("prefill_energy_per_prompt_token_mj", "mJ/token", LOWER, "prefill energy per prompt token"),
+    _m("cpu_user_s", "s", LOWER, "CPU user time"),
+    _m("cpu_system_s", "s", LOWER, "CPU system time"),
+    _m("cpu_utilization", "cores", LOWER, "CPU cores busy", "host CPU time over wall time: less means more offloaded"),
+    _m("cpu_cycles", "cycles", LOWER, "CPU cycles", "perf stat cycles of this process over the timed rounds"),
+    _m("device_memory_peak_mb", "MiB", LOWER, "device memory peak"),
+    # roofline.decode_bound
+    _m("bytes_per_decode_step", "bytes", NEITHER, "bytes per decode step", "weights plus the KV cache read per step"),
+    _m("memory_bandwidth_gb_s", "GB/s", NEITHER, "memory bandwidth", "the machine's measured triad bandwidth"),
+    _m("decode_bound_ms", "ms/token", NEITHER, "decode bound", "bytes per step over bandwidth: the fastest possible"),
+    _m("roofline_fraction", "ratio", HIGHER, "roofline fraction", "decode bound over measured ms/token",
+       alias="roofline"),
+    _m("prefill_compute_bound_ms", "ms", NEITHER, "prefill compute bound"),
+    # runner: the point's life cycle
+    _m("peak_rss_mb", "MiB", LOWER, "peak RSS", "peak resident memory of the process", alias="peak_rss"),
+    _m("convert_s", "s", LOWER, "conversion", "model conversion (first point of a model only)"),
+    _m("load_s", "s", LOWER, "load", "adapter.load"),
+    _m("first_call_s", "s", LOWER, "first call", "the first warm-up generation"),
+    _m("gate_s", "s", LOWER, "correctness gate"),
+    _m("accuracy_s", "s", LOWER, "task accuracy"),
+    _m("moe_drop_rate", "ratio", LOWER, "MoE drop rate", "token-slots dropped by a static expert capacity"),
+    _m("moe_imbalance_max", "ratio", LOWER, "MoE imbalance", "largest per-layer max/mean tokens per expert"),
+    # adapters' load_figures
+    _m("export_s", "s", LOWER, "export", "OpenVINO IR export"),
+    _m("compile_s", "s", LOWER, "compile", "device compilation without a cache"),
+    _m("compile_cold_s", "s", LOWER, "compile (cold cache)"),
+    _m("compile_warm_s", "s", LOWER, "compile (warm cache)"),
+    _m("quantize_s", "s", LOWER, "quantize", "llama.cpp GGUF quantization"),
+    _m("model_load_s", "s", LOWER, "model load", "llama.cpp model load"),
+)
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}
+BY_ALIAS: dict[str, Metric] = {m.alias: m for m in CATALOGUE if m.alias}
+# What a summary shows first, in this order (overview tables, the run table, comparisons).
+HEADLINE = ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "energy_per_token_mj")
+# Metrics summarised per independent launch (record.samples.launches); the regression gate tests these
+# on launch-level values.
+LAUNCH = HEADLINE
+# Per-token spread, in the order the spread table lists it.
+SPREAD = ("ms_per_token_p50", "ms_per_token_p90", "ms_per_token_p99", "ms_per_token_mean", "ms_per_token_stddev")
+
+
+def _check() -> None:
+    clashes = [alias for alias, metric in BY_ALIAS.items() if BY_NAME.get(alias, metric) is not metric]
+    if len(BY_NAME) != len(CATALOGUE) or len(BY_ALIAS) != sum(bool(m.alias) for m in CATALOGUE) or clashes:
+        raise RuntimeError("harness.records.metrics: duplicate metric names or aliases")
+
+
+_check()
+
+
+def find(name: str) -> Optional[Metric]:
+    """The catalogue entry for a metric name, or None (e.g. a third-party engine's own figure)."""
+    return BY_NAME.get(name)
+
+
+def get(name: str) -> Metric:
+    metric = BY_NAME.get(name)
+    if metric is None:
+        raise KeyError(f"{name!r} is not in the metric catalogue (harness/metrics.py)")
+    return metric
+
+
+def resolve(user_name: str, what: str = "metric") -> Metric:
+    """A name a user typed: an alias (``tpot``) or a metric name (``tpot_ms``). Unknown names are a
+    UsageError that lists the aliases and suggests the closest name."""
+    metric = BY_ALIAS.get(user_name) or BY_NAME.get(user_name)
+    if metric is not None:
+        return metric
+    close = difflib.get_close_matches(user_name, [*BY_ALIAS, *BY_NAME], n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UsageError(f"unknown {what} {user_name!r}; {hint}use one of {', '.join(sorted(BY_ALIAS))}, "
+                     "or a metric name such as tpot_ms")
+
+
+def units(names: Iterable[str]) -> dict[str, str]:
+    """{name: unit} for the catalogued names among ``names``."""
+    return {name: BY_NAME[name].unit for name in names if name in BY_NAME}
+
+
+def label(name: str) -> str:
+    """An axis or header label with the unit, e.g. ``next token (ms/token)``; the bare name when unknown."""
+    metric = BY_NAME.get(name)
+    return metric.axis_label if metric else name

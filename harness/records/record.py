@@ -1,0 +1,208 @@
+"""The result record's typed parts (flattened into columns by ``harness.records.columns``).
+
+A record is one JSON file per sweep point (see ``harness.records.store`` for the store). Parts are pydantic
+models so a file read back is checked: a wrong type is a ``ValueError`` naming the file and field.
+Version 2 split version 1's ``details`` grab-bag into named parts; ``migrate`` upgrades old files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.records.metrics import LAUNCH
+from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa: F401 - re-exported
+from harness.records.base import Number, Part  # noqa: F401 - re-exported
+from harness.records.correctness import (  # noqa: F401 - re-exported
+    Correctness,
+    GatePhase,
+    GatePhases,
+    KLDistribution,
+    KLSpread,
+    ReferenceInfo,
+    SameWeights,
+)
+from harness.records.samples import Drift, Interval, Launch, RoundSample, Samples, TimeSplit  # noqa: F401 - re-exported
+
+SCHEMA_VERSION = 2
+STATUSES = ("ok", "skipped", "failed", "timeout")
+
+
+class ModelInfo(Part):
+    name: Optional[str] = None
+    checksum: Optional[str] = None
+    hf_dir: Optional[str] = None
+    gguf: Optional[str] = None
+
+
+class Failure(Part):
+    """Why a point failed: the Python traceback, or (isolated child died) its exit and output."""
+
+    traceback: Optional[str] = None
+    output_tail: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: Optional[str] = None  # e.g. SIGSEGV, when a signal killed the engine process
+
+
+class Routing(Part):
+    """MoE routing over a prefill of the point's prompts (``RoutingMonitor.summary``)."""
+
+    model_config = ConfigDict(extra="allow")  # engines may add their own routing figures
+    n_experts: Optional[int] = None
+    capacity: Optional[int] = None
+    counts: list[list[int]]  # [layer][expert] tokens routed
+    imbalance: list[float]  # per layer: max / mean tokens per expert
+    popularity: list[list[int]] = Field(default_factory=list)
+    dropped: list[int] = Field(default_factory=list)  # per layer, under a capacity
+    drop_rate: float = 0.0
+    tokens: Optional[int] = None
+    chunk: Optional[int] = None
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(validate_assignment=True, extra="forbid")  # a misspelt part is an error, not lost
+
+    scenario: str
+    point_id: str
+    point: dict[str, Any]  # the point's axes
+    status: str  # ok | skipped | failed | timeout
+    reason: Optional[str] = None  # why skipped, or the error when failed
+    settings: dict[str, Any] = Field(default_factory=dict)  # model, generation, measurement as resolved
+    model: ModelInfo = Field(default_factory=ModelInfo)
+    metrics: dict[str, Optional[Number]] = Field(default_factory=dict)  # names in harness.records.metrics
+    units: dict[str, str] = Field(default_factory=dict)
+    samples: Samples = Field(default_factory=Samples)  # raw timings, so statistics can be recomputed
+    time_split: Optional[TimeSplit] = None
+    correctness: Optional[Correctness] = None  # None: the scenario has no gate
+    accuracy: Optional[Accuracy] = None  # None: the scenario asks for no task accuracy
+    adapter: dict[str, Any] = Field(default_factory=dict)  # adapter.describe()
+    outputs: dict[str, str] = Field(default_factory=dict)  # generated text by prompt index
+    prompt_lengths: list[int] = Field(default_factory=list)
+    unavailable: dict[str, str] = Field(default_factory=dict)  # metric name -> why it is missing or partial
+    failure: Optional[Failure] = None
+    routing: Optional[Routing] = None
+    log: list[str] = Field(default_factory=list)  # an isolated child's progress lines, replayed by the parent
+    environment: dict[str, Any] = Field(default_factory=dict)
+    scenario_path: Optional[str] = None
+    started_at: Optional[str] = None
+    finished_at: Optional[str] = None
+    schema_version: int = SCHEMA_VERSION
+
+    @field_validator("correctness", "accuracy", "failure", "routing", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value):
+        return value or None  # {} meant "none" in version 1
+
+    @field_validator("environment", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value):
+        return {} if value is None else value
+
+    @property
+    def verdict(self) -> Optional[str]:
+        """The correctness gate's verdict; None when no gate ran."""
+        return self.correctness.verdict if self.correctness else None
+
+    @property
+    def verdict_failed(self) -> bool:
+        """The point ran but a verdict on it failed: the correctness gate, or a task's non-inferiority margin."""
+        return self.verdict == "fail" or (self.accuracy is not None and self.accuracy.verdict == "fail")
+
+    def to_dict(self) -> dict:
+        return self.model_dump(mode="python")
+
+    @classmethod
+    def from_dict(cls, data: dict, source: object = None) -> Record:
+        """A record from its JSON form (any supported version); a wrong type is a ValueError naming
+        ``source`` (the file) and the field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source or 'record'}: expected a JSON object, got {type(data).__name__}")
+        try:
+            data = migrate(dict(data))
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}" if source else str(exc)) from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(describe_errors(exc, source)) from None
+
+
+def describe_errors(exc: ValidationError, source: object = None) -> str:
+    """``path: field: expected ..., got ...`` per problem, one per line."""
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        message = err["msg"].removeprefix("Value error, ").replace("Input should be", "expected")
+        message = message[0].lower() + message[1:]
+        if "input" in err and err["type"] != "missing":
+            message += f", got {err['input']!r}"[:200]
+        lines.append(f"{source}: {field}: {message}" if source else f"{field}: {message}")
+    return "\n".join(lines)
+
+
+V1_FIELDS = {"scenario", "point_id", "point", "status", "reason", "settings", "model", "metrics", "units", "samples",
+             "correctness", "accuracy", "adapter", "environment", "scenario_path", "started_at", "finished_at",
+             "schema_version"}
+V1_UNAVAILABLE = {"cpu_cycles_unavailable": "cpu_cycles", "device_memory_unavailable": "device_memory_peak_mb"}
+
+
+def migrate(data: dict) -> dict:
+    """Upgrade an older record's JSON to the current schema."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+        raise ValueError(f"unsupported record schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})")
+    if version == 1:
+        data = _from_v1(data)
+    return data
+
+
+def _from_v1(data: dict) -> dict:
+    """Version 1 kept generated text, tracebacks, routing and notes in one ``details`` dict."""
+    details = dict(data.pop("details", None) or {})
+    unavailable = {}
+    for source, why in (details.pop("energy_unavailable", None) or {}).items():
+        unavailable["energy_j" if source == "npu" else f"energy_{source}_j"] = why
+    for key, metric in V1_UNAVAILABLE.items():
+        if details.get(key):
+            unavailable[metric] = details.pop(key)
+    note = details.pop("roofline_note", None)
+    if note:
+        names = ("decode_bound_ms", "roofline_fraction") if "weight size" in note else ("prefill_compute_bound_ms",)
+        unavailable.update(dict.fromkeys(names, note))
+    failure = {k: details.pop(k) for k in ("traceback", "output_tail", "exit_code") if k in details}
+    if isinstance(failure.get("exit_code"), int) and failure["exit_code"] < 0:
+        failure["signal"] = _signal_name(-failure["exit_code"])
+    samples = data.get("samples") or {}
+    data = {k: v for k, v in data.items() if k in V1_FIELDS}  # version 1 passed unknown keys over
+    return {**data, "schema_version": SCHEMA_VERSION, "samples": samples,
+            "outputs": details.pop("outputs", {}), "prompt_lengths": details.pop("prompt_lengths", []),
+            "routing": details.pop("routing", None), "log": details.pop("log", []),
+            "failure": failure or None, "unavailable": unavailable}
+
+
+def _signal_name(number: int) -> Optional[str]:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def launches_of(record: Record) -> list[Launch]:
+    """A record's launches; a record written before launches existed (or a single-launch record whose
+    status the run decided after the launch entry) counts as one launch with the record's status."""
+    entries = list(record.samples.launches)
+    if len(entries) > 1:
+        return entries
+    first = entries[0] if entries else Launch(
+        index=0, rounds=len(record.samples.rounds), started_at=record.started_at,
+        medians={name: record.metrics[name] for name in LAUNCH if record.metrics.get(name) is not None})
+    return [first.model_copy(update={"index": 0, "status": record.status, "reason": record.reason})]
+
+
+def launch_values(record: Record, metric: str) -> list[float]:
+    """The metric's median in each ok launch that measured it: the values the regression gate tests."""
+    return [float(entry.medians[metric]) for entry in launches_of(record)
+            if entry.status == "ok" and entry.medians.get(metric) is not None]

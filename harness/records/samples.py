@@ -1,0 +1,80 @@
+"""Record parts of the raw measurements: rounds, launches, intervals, drift and the time split."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import Field
+
+from harness.records.base import Number, Part
+
+
+class RoundSample(Part):
+    """One timed generation in seconds (``measure.Round`` as stored)."""
+
+    prompt_index: int
+    prompt_tokens: int
+    batch_size: int
+    ttft_s: float
+    gaps_s: list[float]
+    e2e_s: float
+    launch: int = 0  # which independent launch (record.samples.launches) timed it
+
+
+class Drift(Part):
+    """The trend of a per-round figure within one launch: throttling or a neighbour starting shows as a slope."""
+
+    metric: str
+    slope_per_round: float  # relative change per round (0.01 = +1 % a round), from a Theil-Sen fit
+    p_value: Optional[float] = None
+    flagged: bool = False
+    why: Optional[str] = None
+
+
+class Launch(Part):
+    """One independent launch of a point: a fresh worker loaded the engine afresh and ran the warm-up and
+    the timed rounds. ``medians`` are the launch's medians of the headline metrics (``metrics.LAUNCH``)."""
+
+    index: int
+    status: str = "ok"
+    reason: Optional[str] = None
+    medians: dict[str, Optional[Number]] = Field(default_factory=dict)
+    rounds: int = 0
+    drift: list[Drift] = Field(default_factory=list)
+    machine: dict[str, Any] = Field(default_factory=dict)  # harness.measure.machine_state during the timed window
+    started_at: Optional[str] = None
+    wall_s: Optional[Number] = None
+
+
+class Interval(Part):
+    """A metric over launches: the median of launch medians with its 95 % confidence interval."""
+
+    estimate: Optional[Number] = None
+    low: Optional[Number] = None
+    high: Optional[Number] = None
+    cv: Optional[Number] = None  # launch-to-launch coefficient of variation
+    launches: int = 0
+    samples: int = 0  # per-round (or per-token) values behind the estimate
+    method: str = "single launch"  # bootstrap | t | single launch
+
+
+class Samples(Part):
+    rounds: list[RoundSample] = Field(default_factory=list)
+    warmup_s: list[float] = Field(default_factory=list)
+    rounds_ms: Optional[dict[str, list[float]]] = None  # records carried in pytest-benchmark JSON keep only these
+    launches: list[Launch] = Field(default_factory=list)
+    intervals: dict[str, Interval] = Field(default_factory=dict)  # metric name -> over launches
+
+
+class TimeSplit(Part):
+    """Where a point's wall time went, in seconds, summed over its launches (``harness.accounting``)."""
+
+    process_start_s: Number = 0.0
+    imports_s: Number = 0.0
+    conversion_s: Number = 0.0
+    load_s: Number = 0.0
+    warmup_s: Number = 0.0
+    timed_s: Number = 0.0
+    gate_s: Number = 0.0
+    accuracy_s: Number = 0.0
+    other_s: Number = 0.0

@@ -1,0 +1,90 @@
+"""Result records: one schema-versioned JSON file per sweep point, written atomically.
+
+Data only; rendering lives elsewhere. ``load`` turns records into a pandas DataFrame, one row per point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
+from harness.io import read_json, safe_name, write_json_atomic
+from harness.records.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
+
+REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
+
+
+def record_path(results_dir: Path, record: Record) -> Path:
+    return Path(results_dir) / safe_name(record.scenario) / f"{safe_name(record.point_id)}.json"
+
+
+def write(record: Record, results_dir: str | Path) -> Path:
+    """Write ``record`` atomically (``harness.io.write_json_atomic``)."""
+    return write_json_atomic(record_path(Path(results_dir), record), record.to_dict())
+
+
+def read(path: str | Path) -> Record:
+    """The record in ``path``; a malformed one is a ValueError naming the file and the field."""
+    return Record.from_dict(read_json(path), source=path)
+
+
+def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for every JSON file under ``paths``."""
+    files: list[tuple[Path, bool]] = []
+    for path in map(Path, paths):
+        if path.is_dir():  # records only: the gate's reference store may live inside a results directory
+            files += [(p, False) for p in sorted(path.rglob("*.json")) if not p.name.startswith(".")
+                      and REFERENCE_DIR not in p.relative_to(path).parts]
+        elif path.exists():
+            files.append((path, True))
+        else:
+            raise FileNotFoundError(f"no such results file or directory: {path}")
+    return files
+
+
+def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Path, Record]]:
+    """(file, record) for the result records under ``paths``: record files, directories of them, and
+    pytest-benchmark JSON files written by the harness plugin (one record per benchmark).
+
+    Other JSON files found while walking a directory (a baseline's manifest, unrelated JSON) are passed
+    over; a file named explicitly that holds no records is an error naming it.
+    """
+    from harness.records import benchmark_json
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    for file, explicit in _json_files(paths):
+        try:
+            data = read_json(file)  # NaN/Infinity refused, naming the field
+        except OSError as exc:
+            raise ValueError(f"{file}: not a readable JSON file ({exc})") from None
+        if isinstance(data, dict) and "point_id" in data and "schema_version" in data:
+            yield file, Record.from_dict(data, source=file)
+        elif benchmark_json.is_benchmark_json(data):
+            for record in benchmark_json.records(data, source=file):
+                yield file, record
+        elif explicit:
+            raise ValueError(f"{file}: neither a harness result record nor a pytest-benchmark JSON "
+                             "file written with the harness plugin")
+
+
+def row(record: Record, path: Optional[Path] = None) -> dict:
+    """``columns.flatten(record)`` plus the file it came from."""
+    return {**flatten(record), "path": None if path is None else str(path)}
+
+
+def frame(pairs: Iterable[tuple[Optional[Path], Record]]):
+    """A DataFrame with one ``row`` per (path, record) pair."""
+    import pandas as pd
+
+    return pd.DataFrame([row(record, path) for path, record in pairs])
+
+
+def load(paths: str | Path | Iterable[str | Path]):
+    """Records under ``paths`` (files or directories) as a DataFrame: one row per point.
+
+    Columns: scenario, point_id, status, reason, each axis, each metric, the gate's summary
+    (``gate_*``), model name and checksum, engine and version, host, and ``path``.
+    """
+    return frame(iter_records(paths))

@@ -1,0 +1,1 @@
+"""The regression check behind ``harness gate``: thresholds, significance, baselines and confirmation."""

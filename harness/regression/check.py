@@ -1,0 +1,278 @@
+"""The regression check behind ``harness gate`` (not the correctness gate, ``harness.correctness.gate``): new
+records against a baseline, point by point. Pure: no I/O, no printing.
+
+A point fails the gate when it passed (or ran) in the baseline and is now failed, timed out, skipped
+or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed. With two or more
+ok launches a side (``measurement.launches``) a metric regresses only when (a) the median of its launch
+medians is worse than the threshold (a floor: a real but small change passes) and (b) a one-sided
+Mann-Whitney U test on the launch medians (asv's test, exact) is significant with the false discovery
+rate held at ``fdr`` by Benjamini-Hochberg over every launch-level test of the run, all points and
+metrics. Launches are the unit: rounds of one process share its state and understate the noise.
+
+Power is bounded by the launch counts: n vs m launches reach p >= 1 / C(n + m, n) (0.17 for 2 vs 2,
+0.05 for 3 vs 3, 0.0040 for 5 vs 5, 0.0011 for 6 vs 6), and among T tests a lone regression needs
+p <= fdr / T (the k-th smallest of k regressions k * fdr / T): 5 vs 5 launches flag one regression among
+at most 12 tests at fdr 0.05. A change past its threshold that does not reach significance is never
+passed silently: a note says why, and ``harness gate --confirm K`` reruns it.
+
+With one launch on a side the old rule applies (beyond the threshold *and* the larger interquartile
+range of the two runs' per-round figures), and a note says the point had no launch statistics.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from harness.records import metrics
+from harness.measure import launches as stats
+from harness.regression import significance
+from harness.errors import UsageError
+from harness.records.store import Record
+from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
+from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
+
+Point = tuple[str, str]
+
+
+
+@dataclass
+class MetricTest:
+    """One metric of one point tested on launch-level values (each launch's median is one value)."""
+
+    scenario: str
+    point_id: str
+    metric: str
+    limit: float
+    base_values: tuple[float, ...]
+    new_values: tuple[float, ...]
+    before: float  # median of the baseline's launch medians
+    after: float
+    change: float  # relative worsening: +0.2 is 20 % worse, whatever the metric's direction
+    min_p: float  # the smallest p these launch counts can reach
+    p_value: Optional[float] = None  # one-sided Mann-Whitney U, in the worse direction
+    q_value: Optional[float] = None  # Benjamini-Hochberg adjusted over every launch-level test of the run
+    ratio_low: Optional[float] = None  # 95 % bootstrap interval of after / before (regressions only)
+    ratio_high: Optional[float] = None
+    higher_is_better: bool = False
+
+    @property
+    def launches(self) -> tuple[int, int]:
+        return len(self.base_values), len(self.new_values)
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before
+
+    @property
+    def beyond_limit(self) -> bool:
+        return self.change > self.limit
+
+    def significant(self, fdr: float) -> bool:
+        return self.q_value is not None and self.q_value <= fdr
+
+
+@dataclass
+class Finding:
+    scenario: str
+    point_id: str
+    kind: str  # missing | failed | skipped | agreement | regression
+    message: str
+    metric: Optional[str] = None  # regressions: which metric
+    test: Optional[MetricTest] = None  # regressions judged on launch-level values
+
+    def __str__(self) -> str:
+        return f"FAIL {self.scenario}::{self.point_id}: {self.kind}: {self.message}"
+
+
+@dataclass
+class GateOutcome:
+    findings: list[Finding] = field(default_factory=list)
+    compared: int = 0  # points present in both runs
+    notes: list[str] = field(default_factory=list)  # things checked with less than full information
+    tests: list[MetricTest] = field(default_factory=list)  # launch-level tests, all points and metrics
+    fdr: float = DEFAULT_FDR
+    beyond_limit: list[Point] = field(default_factory=list)  # points with a metric past its threshold
+    single_launch: list[Point] = field(default_factory=list)  # judged without launch statistics
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+    @property
+    def flagged(self) -> list[Point]:
+        """Points worth more launches (``--confirm``): regressed, or past a threshold without significance."""
+        regressed = [(f.scenario, f.point_id) for f in self.findings if f.kind == "regression"]
+        return list(dict.fromkeys([*regressed, *self.beyond_limit]))
+
+
+def key(record: Record) -> Point:
+    return record.scenario, record.point_id
+
+
+def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
+    """Records by (scenario, point id); the same point twice is an error (merge runners' records first)."""
+    out: dict[Point, Record] = {}
+    for record in records:
+        if key(record) in out:
+            raise UsageError(f"{label}: point {record.scenario}::{record.point_id} appears twice; "
+                             "combine records from several runners with `harness merge` first")
+        out[key(record)] = record
+    return out
+
+
+def launch_test(threshold: Threshold, base: Record, new: Record) -> Optional[MetricTest]:
+    """The launch-level test of one metric (its p-value still to come, see ``_decide``), or None when a
+    side has fewer than two ok launches with it."""
+    before_values = stats.launch_values(base, threshold.metric)
+    after_values = stats.launch_values(new, threshold.metric)
+    if len(before_values) < 2 or len(after_values) < 2:
+        return None
+    before, after = statistics.median(before_values), statistics.median(after_values)
+    if before <= 0:
+        return None
+    return MetricTest(base.scenario, base.point_id, threshold.metric, threshold.limit, tuple(before_values),
+                      tuple(after_values), before, after, threshold.change(before, after),
+                      significance.min_p_value(len(before_values), len(after_values)),
+                      higher_is_better=threshold.higher_is_better)
+
+
+def _scenarios(points) -> str:
+    return ", ".join(sorted({scenario for scenario, _ in points})) or "none"
+
+
+def _refuse_nothing_to_compare(base: dict, now: dict, scope: Optional[set[Point]]) -> None:
+    """A gate that compared nothing has not passed: an empty baseline, or one that shares no point with
+    the new records (another scenario's baseline, a deselected run), is a usage error."""
+    if not base:
+        raise UsageError("the baseline holds no records, so nothing can be compared; save one from a "
+                         "complete run with `harness baseline save`")
+    common = set(base) & set(now)
+    if scope is not None:
+        common &= scope
+    if not common:
+        raise UsageError(f"the baseline has no records in common with the results, so nothing can be "
+                         f"compared (baseline: {len(base)} point(s) of scenarios {_scenarios(base)}; "
+                         f"results: {len(now)} point(s) of scenarios {_scenarios(now)})")
+
+
+def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Threshold],
+          scope: Optional[set[Point]] = None, fdr: float = DEFAULT_FDR) -> GateOutcome:
+    """Gate ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
+    (pytest passes the points it selected; the command line checks all of them); ``fdr`` is the false
+    discovery rate over the run's launch-level tests."""
+    base, now = index(baseline, "baseline"), index(new, "new records")
+    _refuse_nothing_to_compare(base, now, scope)
+    outcome = GateOutcome(fdr=fdr)
+    for point, record in now.items():
+        scenario, pid = point
+        if record.status in ("failed", "timeout"):
+            if point in base and base[point].status in ("failed", "timeout"):
+                outcome.notes.append(f"{scenario}::{pid}: still {record.status}, as in the baseline")
+                continue
+            outcome.findings.append(Finding(scenario, pid, "failed", f"{record.status}: {record.reason}"))
+            continue
+        if record.verdict == "fail":
+            reasons = "; ".join(record.correctness.reasons) or "see the record"
+            outcome.findings.append(Finding(scenario, pid, "agreement", f"top-{record.correctness.k} "
+                                            f"agreement fails: {reasons}"))
+    for point, before in base.items():
+        scenario, pid = point
+        if scope is not None and point not in scope:
+            continue
+        after = now.get(point)
+        if before.status != "ok":
+            continue  # nothing to lose: it did not run in the baseline
+        if after is None:
+            outcome.findings.append(Finding(scenario, pid, "missing", "ran in the baseline, no record now"))
+            continue
+        if after.status == "skipped":
+            outcome.findings.append(Finding(scenario, pid, "skipped", f"ran in the baseline, skipped now: {after.reason}"))
+            continue
+        if after.status != "ok":
+            continue  # already reported above
+        outcome.compared += 1
+        if before.verdict == "pass" and after.verdict == "drift":
+            outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
+        for threshold in thresholds:
+            _judge(outcome, threshold, before, after)
+    _decide(outcome)
+    return outcome
+
+
+def _judge(outcome: GateOutcome, threshold: Threshold, before: Record, after: Record) -> None:
+    test = launch_test(threshold, before, after)
+    if test is not None:
+        outcome.tests.append(test)
+        return
+    point = key(before)
+    old, new = before.metrics.get(threshold.metric), after.metrics.get(threshold.metric)
+    if old is None or new is None or old <= 0:
+        return
+    if threshold.metric in metrics.LAUNCH and point not in outcome.single_launch:
+        outcome.single_launch.append(point)
+    failure, note = metric_check(threshold, before, after)
+    if threshold.change(old, new) > threshold.limit:
+        outcome.beyond_limit.append(point)
+    if failure:
+        outcome.findings.append(Finding(*point, "regression", failure, metric=threshold.metric))
+    if note:
+        outcome.notes.append(note)
+
+
+def _decide(outcome: GateOutcome) -> None:
+    """Benjamini-Hochberg over every launch-level test, then findings and notes."""
+    fdr, tests = outcome.fdr, outcome.tests
+    for test, p_value in zip(tests, significance.worse_p_values([(t.base_values, t.new_values, t.higher_is_better)
+                                                          for t in tests])):
+        test.p_value = p_value
+    for test, q_value in zip(tests, significance.fdr_adjust([t.p_value for t in tests], fdr)):
+        test.q_value = q_value
+    lone = fdr / len(tests) if tests else 0.0  # the p a lone regression among them needs
+    for test in tests:
+        if not test.beyond_limit:
+            continue
+        point = (test.scenario, test.point_id)
+        outcome.beyond_limit.append(point)
+        name = f"{test.scenario}::{test.point_id}: {test.metric} {test.change:+.1%} worse (limit {test.limit:.0%})"
+        if test.significant(fdr):
+            test.ratio_low, test.ratio_high = significance.ratio_interval(test.base_values, test.new_values)
+            outcome.findings.append(Finding(*point, "regression", _message(test), metric=test.metric, test=test))
+        elif test.min_p > lone:
+            outcome.notes.append(f"{name} but too few launches to show it ({test.launches[0]} vs {test.launches[1]} "
+                                 f"launches reach p >= {test.min_p:.2g}; a lone regression among {len(tests)} tests "
+                                 f"needs p <= {lone:.2g}); rerun it with more launches (measurement.launches) or "
+                                 "`harness gate --confirm K`")
+        else:
+            outcome.notes.append(f"{name} but not significant over {test.launches[0]} vs {test.launches[1]} "
+                                 f"launches (p={test.p_value:.2g}, q={test.q_value:.2g} > {fdr:g}): within "
+                                 "launch-to-launch noise")
+    if tests:
+        outcome.notes.append(f"launch-level test of {len(tests)} metric(s): one-sided Mann-Whitney U, "
+                             f"Benjamini-Hochberg FDR {fdr:g}")
+        weakest = max(tests, key=lambda t: t.min_p)
+        if weakest.min_p > lone:
+            outcome.notes.append(f"power: {_power(weakest.launches, len(tests), fdr)}, so only regressions "
+                                 "shared by several points can show")
+    if outcome.single_launch:
+        names = ", ".join(f"{s}::{p}" for s, p in outcome.single_launch[:5])
+        more = f" and {len(outcome.single_launch) - 5} more" if len(outcome.single_launch) > 5 else ""
+        outcome.notes.append(f"{len(outcome.single_launch)} point(s) judged without launch statistics (under two "
+                             f"launches measured a metric on a side): {names}{more}; threshold and per-round spread only, which "
+                             "launch-to-launch noise can trip; set measurement.launches: 5 (baseline and new run) "
+                             "for a launch-level test")
+
+
+def _power(launches: tuple[int, int], tests: int, fdr: float) -> str:
+    lone = fdr / tests
+    return (f"with {launches[0]} vs {launches[1]} launches the smallest attainable p is "
+            f"{significance.min_p_value(*launches):.2g}, and {tests} test(s) at FDR {fdr:g} need p <= {lone:.2g} for a lone "
+            f"regression ({significance.launches_needed(lone)} launches a side would do)")
+
+
+def _message(test: MetricTest) -> str:
+    interval = "" if test.ratio_low is None else f" [95% CI {test.ratio_low:.3f}, {test.ratio_high:.3f}]"
+    return (f"{test.metric} {test.before:.4g} -> {test.after:.4g} ({test.change:+.1%} worse; limit {test.limit:.0%}; "
+            f"{test.launches[0]} vs {test.launches[1]} launches, Mann-Whitney p={test.p_value:.2g}, "
+            f"q={test.q_value:.2g}; ratio {test.ratio:.3f}{interval})")

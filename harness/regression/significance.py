@@ -1,0 +1,75 @@
+"""The launch-level tests behind the regression check (``harness.regression.check``): one-sided
+Mann-Whitney U on launch values, Benjamini-Hochberg across tests, and a bootstrap interval of the change."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from harness.measure.launches import CONFIDENCE, SEED
+
+
+def worse_p_values(cases: Sequence[tuple[Sequence[float], Sequence[float], bool]]) -> list[float]:
+    """One-sided Mann-Whitney U p-values (asv's test on launch values) that each case's new values are
+    worse than its baseline values; a case is (base, new, higher_is_better). Exact without ties, and an
+    exact permutation test (small samples enumerate every split) with them. Cases of the same sizes and
+    direction go to scipy as one array: a nightly gate runs hundreds of tests."""
+    import numpy as np
+    from scipy.stats import PermutationMethod, mannwhitneyu
+
+    out: list[Optional[float]] = [None] * len(cases)
+    groups: dict[tuple, list[int]] = {}
+    for i, (base, new, higher) in enumerate(cases):
+        alternative = "less" if higher else "greater"
+        if len(set(base) | set(new)) < len(base) + len(new):  # tied values
+            method = PermutationMethod(n_resamples=9999, rng=np.random.default_rng(SEED))
+            out[i] = float(mannwhitneyu(new, base, alternative=alternative, method=method).pvalue)
+        else:
+            groups.setdefault((len(base), len(new), alternative), []).append(i)
+    for (_, _, alternative), members in groups.items():
+        new = np.array([cases[i][1] for i in members], dtype=float)
+        base = np.array([cases[i][0] for i in members], dtype=float)
+        found = np.atleast_1d(mannwhitneyu(new, base, alternative=alternative, method="exact", axis=1).pvalue)
+        for i, p_value in zip(members, found):
+            out[i] = float(p_value)
+    return out
+
+
+def min_p_value(n_base: int, n_new: int) -> float:
+    """The smallest one-sided Mann-Whitney p-value two samples of these sizes can reach: every new
+    value beyond every baseline value, one split among C(n_base + n_new, n_new)."""
+    return 1 / math.comb(n_base + n_new, n_new)
+
+
+def launches_needed(p: float) -> int:
+    """Launches a side (equal on both) for the one-sided Mann-Whitney test to be able to reach ``p``."""
+    n = 2
+    while min_p_value(n, n) > p:
+        n += 1
+    return n
+
+
+def fdr_adjust(p_values: Sequence[float], q: float) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values): a test is a discovery at FDR ``q`` when its
+    adjusted value is <= q."""
+    from statsmodels.stats.multitest import multipletests
+
+    if not p_values:
+        return []
+    return [float(v) for v in multipletests(list(p_values), alpha=q, method="fdr_bh")[1]]
+
+
+def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[Optional[float], Optional[float]]:
+    """A seeded percentile bootstrap 95 % interval of median(new) / median(base), for display."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    if min(base) <= 0 or (len(set(base)) == 1 and len(set(new)) == 1):
+        return None, None
+
+    def ratio(x, y, axis=-1):
+        return np.median(x, axis=axis) / np.median(y, axis=axis)
+
+    found = bootstrap((list(new), list(base)), ratio, confidence_level=CONFIDENCE, method="percentile",
+                      n_resamples=2000, rng=np.random.default_rng(SEED)).confidence_interval
+    return float(found.low), float(found.high)

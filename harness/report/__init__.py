@@ -1,0 +1,1 @@
+"""Reports: the HTML/Markdown report, its sections, plots and tables, summaries, comparison, export and trends."""

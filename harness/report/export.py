@@ -1,0 +1,109 @@
+"""``harness export``: the records' per-token data as rows for other tools (pandas, DuckDB, Arrow).
+
+One file, one row per generated token of every timed round (``kind = "token"``) and one per gate
+position (``kind = "gate"``): analyse without rerunning on scarce hardware.
+
+- token rows: scenario, point, launch (the independent launch that timed the round, from 0), round,
+  prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
+  token; for position 0, since the request: the TTFT);
+- gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
+  top-1 mode), top1_match (1/0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from harness.errors import UsageError
+from harness.records.record import Record
+
+FORMATS = ("parquet", "jsonl")
+COLUMNS = ("kind", "scenario", "point", "launch", "round", "prompt", "position", "offset_ms", "gap_ms", "kl",
+           "top1_match")
+
+
+def token_rows(record: Record) -> Iterator[dict]:
+    for index, sample in enumerate(record.samples.rounds):
+        offset = sample.ttft_s * 1e3
+        yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index, position=0,
+                   offset_ms=offset, gap_ms=offset)
+        for position, gap in enumerate(sample.gaps_s, start=1):
+            offset += gap * 1e3
+            yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index,
+                       position=position, offset_ms=offset, gap_ms=gap * 1e3)
+
+
+def gate_rows(record: Record) -> Iterator[dict]:
+    if record.correctness is None:
+        return
+    for prompt in record.correctness.prompts:
+        kls = prompt.get("position_kl") or []
+        matches = prompt.get("position_top1") or []
+        for position in range(max(len(kls), len(matches))):
+            yield _row("gate", record, prompt=prompt.get("prompt"), position=position,
+                       kl=kls[position] if position < len(kls) else None,
+                       top1_match=matches[position] if position < len(matches) else None)
+
+
+def _row(kind: str, record: Record, **values) -> dict:
+    return {column: None for column in COLUMNS} | {"kind": kind, "scenario": record.scenario,
+                                                    "point": record.point_id} | values
+
+
+def rows(records: Iterable[Record]) -> Iterator[dict]:
+    for record in records:
+        yield from token_rows(record)
+        yield from gate_rows(record)
+
+
+def write(records: Iterable[Record], path: str | Path, fmt: str) -> int:
+    """Write the rows to ``path`` (atomically); returns how many."""
+    if fmt not in FORMATS:
+        raise UsageError(f"export --format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    table = list(rows(records))
+    if fmt == "jsonl":
+        data = "".join(json.dumps(row, allow_nan=False) + "\n" for row in table).encode("utf-8")
+    else:
+        data = _parquet(table)
+    _write_atomic(Path(path), data)
+    return len(table)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """A unique temporary file beside ``path``, then ``os.replace``: readers never see half a file.
+    (``harness.io`` has the JSON writer only; a bytes writer there would serve this.)"""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _parquet(table: list[dict]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError("export --format parquet needs pyarrow: pip install pyarrow (or use --format jsonl)") from None
+    import io
+
+    schema = pa.schema([("kind", pa.string()), ("scenario", pa.string()), ("point", pa.string()),
+                        ("launch", pa.int32()), ("round", pa.int32()), ("prompt", pa.int32()), ("position", pa.int32()),
+                        ("offset_ms", pa.float64()), ("gap_ms", pa.float64()), ("kl", pa.float64()),
+                        ("top1_match", pa.int8())])
+    arrow = pa.Table.from_pylist(table, schema=schema)
+    buffer = io.BytesIO()
+    pq.write_table(arrow, buffer)
+    return buffer.getvalue()

@@ -1,0 +1,1 @@
+"""Running points: planning, the runner, a point's steps, isolation, workers, lifecycle and shards."""

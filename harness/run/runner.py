@@ -1,0 +1,239 @@
+"""Run sweeps: choose the points, run each launch of each (in this process or an isolated worker), merge a
+point's launches, write its record, show progress. Orchestration only: what happens inside a point is
+``harness.run.steps``; the statistics over launches are ``harness.measure.launches``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Union
+
+from harness.run import lifecycle
+from harness.adapters import registry
+from harness.records import store as results
+from harness.measure import launches as stats
+from harness.run import steps
+from harness.errors import HarnessError
+from harness.run.isolation import MODES, Limits
+from harness.run.pool import WorkerPool
+from harness.records.record import Record
+from harness.scenario.schema import Scenario
+from harness.run.steps.session import Session, now_iso
+from harness.scenario.sweep import Point, expand
+
+
+@dataclass
+class Runner:
+    """Runs points and writes their records; one ``Session`` holds what points share (resolved models,
+    references, the energy meter), so a sweep converts each model once.
+
+    ``isolation``: ``worker`` (persistent isolated workers, one per group of points sharing an engine and
+    a model), ``point`` (a fresh process per point) or ``none`` (this process); ``isolate=True`` without
+    ``isolation`` means ``worker``. ``timing=False`` runs only the correctness gate (``harness verify``);
+    ``gate_prompts`` overrides the scenarios' gate prompt selection; references live in ``reference_dir``
+    (default ``<results_dir>/references``). ``launches`` overrides every scenario's ``measurement.launches``.
+    """
+
+    results_dir: Optional[Path] = Path("results")
+    cache_dir: Optional[Path] = None
+    reference_dir: Optional[Path] = None
+    timing: bool = True
+    gate_prompts: Union[str, int, None] = None
+    refresh_reference: bool = False
+    log: Callable[[str], None] = field(default=lambda message: None)
+    isolate: bool = False
+    isolation: Optional[str] = None
+    allow_remote_code: bool = False  # the command line's confirmation of model.trust_remote_code
+    energy: bool = True  # energy (Zeus), CPU time and the roofline around the timed rounds
+    limits: Limits = field(default_factory=Limits)
+    launches: Optional[int] = None
+
+    def __post_init__(self):
+        self.isolation = self.isolation or ("worker" if self.isolate else "none")
+        if self.isolation not in MODES:
+            raise ValueError(f"isolation: expected one of {', '.join(MODES)}, got {self.isolation!r}")
+        self.session = Session(cache_dir=self.cache_dir, reference_dir=self.reference_dir, timing=self.timing,
+                               gate_prompts=self.gate_prompts, refresh_reference=self.refresh_reference,
+                               allow_remote_code=self.allow_remote_code, energy=self.energy, log=self.log)
+        self.pool = WorkerPool(self.session.options, self.isolation, self.limits, self.log)
+
+    def close(self) -> None:
+        """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
+        self.pool.close()
+
+    def launches_of(self, scenario: Scenario) -> int:
+        return self.launches or scenario.measurement.launches
+
+    # --- one point -------------------------------------------------------------------------------
+
+    def run_point(self, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None) -> Record:
+        """Every launch of one point, one after another (each in a fresh worker), merged and written."""
+        launches: list[Record] = []
+        while self._wants_launch(scenario, launches):
+            if launches:
+                self.pool.close()  # a launch is independent: fresh worker, fresh load
+            launches.append(self._launch(scenario, point, len(launches), on_round))
+        return self._merged(launches)
+
+    def _launch(self, scenario: Scenario, point: Point, index: int, on_round=None) -> Record:
+        """One launch of the point; the correctness gate and accuracy run in the first launch only."""
+        started = now_iso()
+        reason = self._skip_reason(point)
+        if reason:  # decided without starting a process
+            record = steps.new_record(self.session, scenario, point)
+            record.status, record.reason = "skipped", reason
+        elif self.isolation == "none":
+            self.session.verify = index == 0
+            try:
+                record = steps.execute(self.session, scenario, point, on_round)
+            finally:
+                self.session.verify = True
+        else:
+            record = self.pool.run(scenario, point, verify=index == 0, progress=self.session.progress)
+            record.settings = record.settings or self.session.settings_of(scenario)
+            record.environment = record.environment or self.session.environment()
+            record.started_at = record.started_at or started
+        record.finished_at = record.finished_at or now_iso()
+        return record
+
+    @staticmethod
+    def _skip_reason(point: Point) -> Optional[str]:
+        try:
+            return registry.get(point.adapter).supports(point)
+        except HarnessError as exc:
+            return str(exc)
+
+    def _wants_launch(self, scenario: Scenario, launches: list[Record]) -> bool:
+        """Another launch: until ``launches``; then, with ``target_rel_ci``, until the interval of the
+        median TPOT is narrow enough or ``max_launches`` is reached. Never after a launch that was not ok."""
+        if not launches:
+            return True
+        if launches[-1].status != "ok" or not self.timing:  # `harness verify` gates once
+            return False
+        m = scenario.measurement
+        if len(launches) < self.launches_of(scenario):
+            return True
+        if m.target_rel_ci is None or len(launches) >= (m.max_launches or 0):
+            return False
+        width = stats.rel_half_width(stats.combine(launches))
+        return width is None or width > m.target_rel_ci
+
+    def _merged(self, launches: list[Record]) -> Record:
+        record = stats.combine(launches)
+        if self.results_dir is not None:
+            results.write(record, self.results_dir)
+        return record
+
+    # --- sweeps ----------------------------------------------------------------------------------
+
+    def run(self, scenarios: Iterable[Scenario], progress: bool = True,
+            select: Optional[Callable[[Point], bool]] = None, resume: bool = False, shard=None) -> list[Record]:
+        """Run every (selected) point of every scenario, with a progress bar on stderr; the records come
+        back in sweep order.
+
+        Points are grouped by engine and model so a worker serves a group; launch k of every point runs
+        before launch k+1 of any (so a slow drift of the machine spreads over all points), each launch
+        pass in fresh workers. A point's record is written after each of its launches, merged so far.
+        ``resume`` keeps points whose stored record is ok or skipped with the same configuration and all
+        its launches; ``shard`` (a ``harness.run.shard.Shard``) keeps this machine's share of the points.
+
+        An ``Interrupted`` (a front-end's signal handling, ``harness.run.lifecycle``) leaves the launch under
+        way unrecorded, so ``resume`` runs the point again; it propagates carrying how many of how many
+        points have complete records.
+        """
+        from tqdm import tqdm
+
+        lifecycle.sweep_stale(self.results_dir)  # what killed runs left behind
+        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
+        if shard is not None:
+            from harness.run.shard import select as shard_select
+
+            work = shard_select(work, shard)
+        done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
+        groups: dict[tuple, int] = {}
+        order = sorted((i for i in range(len(work)) if i not in done),
+                       key=lambda i: groups.setdefault(_group(*work[i]), len(groups)))
+        launched: dict[int, list[Record]] = {i: [] for i in order}
+        planned = len(done) + sum(self.launches_of(work[i][0]) for i in order)
+        try:
+            with tqdm(total=planned, desc="sweep", unit="launch", disable=not progress, file=sys.stderr) as bar:
+                bar.update(len(done))
+                pending = order
+                while pending:
+                    for i in pending:
+                        scenario, point = work[i]
+                        bar.set_postfix_str(f"{scenario.name}::{point.id}")
+                        if progress:  # the point's phase (loading, timing round i/n, gate prompt j/m) on the bar
+                            self.session.progress = lambda phase, name=scenario.name: bar.set_postfix_str(f"{name}::{phase}")
+                        launched[i].append(self._launch(scenario, point, len(launched[i])))
+                        done[i] = self._merged(launched[i])
+                        bar.update()
+                        if launched[i][-1].status != "ok" and progress:
+                            bar.write(f"{done[i].status.upper()} {scenario.name}::{point.id}: {done[i].reason}",
+                                      file=sys.stderr)
+                    self.pool.close()  # the next pass starts fresh workers
+                    pending = [i for i in pending if self._wants_launch(work[i][0], launched[i])]
+                    bar.total = bar.n + sum(max(1, self.launches_of(work[i][0]) - len(launched[i])) for i in pending)
+        except lifecycle.Interrupted as exc:
+            complete = [i for i in done if i not in launched or not self._wants_launch(work[i][0], launched[i])]
+            exc.done, exc.total = len(complete), len(work)
+            raise
+        finally:
+            self.pool.close()
+            self.session.progress = lambda phase: None
+        return [done[i] for i in range(len(work)) if i in done]
+
+    def relaunch(self, records: list[Record], launches: int) -> list[Record]:
+        """``launches`` more launches of each record's point (scenario read from ``record.scenario_path``),
+        merged with the launches it has, written and returned in the same order (``harness gate --confirm``)."""
+        from harness.run import planning
+
+        out = []
+        try:
+            for record in records:
+                if not record.scenario_path:
+                    raise HarnessError(f"{record.scenario}::{record.point_id}: the record names no scenario file "
+                                       "to rerun (scenario_path)")
+                scenario = planning.load(Path(record.scenario_path))
+                point = next((p for p in expand(scenario) if p.id == record.point_id), None)
+                if point is None:
+                    raise HarnessError(f"{record.scenario_path}: no point {record.point_id} in the scenario any more")
+                merged = [record]
+                for _ in range(launches):
+                    self.pool.close()
+                    merged.append(self._launch(scenario, point, index=1))  # no second gate
+                out.append(self._merged(merged))
+        finally:
+            self.pool.close()
+        return out
+
+    def prepare_reference(self, scenario: Scenario):
+        """Compute (or find) the scenario's gate reference without touching any device: run once on
+        any machine, then ship the reference directory to the runners (``--reference-dir``)."""
+        from harness.run.steps.verify import gate_reference
+
+        return gate_reference(self.session, scenario, self.session.model(scenario))
+
+    def finished(self, scenario: Scenario, point: Point) -> Optional[Record]:
+        """The stored record of this point when it is ``ok`` (with all its launches) or ``skipped`` and its
+        configuration matches."""
+        if self.results_dir is None:
+            return None
+        path = results.record_path(self.results_dir, Record(scenario=scenario.name, point_id=point.id,
+                                                            point={}, status="ok"))
+        try:
+            record = results.read(path)
+        except (OSError, ValueError):
+            return None
+        settings = json.loads(json.dumps(self.session.settings_of(scenario)))
+        same = record.point == point.axes() and record.settings == settings
+        complete = record.status == "skipped" or (record.status == "ok" and (
+            not self.timing or len(record.samples.launches) >= self.launches_of(scenario)))
+        return record if same and complete else None
+
+
+def _group(scenario: Scenario, point: Point) -> tuple:
+    """Points that share a worker: same engine and model (and so the conversion artefacts)."""
+    return scenario.model.model_dump_json(), point.adapter

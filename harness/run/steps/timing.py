@@ -1,0 +1,85 @@
+"""The timed rounds: warm-up, then rounds until the stopping rule is met, inside one energy window."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from harness.measure import machine_state
+from harness.measure import rounds as measure
+from harness.adapters.base import Adapter
+from harness.records.record import Samples
+from harness.run.steps import finite
+from harness.run.steps.part import Part
+from harness.run.steps.resolve import ResolvedPoint
+from harness.run.steps.session import Session
+
+
+@dataclass
+class Timed:
+    part: Part
+    rounds: list[measure.Round]
+    meter: Any = None  # the energy meter, when energy is measured
+    window: Any = None  # the meter's reading over the timed rounds
+    cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
+    extra: dict = field(default_factory=dict)
+    machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
+
+
+def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
+    scenario, point, prompt_ids = resolved.scenario, resolved.point, resolved.prompt_ids
+    max_new = scenario.generation.max_new_tokens
+    outputs: dict[int, list[int]] = {}
+    engine_figures: list[dict] = []
+
+    m = scenario.measurement
+    calls = [0]
+    rounds_note = f"{m.min_rounds}+" if m.min_time_s > 0 else str(m.min_rounds)
+
+    def generate(index: int):
+        calls[0] += 1  # shown before the engine's clock starts, so the display costs the round nothing
+        done = calls[0] - m.warmup_rounds
+        session.progress(f"{point.id}: warm-up {calls[0]}/{m.warmup_rounds}" if done <= 0
+                         else f"{point.id}: timing round {done}/{rounds_note}")
+        trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
+        finite.check_timestamps(trace)
+        if trace.output_ids:
+            outputs[index] = trace.output_ids[0]
+        engine_figures.append(trace.engine_metrics)
+        return trace
+
+    stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
+    windows: dict = {}
+    meter = session.energy_meter() if session.energy else None
+
+    @contextlib.contextmanager
+    def energy_window():
+        with machine_state.watch() as machine:  # the machine's state over the timed rounds, with the launch
+            try:
+                if meter is None:
+                    yield
+                    return
+                from harness.measure.energy import CycleCounter
+
+                cycles = CycleCounter()
+                cycles.begin()
+                meter.begin("generation")
+                try:
+                    yield
+                finally:  # closed even when a round fails, so the next point can open its own
+                    windows["generation"] = meter.end("generation")
+                    windows["cycles"] = (cycles.end(), cycles.reason)
+            finally:
+                windows["machine"] = machine
+
+    warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
+    figures = {**measure.summarize(rounds), **measure.summarize_engine(engine_figures[len(warmups):]),
+               "first_call_s": warmups[0] if warmups else None}
+    machine = windows["machine"].result().to_dict() if "machine" in windows else {}
+    part = Part(metrics=figures, updates={
+        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
+        "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
+        "prompt_lengths": [len(p) for p in prompt_ids],
+    })
+    return Timed(part, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine)

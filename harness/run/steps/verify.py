@@ -1,0 +1,164 @@
+"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task accuracy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from harness.models import prompts
+from harness.adapters.base import Adapter, now_ns
+from harness.errors import Unsupported
+from harness.records.record import Accuracy, Correctness, ReferenceInfo
+from harness.run.steps.part import Part
+from harness.run.steps.resolve import ResolvedPoint
+from harness.run.steps.session import Session
+
+if TYPE_CHECKING:
+    from harness.accuracy.evaluate import Reference
+
+
+def gate_reference(session: Session, scenario, model):
+    """The scenario's stored HF reference (computed once per model, prompt set and settings), or None."""
+    if scenario.gate is None:
+        return None
+    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+
+    spec = scenario.gate
+    pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
+    settings = ReferenceSettings(tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype,
+                                 threads=scenario.measurement.threads)
+    store = ReferenceStore(session.reference_store)
+
+    def compute():
+        reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=session.refresh_reference)
+        session.log(f"reference: reused {path}" if reused else
+                    f"reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        return reference
+
+    return session.reference(store.path_for(model.name, pairs, settings), compute)
+
+
+def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]:
+    spec = scenario.accuracy
+    if spec is None or not spec.reference or not session.timing:
+        return None
+    from harness.accuracy import evaluate as accuracy
+
+    if accuracy.unavailable():
+        return None
+    dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
+    return accuracy.reference(model, spec.tasks, spec.limit, spec.num_fewshot, dtype,
+                              scenario.measurement.threads, session.reference_store, log=session.log)
+
+
+def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Part:
+    from harness.correctness import gate
+
+    spec = resolved.scenario.gate
+    point = resolved.point
+    fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
+    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
+                             fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
+    start = now_ns()
+    result = gate.run(adapter, reference, config,
+                      on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}"))
+    if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
+        return Part(updates={"correctness": Correctness(skipped=result.why)})
+    part = Correctness.model_validate(result.to_dict() | {"reference": ReferenceInfo(
+        created_at=reference.created_at, versions=reference.versions, noise_floor=reference.noise_floor,
+        prompts=len(reference.prompts), tokens=reference.settings["tokens"])})
+    part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+    if result.verdict != "pass":
+        found = diagnose(resolved, adapter, reference, result)
+        part.diagnosis = found.to_dict()
+        if found.departs_at is not None:
+            part.report += (f"\ndiagnosis: activations depart from HF at {found.departs_at} "
+                            f"({found.phase}, prompt {found.prompt})")
+    return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
+
+
+def same_weights(session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference,
+                 correctness: Optional[Correctness]) -> Part:
+    """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
+    ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
+    becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
+    from harness.correctness import gate
+    from harness.correctness import same_weights as sw
+    from harness.records.record import SameWeights
+
+    if correctness is None:
+        return Part()
+    point = resolved.point
+    why = sw.skip_reason(adapter, point, correctness)
+    twin = adapter.trusted_twin() if why is None else None
+    if isinstance(twin, str):  # an adapter without a trusted twin says why
+        why = twin
+    if why is not None:
+        return Part(updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})})
+
+    def compute():
+        reference, path, reused = sw.get_or_compute(session.reference_store, twin, hf_reference,
+                                                    refresh=session.refresh_reference)
+        session.log(f"same-weights reference: reused {path}" if reused else
+                    f"same-weights reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        return reference
+
+    reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
+    spec = resolved.scenario.gate
+    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor, fail_factor=spec.fail_factor)
+    result = sw.compare(adapter, reference, config,
+                        on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}"))
+    if isinstance(result, gate.NotRun):
+        found = SameWeights(skipped=result.why)
+    else:
+        report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+        found = sw.summary(result, reference, correctness.verdict, report)
+    verdict, why = sw.combine(correctness.verdict, found.verdict)
+    update = {"same_weights": found, "verdict": verdict}
+    if why:
+        update["reasons"] = [*correctness.reasons, why]
+        update["report"] = "\n".join(filter(None, [correctness.report, f"same weights: {why}", found.report]))
+    return Part(updates={"correctness": correctness.model_copy(update=update)})
+
+
+def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
+    """Where the device first departs from HF (in the reference dtype), on the prompt the gate failed first."""
+    from harness.correctness.diagnosis import Diagnosis, diagnose_failure
+    from harness.correctness.reference import hf_engine
+
+    if not adapter.supports_hidden_states:  # no HF engine to load for nothing
+        return Diagnosis(not_run=f"{adapter.name} exposes no hidden states")
+    scenario = resolved.scenario
+    with hf_engine(resolved.model, scenario.gate.reference_dtype, scenario.measurement.threads) as engine:
+        return diagnose_failure(adapter, engine, reference, result)
+
+
+def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Part:
+    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.evaluate.Reference``)
+    the delta, its paired test and interval, and the non-inferiority verdict."""
+    from harness.accuracy import evaluate as tasks
+    from harness.correctness.reference import eos_ids
+
+    spec = resolved.scenario.accuracy
+    reason = tasks.unavailable()
+    if reason:  # timing and the gate still stand; the record says why accuracy is missing
+        return Part(updates={"accuracy": Accuracy(skipped=reason)})
+    from harness.accuracy.lm_eval_model import HarnessLM
+
+    model, tokenizer = resolved.model, resolved.tokenizer
+    start = now_ns()
+    lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{point_id}")
+    try:
+        scores, outcomes = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+    except Unsupported as exc:  # an engine with neither logits nor generation to score
+        return Part(updates={"accuracy": Accuracy(skipped=str(exc))})
+    part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
+    if reference is not None:
+        from harness.accuracy.paired import compare
+
+        found = compare(scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired,
+                        spec.non_inferiority)
+        part = part.model_copy(update={
+            "reference": reference.scores, "delta": tasks.delta(scores, reference.scores),
+            "reference_outcomes": reference.outcomes, "paired": found.paired or None,
+            "unpaired": found.unpaired or None, "verdict": found.verdict})
+    return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})

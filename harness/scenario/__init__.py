@@ -1,0 +1,1 @@
+"""Scenario files: the schema, strict YAML reading and sweep expansion into points."""

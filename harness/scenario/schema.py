@@ -1,0 +1,218 @@
+"""Scenario files: schema, safe YAML loading, and errors that name file, line and field.
+
+A scenario names a model, prompts, generation and measurement settings, and the axes to sweep.
+``harness.scenario.sweep`` expands it into points; ``harness.run.planning`` loads a file and runs the checks that
+need the adapter registry, the model sources or the points (this module needs none of them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+
+QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
+# naming its line instead of a run that lasts until the point's timeout. The model's own context is
+# checked once it is resolved (harness.run.steps.resolve).
+MAX_TOKENS = 1_048_576
+Tokens = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
+MAX_OPTIONS_BYTES = 64 * 1024  # adapter_options / quantization_options are copied into every record
+
+# Written for this project: neutral starters that any base model can continue.
+DEFAULT_PROMPTS = (
+    "The capital of France is",
+    "A good way to keep bread fresh for longer is to",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Strict):
+    source: str = Field(description="built-in name (gemma3-270m, tiny-llama, ...), HF directory or .gguf path")
+    dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    seed: NonNegativeInt = Field(0, description="seed for built-in tiny models")
+    trust_remote_code: bool = False
+
+
+class Generation(_Strict):
+    max_new_tokens: Tokens = 32
+
+
+class Measurement(_Strict):
+    warmup_rounds: NonNegativeInt = Field(1, description="untimed runs before measuring")
+    min_rounds: PositiveInt = Field(3, description="measure at least this many rounds ...")
+    min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
+    max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
+    threads: Optional[PositiveInt] = Field(None, description="engine threads; default: the engine's own")
+    launches: PositiveInt = Field(1, description="independent launches per point (fresh worker and load each), "
+                                                 "interleaved across the sweep")
+    target_rel_ci: Optional[PositiveFloat] = Field(
+        None, description="adaptive: stop adding launches to a point once the 95 % interval of its median "
+                          "tpot is within +-this fraction (0.02 = 2 %); needs max_launches")
+    max_launches: Optional[PositiveInt] = Field(None, description="with target_rel_ci: at most this many launches")
+
+    @model_validator(mode="after")
+    def _rounds_consistent(self):
+        if self.max_rounds < self.min_rounds:
+            raise ValueError(f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
+        if self.target_rel_ci is not None and self.max_launches is None:
+            raise ValueError("target_rel_ci needs max_launches (the most launches a point may take)")
+        if self.max_launches is not None and self.max_launches < self.launches:
+            raise ValueError(f"max_launches ({self.max_launches}) must be >= launches ({self.launches})")
+        return self
+
+
+class QuantizationOptions(_Strict):
+    """How engines that quantize for the sweep's quantization axis do it (recorded with results)."""
+
+    int4_group_size: PositiveInt = Field(128, description="weights per int4 scale (NNCF group_size)")
+    ratio: float = Field(1.0, gt=0, le=1, description="share of layers at the axis's precision (rest int8)")
+
+
+class Gate(_Strict):
+    """Correctness gate against the HF reference (see harness.correctness.gate)."""
+
+    k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
+    tokens: Tokens = Field(32, description="greedy tokens per prompt")
+    prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
+        "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts")
+    mode: Literal["free", "forced", "both"] = "both"
+    drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
+    fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
+    fail_on_drift: Union[bool, Literal["auto"]] = Field(
+        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones")
+    reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+
+    @model_validator(mode="after")
+    def _factors_ordered(self):
+        if self.fail_factor < self.drift_factor:
+            raise ValueError(f"fail_factor ({self.fail_factor:g}) must be >= drift_factor ({self.drift_factor:g})")
+        return self
+
+
+class Accuracy(_Strict):
+    """Task accuracy through lm-evaluation-harness (see harness.accuracy.evaluate)."""
+
+    tasks: list[str] = Field(min_length=1, description="lm-eval tasks: the shipped harness_cloze and "
+                             "harness_choice, or any task whose dataset is cached on this machine")
+    limit: Optional[PositiveInt] = Field(None, description="items per task (all when unset)")
+    num_fewshot: NonNegativeInt = 0
+    reference: bool = Field(True, description="also score the HF reference (gate.reference_dtype, else bf16) "
+                            "on the same tasks and record each point's delta")
+    non_inferiority: dict[str, Union[float, dict[str, float]]] = Field(
+        default_factory=dict, description="per task, the fraction of the reference's score a point must keep "
+        "(0.99 = 99 %, MLPerf style), for all its metrics or per metric ({task: {metric: fraction}}): the "
+        "delta's 95 % interval may fall short of the reference by at most (1 - fraction) x reference")
+
+    @field_validator("non_inferiority", mode="before")
+    @classmethod
+    def _fractions(cls, value):
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a mapping of task to fraction, e.g. {{harness_choice: 0.99}}, got {value!r}")
+        for task, margin in value.items():
+            for where, fraction in (margin.items() if isinstance(margin, dict) else [(None, margin)]):
+                name = f"{task}.{where}" if where is not None else task
+                if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+                    raise ValueError(f"{name}: expected the fraction of the reference's score to keep, "
+                                     f"0 < fraction <= 1 (0.99 = keep 99 %), got {fraction!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _margins_name_tasks(self):
+        unknown = [task for task in self.non_inferiority if task not in self.tasks]
+        if unknown:
+            raise ValueError(f"non_inferiority names {', '.join(map(repr, unknown))}, not in accuracy.tasks "
+                             f"({', '.join(self.tasks)})")
+        if self.non_inferiority and not self.reference:
+            raise ValueError("non_inferiority needs reference: true (margins are relative to the HF reference)")
+        return self
+
+
+class Sweep(_Strict):
+    adapter: list[str] = Field(min_length=1)
+    device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
+    max_seq_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
+    quantization: list[Literal[QUANTIZATIONS]] = Field(default_factory=lambda: ["none"], min_length=1)  # type: ignore[valid-type]
+    prompt_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
+    beam_width: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
+    batch_size: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
+    moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    # tokens each expert takes per forward pass (a prefill chunk or a decode step); None = unlimited
+    moe_capacity: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+
+
+# The sweep axes, in point-id order: the one list (harness.scenario.sweep.Point has exactly these fields).
+AXES: tuple[str, ...] = tuple(Sweep.model_fields)
+
+
+class KnownFailure(_Strict):
+    """A failure the scenario expects: under pytest its points are xfail instead of failed."""
+
+    match: dict[str, Any] = Field(description="axis values a point must have, e.g. {device: NPU, quantization: int4_sym}")
+    reason: str
+
+
+class Scenario(_Strict):
+    name: str = Field(pattern=SAFE_NAME)
+    description: str = ""
+    model: ModelSpec
+    prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_PROMPTS), min_length=1)
+    synthetic_prompts: PositiveInt = Field(1, description="distinct corpus prompts per point when prompt_len is swept")
+    generation: Generation = Field(default_factory=Generation)
+    measurement: Measurement = Field(default_factory=Measurement)
+    quantization_options: QuantizationOptions = Field(default_factory=QuantizationOptions)
+    adapter_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)")
+    gate: Optional[Gate] = None
+    accuracy: Optional[Accuracy] = None
+    sweep: Sweep
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    include: list[dict[str, Any]] = Field(default_factory=list)
+    markers: list[str] = Field(default_factory=list)
+    known_failures: list[KnownFailure] = Field(default_factory=list)
+    path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_shorthand(cls, value):
+        return {"source": value} if isinstance(value, str) else value
+
+    @field_validator("adapter_options", mode="after")
+    @classmethod
+    def _bounded_options(cls, value):
+        import json
+
+        size = len(json.dumps(value, default=str))
+        if size > MAX_OPTIONS_BYTES:
+            raise ValueError(f"{size:,} bytes as JSON; at most {MAX_OPTIONS_BYTES // 1024} KiB (every record "
+                             "copies these options)")
+        return value
+
+    @model_validator(mode="after")
+    def _options_for_swept_adapters(self):
+        swept = set(self.sweep.adapter) | {entry.get("adapter") for entry in self.include}
+        for name in self.adapter_options:
+            if name not in swept:
+                raise ValueError(f"adapter_options names {name!r}, which no point of this sweep uses "
+                                 f"(adapters: {', '.join(sorted(a for a in swept if a))})")
+        return self
+
+    @property
+    def explicit_axes(self) -> frozenset[str]:
+        """Axes the file names explicitly: these appear in point ids."""
+        return frozenset(self.sweep.model_fields_set)
