@@ -57,10 +57,14 @@ def main() -> None:
     same_greedy = all(a[1] == b[1] for a, b in zip(results["one_pass"], results["stepwise"]))
     one, step = statistics.median(times["one_pass"]), statistics.median(times["stepwise"])
     print(f"{args.model} on {args.adapter}:{device}, {len(batch)} requests, {args.rounds} alternating rounds")
-    print(f"one pass: {one:.2f} s ({one / len(batch) * 1e3:.1f} ms/request); stepwise: {step:.2f} s "
-          f"({step / len(batch) * 1e3:.1f} ms/request); speed-up {step / one:.2f}x")
-    print(f"largest log-likelihood difference {diff:.2e}; greedy flags identical: {same_greedy}; "
-          f"mean log-likelihood {np.mean([r[0] for r in results['one_pass']]):.3f}")
+    print(
+        f"one pass: {one:.2f} s ({one / len(batch) * 1e3:.1f} ms/request); stepwise: {step:.2f} s "
+        f"({step / len(batch) * 1e3:.1f} ms/request); speed-up {step / one:.2f}x"
+    )
+    print(
+        f"largest log-likelihood difference {diff:.2e}; greedy flags identical: {same_greedy}; "
+        f"mean log-likelihood {np.mean([r[0] for r in results['one_pass']]):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,10 @@ def ours_vs_engine(adapter, ids, rounds: int, tokens: int, engine_ttft_key: str)
         engine_ttft.append(trace.engine_metrics[engine_ttft_key])
     med = statistics.median
     return {
-        "tpot_ours": med(ours_tpot), "tpot_engine": med(engine_tpot),
+        "tpot_ours": med(ours_tpot),
+        "tpot_engine": med(engine_tpot),
         "tpot_ratio": med(o / t for o, t in zip(ours_tpot, engine_tpot)),
-        "ttft_ours": med(ours_ttft), "ttft_engine": med(engine_ttft),
+        "ttft_ours": med(ours_ttft),
+        "ttft_engine": med(engine_ttft),
         "ttft_ratio": med(o / t for o, t in zip(ours_ttft, engine_ttft)),
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+
 from common import single_point
 
 from harness.run.runner import Runner

@@ -26,12 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.run import planning
 from harness.adapters import registry
-from harness.regression import check as regression
-from harness.records import store as results
 from harness.measure import launches as stats
+from harness.records import store as results
 from harness.records.record import Record
+from harness.regression import check as regression
+from harness.run import planning
 from harness.run.runner import Runner
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import expand
@@ -46,8 +46,10 @@ def scenarios(launches: int, long: bool) -> list[Scenario]:
     out = []
     for name in ("quickstart", "cpu_runtimes"):
         loaded = planning.load(ROOT / "scenarios" / f"{name}.yaml")
-        lengths = sorted({p.prompt_len for p in expand(loaded) if p.adapter in ENGINES and (long or p.prompt_len != 1024)},
-                         key=lambda n: n or 0)
+        lengths = sorted(
+            {p.prompt_len for p in expand(loaded) if p.adapter in ENGINES and (long or p.prompt_len != 1024)},
+            key=lambda n: n or 0,
+        )
         sweep = {"adapter": [f"{engine}-{build}" for engine in ENGINES.values() for build in BUILDS], "device": ["cpu"]}
         if lengths != [None]:
             sweep["prompt_len"] = lengths
@@ -63,9 +65,12 @@ def subset(record: Record, chosen: list[int]) -> Record:
     remap = {i: n for n, i in enumerate(chosen)}
     rounds = [r.model_copy(update={"launch": remap[r.launch]}) for r in record.samples.rounds if r.launch in remap]
     intervals = stats.intervals(kept)
-    return record.model_copy(update=dict(
-        metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
-        samples=record.samples.model_copy(update=dict(rounds=rounds, launches=kept, intervals=intervals))))
+    return record.model_copy(
+        update=dict(
+            metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
+            samples=record.samples.model_copy(update=dict(rounds=rounds, launches=kept, intervals=intervals)),
+        )
+    )
 
 
 def as_build(record: Record, build: str) -> Record:
@@ -90,16 +95,22 @@ def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--launches", type=int, default=10,
-                        help="launches per build and point (the pool; A/A nights need 2 x 5 of A's)")
+    parser.add_argument(
+        "--launches", type=int, default=10, help="launches per build and point (the pool; A/A nights need 2 x 5 of A's)"
+    )
     parser.add_argument("--nights", type=int, default=200, help="nights resampled per comparison")
     parser.add_argument("--long", action="store_true", help="add cpu_runtimes' 1024-token prompts")
     parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--results", type=Path, default=None,
-                        help="keep the sweep's records here; with --reuse, judge records already there")
-    parser.add_argument("--reuse", action="store_true",
-                        help="do not run: resample nights from the records already in --results")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="keep the sweep's records here; with --reuse, judge records already there",
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="do not run: resample nights from the records already in --results"
+    )
     args = parser.parse_args()
     import slowdown
 
@@ -125,8 +136,10 @@ def main() -> None:
         pool.setdefault((record.scenario, record.point_id.replace(build, "slow0")), {})[build] = record
     rng = random.Random(args.seed)
     # Device time of one side of a night: every point's mean launch cost (all of it: start, load, rounds).
-    per_launch = sum(sum(builds["slow0"].time_split.model_dump().values()) / len(stats.launches_of(builds["slow0"]))
-                     for builds in pool.values())
+    per_launch = sum(
+        sum(builds["slow0"].time_split.model_dump().values()) / len(stats.launches_of(builds["slow0"]))
+        for builds in pool.values()
+    )
     # A/A nights take two disjoint halves of A's launches: a partial pool (an interrupted run) gives fewer.
     fewest = min(len(stats.launches_of(r)) for builds in pool.values() for r in builds.values())
     per_side = min(NIGHT_LAUNCHES, fewest // 2)
@@ -134,29 +147,39 @@ def main() -> None:
         sys.exit(f"A/A nights need at least 2 launches of every build and point; the pool has {fewest}")
     rows = []
     for rule, launches in (("old: 1 launch, threshold + spread", 1), (f"new: {per_side} launches, MWU + BH", per_side)):
-        rates = {build: sum(night(pool, build, launches, rng, args.fdr) for _ in range(args.nights)) / args.nights
-                 for build in ("slow0", "slow5", "slow10")}
+        rates = {
+            build: sum(night(pool, build, launches, rng, args.fdr) for _ in range(args.nights)) / args.nights
+            for build in ("slow0", "slow5", "slow10")
+        }
         rows.append((rule, rates, launches * per_launch))
     points = len(pool)
-    print(f"{points} points x 3 builds x {fewest}+ launches ({wall / 60:.1f} min); "
-          f"{args.nights} resampled nights per comparison; default thresholds {regression.DEFAULT_THRESHOLDS}; "
-          f"FDR {args.fdr:g}")
+    print(
+        f"{points} points x 3 builds x {fewest}+ launches ({wall / 60:.1f} min); "
+        f"{args.nights} resampled nights per comparison; default thresholds {regression.DEFAULT_THRESHOLDS}; "
+        f"FDR {args.fdr:g}"
+    )
     print("| rule | false-alarm nights (A/A) | +5 % detected | +10 % detected | device time per night |")
     print("|---|---|---|---|---|")
     for rule, rates, seconds in rows:
-        print(f"| {rule} | {rates['slow0']:.1%} ({rates['slow0'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
-              f"({rates['slow5'] * 20:.1f} in 20) | {rates['slow10']:.1%} ({rates['slow10'] * 20:.1f} in 20) "
-              f"| {seconds:.0f} s |")
+        print(
+            f"| {rule} | {rates['slow0']:.1%} ({rates['slow0'] * 20:.1f} in 20) | {rates['slow5']:.1%} "
+            f"({rates['slow5'] * 20:.1f} in 20) | {rates['slow10']:.1%} ({rates['slow10'] * 20:.1f} in 20) "
+            f"| {seconds:.0f} s |"
+        )
     tests = len(pool) * 2  # tpot and ttft per point (no energy meter here)
     alpha = args.fdr * len(pool) / tests  # BH's bar when every point's tpot regressed, as in these nights
-    print(f"\nlaunch-to-launch CV of tpot per point (A build), and the launches per side a point would need to show "
-          f"a slowdown with 95 % power (one-sided alpha {alpha:g}: BH's bar when all {len(pool)} points regress):")
+    print(
+        f"\nlaunch-to-launch CV of tpot per point (A build), and the launches per side a point would need to show "
+        f"a slowdown with 95 % power (one-sided alpha {alpha:g}: BH's bar when all {len(pool)} points regress):"
+    )
     for (scenario, point_id), builds in pool.items():
         interval = builds["slow0"].samples.intervals.get("tpot_ms")
         if interval is not None and interval.cv is not None:
             need = {shift: launches_needed(interval.cv, shift, alpha) for shift in (0.05, 0.10)}
-            print(f"  {scenario}::{point_id}: CV {interval.cv:.1%} over {interval.launches} launches, median "
-                  f"{interval.estimate:.2f} ms; needs ~{need[0.10]} launches a side for +10 %, ~{need[0.05]} for +5 %")
+            print(
+                f"  {scenario}::{point_id}: CV {interval.cv:.1%} over {interval.launches} launches, median "
+                f"{interval.estimate:.2f} ms; needs ~{need[0.10]} launches a side for +10 %, ~{need[0.05]} for +5 %"
+            )
 
 
 def launches_needed(cv: float, shift: float, alpha: float, power: float = 0.95) -> int:

@@ -28,20 +28,43 @@ STEPPED = ("p000", "p050", "p100", "p150", "p199")  # points whose ms/token step
 def _point_record(night: int, point: str, ttft_ms: float, tpot_ms: float, energy: float, rng) -> Record:
     """A record whose metrics are consistent with its rounds (10 catalogue metrics)."""
     scale = 1 + 0.005 * rng.standard_normal(ROUNDS)
-    rounds = [{"prompt_index": 0, "prompt_tokens": 64, "batch_size": 1, "ttft_s": ttft_ms * s / 1e3,
-               "gaps_s": [tpot_ms * s / 1e3] * (TOKENS - 1), "e2e_s": (ttft_ms + tpot_ms * (TOKENS - 1)) * s / 1e3}
-              for s in scale]
+    rounds = [
+        {
+            "prompt_index": 0,
+            "prompt_tokens": 64,
+            "batch_size": 1,
+            "ttft_s": ttft_ms * s / 1e3,
+            "gaps_s": [tpot_ms * s / 1e3] * (TOKENS - 1),
+            "e2e_s": (ttft_ms + tpot_ms * (TOKENS - 1)) * s / 1e3,
+        }
+        for s in scale
+    ]
     tpot, ttft = tpot_ms * float(np.median(scale)), ttft_ms * float(np.median(scale))
     e2e = ttft + tpot * (TOKENS - 1)
-    metrics = {"ttft_ms": ttft, "ttft_ms_p90": ttft * 1.01, "e2e_ms": e2e, "tpot_ms": tpot,
-               "ms_per_token_p50": tpot, "ms_per_token_p90": tpot * 1.02, "prefill_tokens_per_s": 64e3 / ttft,
-               "decode_tokens_per_s": 1e3 / tpot, "throughput_tokens_per_s": TOKENS * 1e3 / e2e,
-               "energy_per_token_mj": energy}
-    return Record(scenario="nightly", point_id=point, point={"adapter": "hf", "device": "cpu"}, status="ok",
-                  metrics=metrics, samples={"rounds": rounds}, correctness={"verdict": "pass", "kl_ratio": 1.0},
-                  adapter={"engine": "transformers", "engine_version": "5.0.0", "device": "cpu"},
-                  environment={"hostname": "bench-host", "git": {"commit": f"{night:08x}" + "0" * 32}},
-                  started_at=(datetime(2025, 1, 1, 2, tzinfo=timezone.utc) + timedelta(days=night)).isoformat())
+    metrics = {
+        "ttft_ms": ttft,
+        "ttft_ms_p90": ttft * 1.01,
+        "e2e_ms": e2e,
+        "tpot_ms": tpot,
+        "ms_per_token_p50": tpot,
+        "ms_per_token_p90": tpot * 1.02,
+        "prefill_tokens_per_s": 64e3 / ttft,
+        "decode_tokens_per_s": 1e3 / tpot,
+        "throughput_tokens_per_s": TOKENS * 1e3 / e2e,
+        "energy_per_token_mj": energy,
+    }
+    return Record(
+        scenario="nightly",
+        point_id=point,
+        point={"adapter": "hf", "device": "cpu"},
+        status="ok",
+        metrics=metrics,
+        samples={"rounds": rounds},
+        correctness={"verdict": "pass", "kl_ratio": 1.0},
+        adapter={"engine": "transformers", "engine_version": "5.0.0", "device": "cpu"},
+        environment={"hostname": "bench-host", "git": {"commit": f"{night:08x}" + "0" * 32}},
+        started_at=(datetime(2025, 1, 1, 2, tzinfo=timezone.utc) + timedelta(days=night)).isoformat(),
+    )
 
 
 def generate(work: Path, nights: int, points: int) -> list[Path]:
@@ -102,17 +125,32 @@ def main() -> None:
 
     report = _timed("trend_report_s", timings, trend_figures, db, work / "trends")
     if args.all_points:
-        everything = _timed("trend_report_all_points_s", timings, lambda: trend_figures(db, work / "trends-all",
-                            all_points=True))
+        everything = _timed(
+            "trend_report_all_points_s", timings, lambda: trend_figures(db, work / "trends-all", all_points=True)
+        )
         timings["trend_pngs_all_points"] = len(everything.figures)
     size = os.path.getsize(work / "history.sqlite") if args.db is None else None
-    print(json.dumps({
-        "nights": args.nights, "points": args.points, "metrics_per_point": 10, "values": args.nights * args.points * 10,
-        "db": db.split("@")[-1], "db_size_mb": None if size is None else round(size / 2**20, 1), **timings,
-        "check_exit": code, "regressions": len(regressions), "stepped_points_found": f"{len(found)}/{len(STEPPED)}",
-        "found_match_injected": found == sorted(p for p in STEPPED if int(p[1:]) < args.points), "trend_pngs": len(report.figures),
-        "open_change_points": len(report.open_changes), "work": str(work),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "nights": args.nights,
+                "points": args.points,
+                "metrics_per_point": 10,
+                "values": args.nights * args.points * 10,
+                "db": db.split("@")[-1],
+                "db_size_mb": None if size is None else round(size / 2**20, 1),
+                **timings,
+                "check_exit": code,
+                "regressions": len(regressions),
+                "stepped_points_found": f"{len(found)}/{len(STEPPED)}",
+                "found_match_injected": found == sorted(p for p in STEPPED if int(p[1:]) < args.points),
+                "trend_pngs": len(report.figures),
+                "open_change_points": len(report.open_changes),
+                "work": str(work),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,14 +43,21 @@ def main() -> None:
         for runner in runners.values():
             runner.close()
     inline, worker, own = (statistics.median(times[mode]) for mode in ("none", "worker", "point"))
-    print("| model | adapter | rounds | in-process s/point | persistent worker s/point | process per point s/point "
-          "| worker overhead s/point | process-per-point overhead s/point |")
+    print(
+        "| model | adapter | rounds | in-process s/point | persistent worker s/point | process per point s/point "
+        "| worker overhead s/point | process-per-point overhead s/point |"
+    )
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.adapter} | {args.rounds} | {inline:.2f} | {worker:.2f} | {own:.2f} "
-          f"| {worker - inline:+.2f} | {own - inline:+.2f} |")
+    print(
+        f"| {args.model} | {args.adapter} | {args.rounds} | {inline:.2f} | {worker:.2f} | {own:.2f} "
+        f"| {worker - inline:+.2f} | {own - inline:+.2f} |"
+    )
     print("\nms/token, median (min-max) over the rounds: engine reused by the worker vs loaded afresh per point")
-    for mode, label in (("worker", "persistent worker, engine reused"), ("point", "process per point, fresh load"),
-                        ("none", "in-process, fresh load")):
+    for mode, label in (
+        ("worker", "persistent worker, engine reused"),
+        ("point", "process per point, fresh load"),
+        ("none", "in-process, fresh load"),
+    ):
         print(f"  {label}: {statistics.median(tpot[mode]):.2f} ({min(tpot[mode]):.2f}-{max(tpot[mode]):.2f})")
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.adapters.llamacpp import LlamaCppAdapter
 from common import ours_vs_engine
-from harness.models import sources as models
-from harness.models import prompts
+
 from harness.adapters.base import LoadSettings
+from harness.adapters.llamacpp import LlamaCppAdapter
+from harness.models import prompts
+from harness.models import sources as models
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -35,10 +36,14 @@ def main() -> None:
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
     f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "prompt_eval_ms")
-    print("| model | rounds | TPOT ours ms | TPOT llama.cpp ms | ratio | TTFT ours ms | prompt eval llama.cpp ms | ratio |")
+    print(
+        "| model | rounds | TPOT ours ms | TPOT llama.cpp ms | ratio | TTFT ours ms | prompt eval llama.cpp ms | ratio |"
+    )
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
-          f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |")
+    print(
+        f"| {args.model} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
+        f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |"
+    )
 
 
 if __name__ == "__main__":

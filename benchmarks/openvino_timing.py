@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.adapters.openvino import OpenVINOAdapter
 from common import ours_vs_engine
-from harness.models import sources as models
-from harness.models import prompts
+
 from harness.adapters.base import LoadSettings
+from harness.adapters.openvino import OpenVINOAdapter
+from harness.models import prompts
+from harness.models import sources as models
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -31,15 +32,18 @@ def main() -> None:
 
     model = models.resolve(ModelSpec(source=args.model))
     adapter = OpenVINOAdapter()
-    point = Point(adapter="openvino", device=args.device, max_seq_len=args.max_seq_len,
-                  prompt_len=args.prompt_len, id="bench")
+    point = Point(
+        adapter="openvino", device=args.device, max_seq_len=args.max_seq_len, prompt_len=args.prompt_len, id="bench"
+    )
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))
     ids = prompts.synthetic(model.tokenizer(), args.prompt_len, 1)[0]
     f = ours_vs_engine(adapter, ids, args.rounds, args.tokens, "ttft_ms")
     print("| model | device | rounds | TPOT ours ms | TPOT GenAI ms | ratio | TTFT ours ms | TTFT GenAI ms | ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.device} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
-          f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |")
+    print(
+        f"| {args.model} | {args.device} | {args.rounds} | {f['tpot_ours']:.2f} | {f['tpot_engine']:.2f} | {f['tpot_ratio']:.3f} | "
+        f"{f['ttft_ours']:.2f} | {f['ttft_engine']:.2f} | {f['ttft_ratio']:.3f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Cost of the gate's HF reference: first computation (bf16 greedy + fp32 noise floor) vs reuse.
 
-    python benchmarks/reference_cost.py [--model gemma3-270m] [--prompts ci|all|N] [--tokens 32]
+python benchmarks/reference_cost.py [--model gemma3-270m] [--prompts ci|all|N] [--tokens 32]
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.models import sources as models
 from harness.models.prompts import select_gate_prompts
-from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.scenario.schema import ModelSpec
 
 
@@ -45,7 +45,9 @@ def main() -> None:
     reuse = statistics.median(reuse_s)
     print("| model | prompts x tokens | first run s | reused s (median) | speed-up | file KiB |")
     print("|---|---|---|---|---|---|")
-    print(f"| {args.model} | {len(pairs)} x {args.tokens} | {first_s:.1f} | {reuse:.2f} | {first_s / reuse:.0f}x | {size_kb:.0f} |")
+    print(
+        f"| {args.model} | {len(pairs)} x {args.tokens} | {first_s:.1f} | {reuse:.2f} | {first_s / reuse:.0f}x | {size_kb:.0f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.records import store as results
 from harness.cli.app import main  # noqa: E402
+from harness.records import store as results
 from tests.records import record  # noqa: E402  (the same synthetic records the tests use)
 
 QUANTS = ["none", "int8_sym", "int8_asym", "int4_sym", "int4_asym"]
@@ -32,10 +32,23 @@ def write_records(directory: Path, count: int, seed: int) -> None:
         seq = 128 * 2 ** (rest // len(QUANTS) % 5)
         prompt = 32 * 2 ** (rest // 25 % 8)
         verdict = ("pass", "drift", "fail")[i % 3] if quant != "none" else "pass"
-        results.write(record(f"openvino-CPU-{quant}-seq{seq}-prompt{prompt}", scenario=f"s{scenario:03d}",
-                             adapter="openvino", device="CPU", quantization=quant, max_seq_len=seq, prompt_len=prompt,
-                             tpot_ms=30 + seq / 100, ttft_ms=prompt * 2.0, seed=seed + i, verdict=verdict,
-                             energy_per_token_mj=20 + seq / 50), directory)
+        results.write(
+            record(
+                f"openvino-CPU-{quant}-seq{seq}-prompt{prompt}",
+                scenario=f"s{scenario:03d}",
+                adapter="openvino",
+                device="CPU",
+                quantization=quant,
+                max_seq_len=seq,
+                prompt_len=prompt,
+                tpot_ms=30 + seq / 100,
+                ttft_ms=prompt * 2.0,
+                seed=seed + i,
+                verdict=verdict,
+                energy_per_token_mj=20 + seq / 50,
+            ),
+            directory,
+        )
 
 
 def timed(argv: list[str]) -> float:
@@ -53,16 +66,24 @@ def run(count: int, repeats: int) -> None:
         start = time.perf_counter()
         write_records(tmp / "base", count, seed=0)
         write_records(tmp / "new", count, seed=10**6)
-        print(f"wrote 2 x {count} records in {time.perf_counter() - start:.1f} s "
-              f"({sum(p.stat().st_size for p in (tmp / 'new').rglob('*.json')) / count / 1024:.1f} KiB each)")
+        print(
+            f"wrote 2 x {count} records in {time.perf_counter() - start:.1f} s "
+            f"({sum(p.stat().st_size for p in (tmp / 'new').rglob('*.json')) / count / 1024:.1f} KiB each)"
+        )
         main(["baseline", "save", str(tmp / "base"), "--name", "b", "--baselines-dir", str(tmp / "baselines")])
         report = [timed(["report", str(tmp / "new"), "-o", str(tmp / f"report{r}")]) for r in range(repeats)]
-        gate = [timed(["gate", str(tmp / "new"), "--baseline", "b", "--baselines-dir", str(tmp / "baselines")])
-                for _ in range(repeats)]
-        print(f"harness report, {count} records: median {statistics.median(report):.1f} s "
-              f"(runs: {', '.join(f'{t:.1f}' for t in report)})")
-        print(f"harness gate, {count} vs {count} records: median {statistics.median(gate):.1f} s "
-              f"(runs: {', '.join(f'{t:.1f}' for t in gate)})")
+        gate = [
+            timed(["gate", str(tmp / "new"), "--baseline", "b", "--baselines-dir", str(tmp / "baselines")])
+            for _ in range(repeats)
+        ]
+        print(
+            f"harness report, {count} records: median {statistics.median(report):.1f} s "
+            f"(runs: {', '.join(f'{t:.1f}' for t in report)})"
+        )
+        print(
+            f"harness gate, {count} vs {count} records: median {statistics.median(gate):.1f} s "
+            f"(runs: {', '.join(f'{t:.1f}' for t in gate)})"
+        )
 
 
 if __name__ == "__main__":

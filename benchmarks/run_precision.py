@@ -12,6 +12,7 @@ import argparse
 import statistics
 
 from common import single_point
+
 from harness.run.runner import Runner
 
 
@@ -30,8 +31,10 @@ def main() -> None:
             raise SystemExit(f"{point.id}: {record.status}: {record.reason}")
         tpots.append(record.metrics["tpot_ms"])
     cv = statistics.stdev(tpots) / statistics.fmean(tpots)
-    print(f"| {args.model} | {args.adapter} | {args.runs} | {statistics.median(tpots):.2f} | "
-          f"{min(tpots):.2f}-{max(tpots):.2f} | {cv:.1%} |")
+    print(
+        f"| {args.model} | {args.adapter} | {args.runs} | {statistics.median(tpots):.2f} | "
+        f"{min(tpots):.2f}-{max(tpots):.2f} | {cv:.1%} |"
+    )
 
 
 if __name__ == "__main__":

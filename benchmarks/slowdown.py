@@ -55,6 +55,9 @@ def _variant(base: type, engine: str, percent: int, tag: str = "") -> type:
 # The unchanged build (0 %: same code path, no delay) and the +5 % and +10 % builds, per engine.
 # Module-level, so an isolated worker can register them too (harness.run.isolation passes in-process
 # adapters by module:name).
-VARIANTS = {cls.name: cls for base, engine in ((_SlowHF, "hf"), (_SlowLlama, "llamacpp"))
-            for cls in (_variant(base, engine, 0), _variant(base, engine, 5), _variant(base, engine, 10))}
+VARIANTS = {
+    cls.name: cls
+    for base, engine in ((_SlowHF, "hf"), (_SlowLlama, "llamacpp"))
+    for cls in (_variant(base, engine, 0), _variant(base, engine, 5), _variant(base, engine, 10))
+}
 globals().update({cls.__name__: cls for cls in VARIANTS.values()})

@@ -60,16 +60,18 @@ def sweep(cache: Path, results: Path, isolation: str, rounds: int = 2) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--isolation", nargs="+", choices=("worker", "point", "none"), default=["worker", "point"])
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="timed rounds per point (the sweep above: 2, after 1 warm-up round)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="timed rounds per point (the sweep above: 2, after 1 warm-up round)"
+    )
     args = parser.parse_args()
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for isolation in args.isolation:  # each mode its own cold cache, then warm on it
             for name in ("cold", "warm"):
-                runs[isolation, name] = sweep(tmp / f"cache-{isolation}", tmp / f"{isolation}-{name}", isolation,
-                                              args.rounds)
+                runs[isolation, name] = sweep(
+                    tmp / f"cache-{isolation}", tmp / f"{isolation}-{name}", isolation, args.rounds
+                )
     print("| isolation | run | points ok | wall s | measured inference s | inference share |")
     print("|---|---|---|---|---|---|")
     for (isolation, name), (wall, inference, ok, _) in runs.items():

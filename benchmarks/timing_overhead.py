@@ -14,10 +14,10 @@ import json
 import statistics
 import time
 
-from harness.adapters.hf import HFAdapter
-from harness.models import sources as models
-from harness.models import prompts
 from harness.adapters.base import LoadSettings
+from harness.adapters.hf import HFAdapter
+from harness.models import prompts
+from harness.models import sources as models
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -44,8 +44,13 @@ def main() -> None:
     def bare() -> float:
         with torch.inference_mode():
             start = time.perf_counter_ns()
-            adapter.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=args.tokens,
-                                   min_new_tokens=args.tokens, do_sample=False)
+            adapter.model.generate(
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=args.tokens,
+                min_new_tokens=args.tokens,
+                do_sample=False,
+            )
             return (time.perf_counter_ns() - start) / 1e6
 
     def harness() -> float:
@@ -70,8 +75,10 @@ def main() -> None:
     }
     print("| model | tokens | rounds | bare e2e ms (median) | harness e2e ms (median) | overhead |")
     print("|---|---|---|---|---|---|")
-    print(f"| {args.model} | {args.tokens} | {args.rounds} | {figures['bare_e2e_ms_median']:.1f} | "
-          f"{figures['harness_e2e_ms_median']:.1f} | {100 * (figures['median_of_paired_ratios'] - 1):+.2f} % |")
+    print(
+        f"| {args.model} | {args.tokens} | {args.rounds} | {figures['bare_e2e_ms_median']:.1f} | "
+        f"{figures['harness_e2e_ms_median']:.1f} | {100 * (figures['median_of_paired_ratios'] - 1):+.2f} % |"
+    )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(figures, out, indent=2)

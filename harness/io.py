@@ -98,12 +98,14 @@ def read_json(path: str | Path) -> Any:
     bad = nonfinite_paths(data)
     if bad:
         field, value = bad[0]
-        raise ValueError(f"{path}: {field}: non-finite number {value} (records are strict JSON; "
-                         "NaN and Infinity are not values)")
+        raise ValueError(
+            f"{path}: {field}: non-finite number {value} (records are strict JSON; NaN and Infinity are not values)"
+        )
     return data
 
 
 # -- output paths, checked before anything runs -------------------------------------------------------
+
 
 def _first_existing(path: Path) -> Path:
     path = Path(os.path.abspath(path))
@@ -140,6 +142,7 @@ def check_writable_file(path: str | Path, what: str) -> Path:
 
 # -- a file computed once by whichever runner gets there first ------------------------------------------
 
+
 @contextlib.contextmanager
 def locked(path: str | Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``<path>.lock`` beside ``path``; other processes wait. Without fcntl
@@ -159,8 +162,13 @@ def locked(path: str | Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def compute_once(path: str | Path, read: Callable[[Path], Optional[Any]], compute: Callable[[], Any],
-                 write: Callable[[Path, Any], None], refresh: bool = False) -> tuple[Any, bool]:
+def compute_once(
+    path: str | Path,
+    read: Callable[[Path], Optional[Any]],
+    compute: Callable[[], Any],
+    write: Callable[[Path, Any], None],
+    refresh: bool = False,
+) -> tuple[Any, bool]:
     """(value, reused): ``read(path)`` when it gives a value, otherwise ``compute()`` then ``write`` it,
     under ``locked(path)`` so concurrent runners compute it once and the others wait and read it."""
     path = Path(path)
@@ -176,7 +184,6 @@ def compute_once(path: str | Path, read: Callable[[Path], Optional[Any]], comput
         value = compute()
         write(path, value)
         return value, False
-
 
 
 def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | Path], Any]:

@@ -59,9 +59,11 @@ def write_pth(site_packages: str | Path) -> Path:
     path = Path(site_packages) / PTH_NAME
     # Found through the installed harness at every start (no absolute path: the checkout may move);
     # a no-op once harness is uninstalled.
-    line = ("import importlib.util as _u; _h = _u.find_spec('harness'); "
-            "_f = _h and _h.submodule_search_locations and _h.submodule_search_locations[0] + '/lm_eval_hook.py'; "
-            f"_s = _f and _u.spec_from_file_location({PRIVATE_NAME!r}, _f); _m = _s and _u.module_from_spec(_s); "
-            "_m and (_s.loader.exec_module(_m), _m.install())\n")
+    line = (
+        "import importlib.util as _u; _h = _u.find_spec('harness'); "
+        "_f = _h and _h.submodule_search_locations and _h.submodule_search_locations[0] + '/lm_eval_hook.py'; "
+        f"_s = _f and _u.spec_from_file_location({PRIVATE_NAME!r}, _f); _m = _s and _u.module_from_spec(_s); "
+        "_m and (_s.loader.exec_module(_m), _m.install())\n"
+    )
     path.write_text(line, encoding="utf-8")
     return path

@@ -45,9 +45,13 @@ def pytest_addoption(parser):
     add_run_options(group.addoption, prefix="harness-")
     add_gate_options(group.addoption, prefix="harness-", required=False)
     add_baseline_options(group.addoption, prefix="harness-")
-    parser.addini("harness_scenarios", type="paths", default=[],
-                  help="scenario files, folders or globs (relative to the ini file) that pytest collects "
-                       "without being named on the command line")
+    parser.addini(
+        "harness_scenarios",
+        type="paths",
+        default=[],
+        help="scenario files, folders or globs (relative to the ini file) that pytest collects "
+        "without being named on the command line",
+    )
 
 
 def pytest_configure(config):
@@ -126,8 +130,8 @@ def _covers(place: Path, path: Path) -> bool:
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from harness.run import planning
         from harness.errors import ScenarioErrors
+        from harness.run import planning
         from harness.scenario.sweep import expand
 
         state = self.config.stash[SESSION]
@@ -208,9 +212,12 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
 def _verdict_reasons(record) -> str:
     lines = [record.correctness.report or "; ".join(record.correctness.reasons)] if record.verdict == "fail" else []
     if record.accuracy is not None and record.accuracy.verdict == "fail":
-        failed = [f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
-                  for task, per_metric in (record.accuracy.paired or {}).items()
-                  for metric, d in per_metric.items() if d.non_inferior is False]
+        failed = [
+            f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
+            for task, per_metric in (record.accuracy.paired or {}).items()
+            for metric, d in per_metric.items()
+            if d.non_inferior is False
+        ]
         lines.append("task accuracy below its non-inferiority margin: " + "; ".join(failed))
     return "\n".join(lines)
 
@@ -259,9 +266,9 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from pathlib import Path
 
-    from harness.regression import baseline
     from harness.cli.output import gate_report
     from harness.errors import HarnessError
+    from harness.regression import baseline
     from harness.regression.check import check, key
 
     state = config.stash[SESSION]

@@ -24,19 +24,39 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.adapters.base import OPTIONAL_METHODS, Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
-from harness.errors import Unsupported
-from harness.models.sources import ResolvedModel, build_once, cache_dir
+from harness.adapters.base import (
+    OPTIONAL_METHODS,
+    Adapter,
+    GenerationTrace,
+    LoadSettings,
+    PointSkipped,
+    greedy_trace,
+    now_ns,
+)
 from harness.adapters.registry import register_adapter
+from harness.errors import Unsupported
 from harness.io import safe_name
+from harness.models.sources import ResolvedModel, build_once, cache_dir
 from harness.scenario.sweep import Point
 
 if TYPE_CHECKING:
     from harness.adapters.xrt.npu_reference import NumpyLlamaRunner
 
 __all__ = [
-    "OPTIONAL_METHODS", "Adapter", "GenerationTrace", "LoadSettings", "NumpyLlamaRunner", "Point", "PointSkipped",
-    "ResolvedModel", "Unsupported", "build_once", "cache_dir", "greedy_trace", "now_ns", "register_adapter",
+    "OPTIONAL_METHODS",
+    "Adapter",
+    "GenerationTrace",
+    "LoadSettings",
+    "NumpyLlamaRunner",
+    "Point",
+    "PointSkipped",
+    "ResolvedModel",
+    "Unsupported",
+    "build_once",
+    "cache_dir",
+    "greedy_trace",
+    "now_ns",
+    "register_adapter",
     "safe_name",
 ]
 

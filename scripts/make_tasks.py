@@ -15,10 +15,24 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "harness" / "tasks"
 
-PEOPLE = [("Anna", "she", "her"), ("Ben", "he", "his"), ("Clara", "she", "her"), ("David", "he", "his"),
-          ("Elena", "she", "her"), ("Farid", "he", "his"), ("Grace", "she", "her"), ("Hugo", "he", "his"),
-          ("Ines", "she", "her"), ("Jonas", "he", "his"), ("Kira", "she", "her"), ("Leo", "he", "his"),
-          ("Maya", "she", "her"), ("Nils", "he", "his"), ("Olga", "she", "her"), ("Pablo", "he", "his")]
+PEOPLE = [
+    ("Anna", "she", "her"),
+    ("Ben", "he", "his"),
+    ("Clara", "she", "her"),
+    ("David", "he", "his"),
+    ("Elena", "she", "her"),
+    ("Farid", "he", "his"),
+    ("Grace", "she", "her"),
+    ("Hugo", "he", "his"),
+    ("Ines", "she", "her"),
+    ("Jonas", "he", "his"),
+    ("Kira", "she", "her"),
+    ("Leo", "he", "his"),
+    ("Maya", "she", "her"),
+    ("Nils", "he", "his"),
+    ("Olga", "she", "her"),
+    ("Pablo", "he", "his"),
+]
 
 # --- cloze ----------------------------------------------------------------------------------------
 
@@ -32,12 +46,10 @@ RECALL = [  # the last word appeared earlier in the passage
     "When {n} moved to the city, {p} bought a small red bicycle. Every morning {p} rode to work on {s} bicycle",
     "{n} baked bread for the first time on Sunday. The whole flat smelled wonderful, and the neighbours asked "
     "for a slice of the bread",
-    "{n} lost {s} keys somewhere in the park. After an hour of searching under every bench, {p} finally found "
-    "the keys",
+    "{n} lost {s} keys somewhere in the park. After an hour of searching under every bench, {p} finally found the keys",
     "The old lighthouse stood at the end of the rocky coast. Every night {n} climbed the stairs to switch on the "
     "lamp at the top of the lighthouse",
-    "{n} adopted a grey kitten from the shelter. The kitten slept all day, and at night {n} played with the "
-    "kitten",
+    "{n} adopted a grey kitten from the shelter. The kitten slept all day, and at night {n} played with the kitten",
     "{n} kept {s} notes in a green notebook. Before the exam {p} read through every page of the notebook",
     "{n} sent a postcard to {s} grandmother from the seaside. A week later {s} grandmother called to say thank "
     "you for the postcard",
@@ -48,20 +60,63 @@ RECALL = [  # the last word appeared earlier in the passage
     "{n} found an old map in the attic. {P} spread it out on the table and studied the map",
 ]
 
-CAPITALS = [("France", "Paris"), ("Italy", "Rome"), ("Japan", "Tokyo"), ("Germany", "Berlin"),
-            ("Spain", "Madrid"), ("Egypt", "Cairo"), ("Russia", "Moscow"), ("Greece", "Athens"),
-            ("Portugal", "Lisbon"), ("Ireland", "Dublin"), ("Norway", "Oslo"), ("Austria", "Vienna"),
-            ("Poland", "Warsaw"), ("Kenya", "Nairobi"), ("Peru", "Lima"), ("Canada", "Ottawa"),
-            ("China", "Beijing"), ("Thailand", "Bangkok"), ("Sweden", "Stockholm"), ("Hungary", "Budapest")]
+CAPITALS = [
+    ("France", "Paris"),
+    ("Italy", "Rome"),
+    ("Japan", "Tokyo"),
+    ("Germany", "Berlin"),
+    ("Spain", "Madrid"),
+    ("Egypt", "Cairo"),
+    ("Russia", "Moscow"),
+    ("Greece", "Athens"),
+    ("Portugal", "Lisbon"),
+    ("Ireland", "Dublin"),
+    ("Norway", "Oslo"),
+    ("Austria", "Vienna"),
+    ("Poland", "Warsaw"),
+    ("Kenya", "Nairobi"),
+    ("Peru", "Lima"),
+    ("Canada", "Ottawa"),
+    ("China", "Beijing"),
+    ("Thailand", "Bangkok"),
+    ("Sweden", "Stockholm"),
+    ("Hungary", "Budapest"),
+]
 
-OPPOSITES = [("hot", "cold"), ("up", "down"), ("big", "small"), ("fast", "slow"), ("light", "dark"),
-             ("happy", "sad"), ("open", "closed"), ("early", "late"), ("full", "empty"), ("strong", "weak"),
-             ("wet", "dry"), ("rich", "poor"), ("young", "old"), ("hard", "soft"), ("loud", "quiet")]
+OPPOSITES = [
+    ("hot", "cold"),
+    ("up", "down"),
+    ("big", "small"),
+    ("fast", "slow"),
+    ("light", "dark"),
+    ("happy", "sad"),
+    ("open", "closed"),
+    ("early", "late"),
+    ("full", "empty"),
+    ("strong", "weak"),
+    ("wet", "dry"),
+    ("rich", "poor"),
+    ("young", "old"),
+    ("hard", "soft"),
+    ("loud", "quiet"),
+]
 
 SEQUENCES = {
     "days": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
-    "months": ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-               "October", "November", "December"],
+    "months": [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ],
     "numbers": ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"],
 }
 
@@ -105,7 +160,7 @@ def cloze_items() -> list[dict]:
     items += [f"The opposite of {a} is {b}" for a, b in OPPOSITES]
     for words in SEQUENCES.values():
         for start in range(0, len(words) - 4, 2):
-            items.append(", ".join(words[start:start + 5]))
+            items.append(", ".join(words[start : start + 5]))
     items += FACTS
     return [{"text": text} for text in items]
 
@@ -156,7 +211,11 @@ PHYSICAL = [  # goal, sensible solution, wrong solution
     ("To clean your teeth,", "brush them with toothpaste.", "brush them with shoe polish."),
     ("To protect your eyes from bright sun,", "wear sunglasses.", "wear earmuffs."),
     ("To make a phone call,", "dial the number on the phone.", "write the number on a banana."),
-    ("To store leftover soup,", "put it in a closed container in the fridge.", "leave it in the pot on the floor for a week."),
+    (
+        "To store leftover soup,",
+        "put it in a closed container in the fridge.",
+        "leave it in the pot on the floor for a week.",
+    ),
     ("To move a heavy box,", "lift it with your legs or use a trolley.", "kick it across the room."),
     ("To grow tomatoes,", "plant seeds in soil and water them.", "bury the tomatoes in sand and wait."),
     ("To cool a room in summer,", "switch on a fan.", "switch on the oven."),

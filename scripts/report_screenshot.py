@@ -1,6 +1,6 @@
 """Screenshot a rendered report with the browser test's code path (headless Chromium, tests/test_report.py).
 
-    python scripts/report_screenshot.py reports/quickstart/index.html docs/quickstart-report.png
+python scripts/report_screenshot.py reports/quickstart/index.html docs/quickstart-report.png
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ import textwrap
 from pathlib import Path
 
 import numpy  # noqa: F401 - imported before any pytester inline run, which cannot re-import numpy
-import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 import pytest
+import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 
 from harness.models import sources as models
 from harness.scenario.schema import ModelSpec

@@ -38,8 +38,9 @@ class FakeAdapter(Adapter):
                 raise RuntimeError(f"fake engine fault at step {step}")
             time.sleep(0.002)  # a step takes time, as on any engine (energy windows need some)
             times.append(now_ns())
-        return GenerationTrace(start, times, len(prompts[0]), len(prompts),
-                               [[i % 7 for i in range(len(times))] for _ in prompts])
+        return GenerationTrace(
+            start, times, len(prompts[0]), len(prompts), [[i % 7 for i in range(len(times))] for _ in prompts]
+        )
 
     def prefill(self, tokens):
         return np.zeros(8, dtype=np.float32)

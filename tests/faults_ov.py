@@ -45,8 +45,11 @@ class ZeroedHead(OpenVINOAdapter):
             config = json.loads((self.ir_dir / "config.json").read_text())
             head_dim = config["hidden_size"] // config["num_attention_heads"]
             layer = config["num_hidden_layers"] // 2
-            (o_proj,) = [op for op in model.get_ops() if op.get_type_name() == "MatMul"
-                         and f"layers.{layer}.self_attn.o_proj" in op.get_friendly_name()]
+            (o_proj,) = [
+                op
+                for op in model.get_ops()
+                if op.get_type_name() == "MatMul" and f"layers.{layer}.self_attn.o_proj" in op.get_friendly_name()
+            ]
             source = o_proj.input(0).get_source_output()
             mask = np.ones(config["hidden_size"], dtype=np.float32)
             mask[:head_dim] = self.head_scale

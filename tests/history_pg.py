@@ -50,8 +50,13 @@ def _install() -> Optional[str]:
     if os.geteuid() != 0:
         return "no initdb on PATH or under /usr/lib/postgresql, and not root to apt-get install postgresql"
     for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "postgresql"]):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             return f"`{' '.join(command)}` failed ({done.returncode}): {tail[0]}"
@@ -110,17 +115,44 @@ def postgres_server():
     if as_user:
         os.chown(root, as_user["user"], as_user["group"])
     data, port = root / "data", _free_port()
-    subprocess.run([str(bins / "initdb"), "-D", str(data), "-U", "harness", "--auth=trust", "-E", "UTF8", "--no-sync"],
-                   check=True, capture_output=True, timeout=300, cwd=root, **as_user)
+    subprocess.run(
+        [str(bins / "initdb"), "-D", str(data), "-U", "harness", "--auth=trust", "-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        cwd=root,
+        **as_user,
+    )
     log = open(root / "server.log", "wb")
-    server = subprocess.Popen([str(bins / "postgres"), "-D", str(data), "-p", str(port), "-k", str(root),
-                               "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=50"],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=root, preexec_fn=_die_with_parent, **as_user)
+    server = subprocess.Popen(
+        [
+            str(bins / "postgres"),
+            "-D",
+            str(data),
+            "-p",
+            str(port),
+            "-k",
+            str(root),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=50",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=root,
+        preexec_fn=_die_with_parent,
+        **as_user,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                psycopg.connect(host="127.0.0.1", port=port, user="harness", dbname="postgres", connect_timeout=2).close()
+                psycopg.connect(
+                    host="127.0.0.1", port=port, user="harness", dbname="postgres", connect_timeout=2
+                ).close()
                 break
             except psycopg.OperationalError:
                 if server.poll() is not None or time.monotonic() > deadline:
@@ -144,7 +176,8 @@ def pg_url(postgres_server) -> str:
     import psycopg
 
     name = f"history_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(host="127.0.0.1", port=postgres_server.port, user=postgres_server.user,
-                         dbname="postgres", autocommit=True) as connection:
+    with psycopg.connect(
+        host="127.0.0.1", port=postgres_server.port, user=postgres_server.user, dbname="postgres", autocommit=True
+    ) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
     return postgres_server.url(name)

@@ -7,8 +7,16 @@ import random
 from harness.measure import rounds as measure
 from harness.records.store import Record
 
-AXES = dict(adapter="hf", device="cpu", max_seq_len=None, quantization="none", prompt_len=None, beam_width=1,
-            batch_size=1, moe_chunk_size=None)
+AXES = dict(
+    adapter="hf",
+    device="cpu",
+    max_seq_len=None,
+    quantization="none",
+    prompt_len=None,
+    beam_width=1,
+    batch_size=1,
+    moe_chunk_size=None,
+)
 
 
 def rounds(tpot_ms: float, ttft_ms: float, seed: int, n_rounds: int = 5, tokens: int = 32, jitter: float = 0.01):
@@ -24,22 +32,56 @@ def rounds(tpot_ms: float, ttft_ms: float, seed: int, n_rounds: int = 5, tokens:
     return out
 
 
-def record(point_id: str = "hf-cpu-bf16", scenario: str = "demo", tpot_ms: float = 50.0, ttft_ms: float = 200.0,
-           seed: int = 0, jitter: float = 0.01, verdict: str | None = "pass", status: str = "ok",
-           energy_per_token_mj: float | None = None, outputs: dict | None = None, **axes) -> Record:
+def record(
+    point_id: str = "hf-cpu-bf16",
+    scenario: str = "demo",
+    tpot_ms: float = 50.0,
+    ttft_ms: float = 200.0,
+    seed: int = 0,
+    jitter: float = 0.01,
+    verdict: str | None = "pass",
+    status: str = "ok",
+    energy_per_token_mj: float | None = None,
+    outputs: dict | None = None,
+    **axes,
+) -> Record:
     point = {**AXES, **axes}
     if status != "ok":
-        return Record(scenario=scenario, point_id=point_id, point=point, status=status, reason=f"it {status}",
-                      environment={"hostname": "test-host"})
+        return Record(
+            scenario=scenario,
+            point_id=point_id,
+            point=point,
+            status=status,
+            reason=f"it {status}",
+            environment={"hostname": "test-host"},
+        )
     timed = rounds(tpot_ms, ttft_ms, seed, jitter=jitter)
     metrics = measure.summarize(timed)
     metrics["energy_per_token_mj"] = energy_per_token_mj
-    correctness = {} if verdict is None else {
-        "verdict": verdict, "k": 5, "mode": "both", "top1_match_rate": 1.0 if verdict == "pass" else 0.4,
-        "kl_mean": 1e-3, "kl_ratio": 1.0 if verdict == "pass" else 300.0, "free_divergence_index": None,
-        "reasons": [] if verdict == "pass" else ["reference token 17 not in device top-5 at prompt 0 position 3"],
-    }
-    return Record(scenario=scenario, point_id=point_id, point=point, status="ok", metrics=metrics,
-                  samples={"rounds": [r.to_dict() for r in timed]}, correctness=correctness,
-                  model={"name": "tiny", "checksum": "abc"}, adapter={"engine": "transformers", "engine_version": "5"},
-                  outputs=outputs or {"0": "a plain output"}, environment={"hostname": "test-host"})
+    correctness = (
+        {}
+        if verdict is None
+        else {
+            "verdict": verdict,
+            "k": 5,
+            "mode": "both",
+            "top1_match_rate": 1.0 if verdict == "pass" else 0.4,
+            "kl_mean": 1e-3,
+            "kl_ratio": 1.0 if verdict == "pass" else 300.0,
+            "free_divergence_index": None,
+            "reasons": [] if verdict == "pass" else ["reference token 17 not in device top-5 at prompt 0 position 3"],
+        }
+    )
+    return Record(
+        scenario=scenario,
+        point_id=point_id,
+        point=point,
+        status="ok",
+        metrics=metrics,
+        samples={"rounds": [r.to_dict() for r in timed]},
+        correctness=correctness,
+        model={"name": "tiny", "checksum": "abc"},
+        adapter={"engine": "transformers", "engine_version": "5"},
+        outputs=outputs or {"0": "a plain output"},
+        environment={"hostname": "test-host"},
+    )

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[accuracy]'")
 
 from harness.accuracy import evaluate as accuracy
-from harness.run import planning
-from harness.report import build as report
 from harness.errors import ScenarioErrors  # noqa: E402
+from harness.report import build as report
+from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.scenario.sweep import expand  # noqa: E402
 
@@ -60,7 +60,7 @@ def test_loglikelihood_is_the_reference_models_own(tiny_lm, tiny_llama):
     from transformers import AutoModelForCausalLM
 
     context, continuation = "A bakery on the corner", " sells bread"
-    (total, greedy), = tiny_lm.loglikelihood([_Request(context, continuation)])
+    ((total, greedy),) = tiny_lm.loglikelihood([_Request(context, continuation)])
     ids = tiny_lm._encode(context + continuation)
     n_ctx = len(tiny_lm._encode(context))
     hf = AutoModelForCausalLM.from_pretrained(str(tiny_llama.hf_dir), dtype=torch.float32).eval()
@@ -86,7 +86,7 @@ def test_one_pass_scoring_matches_prefill_and_decode(tiny_lm, monkeypatch):
 
 
 def test_generate_until_decodes_greedily_and_stops_at_the_stop_string(tiny_lm):
-    free, = tiny_lm.generate_until([_Request("The river", {"max_gen_toks": 12, "until": []})])
+    (free,) = tiny_lm.generate_until([_Request("The river", {"max_gen_toks": 12, "until": []})])
     ids = tiny_lm._encode("The river")
     expected, logits = [], tiny_lm.adapter.prefill(ids)
     for _ in range(12):
@@ -97,7 +97,7 @@ def test_generate_until_decodes_greedily_and_stops_at_the_stop_string(tiny_lm):
         logits = tiny_lm.adapter.decode(token)
     assert free == tiny_lm.tokenizer.decode(expected)
     stop = free.strip()[:2]
-    cut, = tiny_lm.generate_until([_Request("The river", {"max_gen_toks": 12, "until": [stop]})])
+    (cut,) = tiny_lm.generate_until([_Request("The river", {"max_gen_toks": 12, "until": [stop]})])
     assert stop not in cut and free.startswith(cut)
 
 
@@ -117,8 +117,7 @@ include:
 def accuracy_records(tmp_path_factory, cache_dir):
     loaded = planning.loads(ACCURACY, "<accuracy>", "accuracy")
     out = tmp_path_factory.mktemp("accuracy")
-    runner = Runner(results_dir=out, cache_dir=cache_dir, reference_dir=out / "references", isolate=False,
-                    energy=False)
+    runner = Runner(results_dir=out, cache_dir=cache_dir, reference_dir=out / "references", isolate=False, energy=False)
     return out, {point.adapter: runner.run_point(loaded, point) for point in expand(loaded)}
 
 
@@ -153,12 +152,17 @@ def test_points_pair_their_per_item_outcomes_with_the_references(accuracy_record
                 assert (paired.margin is not None) == (task == "harness_choice")
         assert part.paired["harness_choice"]["acc"].test == "mcnemar"
         assert part.paired["harness_cloze"]["perplexity"].test == "paired bootstrap"
-        assert part.verdict == ("pass" if all(d.non_inferior for d in part.paired["harness_choice"].values()) else "fail")
+        assert part.verdict == (
+            "pass" if all(d.non_inferior for d in part.paired["harness_choice"].values()) else "fail"
+        )
     # the hf bf16 point: the same outcomes item by item, so no evidence of a difference and non-inferior
     assert hf.accuracy.outcomes == hf.accuracy.reference_outcomes
     assert all(d.p_value == 1 and d.low == d.high == 0 for task in hf.accuracy.paired.values() for d in task.values())
     assert hf.accuracy.verdict == "pass"
-    assert ov.accuracy.outcomes["harness_cloze"].values["perplexity"] != hf.accuracy.outcomes["harness_cloze"].values["perplexity"]
+    assert (
+        ov.accuracy.outcomes["harness_cloze"].values["perplexity"]
+        != hf.accuracy.outcomes["harness_cloze"].values["perplexity"]
+    )
 
 
 def test_the_reference_is_computed_once_and_reused(accuracy_records):
@@ -167,7 +171,9 @@ def test_the_reference_is_computed_once_and_reused(accuracy_records):
     assert len(stored) == 1
     data = json.loads(stored[0].read_text())
     assert data["key"]["limit"] == 12
-    assert data["outcomes"]["harness_choice"]["values"]["acc"] == [int(v) for v in data["outcomes"]["harness_choice"]["values"]["acc"]]
+    assert data["outcomes"]["harness_choice"]["values"]["acc"] == [
+        int(v) for v in data["outcomes"]["harness_choice"]["values"]["acc"]
+    ]
 
 
 def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
@@ -175,8 +181,11 @@ def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
     from harness.records import store as results
 
     df = results.load(out)
-    assert {"accuracy.harness_choice.acc", "accuracy.harness_choice.acc.delta",
-            "accuracy.harness_cloze.perplexity.stderr"} <= set(df.columns)
+    assert {
+        "accuracy.harness_choice.acc",
+        "accuracy.harness_choice.acc.delta",
+        "accuracy.harness_cloze.perplexity.stderr",
+    } <= set(df.columns)
     written = report.build([out], tmp_path / "report")
     table = (tmp_path / "report" / "accuracy.csv").read_text()
     assert "harness_choice,acc," in table and "harness_cloze,perplexity," in table
@@ -204,9 +213,20 @@ def _offline_env() -> dict:
 
 @pytest.mark.parametrize("command", [["lm_eval"], ["harness", "lm-eval"]], ids=["lm_eval", "harness-lm-eval"])
 def test_lm_eval_command_line_runs_a_shipped_task_against_the_hf_adapter(command, cache_dir, tmp_path):
-    args = [str(BIN / command[0]), *command[1:], "--model", "harness",
-            "--model_args", f"model=tiny-llama,adapter=hf,dtype=fp32,cache_dir={cache_dir}",
-            "--tasks", "harness_choice", "--limit", "6", "--output_path", str(tmp_path)]
+    args = [
+        str(BIN / command[0]),
+        *command[1:],
+        "--model",
+        "harness",
+        "--model_args",
+        f"model=tiny-llama,adapter=hf,dtype=fp32,cache_dir={cache_dir}",
+        "--tasks",
+        "harness_choice",
+        "--limit",
+        "6",
+        "--output_path",
+        str(tmp_path),
+    ]
     if command == ["lm_eval"]:
         args += ["--include_path", str(accuracy.TASKS_DIR)]
     done = subprocess.run(args, capture_output=True, text=True, env=_offline_env(), timeout=600, cwd=tmp_path)
@@ -221,12 +241,17 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a))
-    loaded = planning.loads(ACCURACY.replace("include:\n  - {adapter: openvino, device: CPU, quantization: int8_sym}\n", ""),
-                            "<no-lm-eval>", "no_lm_eval")
+    loaded = planning.loads(
+        ACCURACY.replace("include:\n  - {adapter: openvino, device: CPU, quantization: int8_sym}\n", ""),
+        "<no-lm-eval>",
+        "no_lm_eval",
+    )
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "ok" and record.metrics["tpot_ms"] > 0
-    assert record.accuracy.model_dump(exclude_none=True) == {"skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"}
+    assert record.accuracy.model_dump(exclude_none=True) == {
+        "skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"
+    }
     assert not list(tmp_path.rglob("accuracy-*.json"))  # no reference attempted either
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from harness.accuracy import paired as accuracy_paired
-from harness.run import planning
 from harness.accuracy.paired import compare, paired_delta
 from harness.errors import ScenarioErrors
 from harness.records.record import Accuracy, Record, TaskOutcomes
+from harness.run import planning
 
 RNG = np.random.default_rng(7)
 REFERENCE_RIGHT = (RNG.random(200) < 0.8).astype(int)
@@ -37,8 +37,10 @@ def test_a_clearly_worse_point_has_a_small_mcnemar_p_and_an_interval_below_zero(
 
 
 def test_identical_outcomes_give_p_one_and_a_zero_delta():
-    for values, aggregation, test in ((REFERENCE_RIGHT, "mean", "mcnemar"),
-                                      (RNG.normal(-3, 1, 50), "perplexity", "paired bootstrap")):
+    for values, aggregation, test in (
+        (REFERENCE_RIGHT, "mean", "mcnemar"),
+        (RNG.normal(-3, 1, 50), "perplexity", "paired bootstrap"),
+    ):
         found = paired_delta(values, values, aggregation=aggregation)
         assert (found.test, found.delta, found.low, found.high, found.p_value) == (test, 0, 0, 0, 1)
 
@@ -82,8 +84,12 @@ def test_weighted_aggregations_reproduce_lm_evals_own():
 
     ll, words = RNG.normal(-30, 5, 40), RNG.integers(5, 20, 40).astype(float)
     items = list(zip(ll, words))
-    for name, lm_eval_fn in (("weighted_perplexity", metrics.weighted_perplexity),
-                             ("bits_per_byte", metrics.bits_per_byte), ("perplexity", None), ("mean", None)):
+    for name, lm_eval_fn in (
+        ("weighted_perplexity", metrics.weighted_perplexity),
+        ("bits_per_byte", metrics.bits_per_byte),
+        ("perplexity", None),
+        ("mean", None),
+    ):
         ours = accuracy_paired.AGGREGATIONS[name](ll, words)
         reference = lm_eval_fn(items) if lm_eval_fn else getattr(metrics, name)(list(ll))
         assert ours == pytest.approx(reference)
@@ -91,7 +97,9 @@ def test_weighted_aggregations_reproduce_lm_evals_own():
     assert found.delta < 0 and found.high < 0  # more likely text: fewer bits per byte
 
 
-@pytest.mark.parametrize("lost, margin, verdict", [(2, 0.9, True), (40, 0.9, False), (40, 0.6, True), (0, 1.0, True), (12, 0.85, True)])
+@pytest.mark.parametrize(
+    "lost, margin, verdict", [(2, 0.9, True), (40, 0.9, False), (40, 0.6, True), (0, 1.0, True), (12, 0.85, True)]
+)
 def test_non_inferiority_judges_the_intervals_worse_end(lost, margin, verdict):
     found = paired_delta(_worse(REFERENCE_RIGHT, lost), REFERENCE_RIGHT, margin=margin)
     assert found.non_inferior is verdict
@@ -125,34 +133,57 @@ def _scores(acc, ll=None) -> dict:
 def test_compare_pairs_every_metric_and_gives_the_verdict():
     ll = RNG.normal(-3, 1, 200)
     point, reference = _worse(REFERENCE_RIGHT, 40), REFERENCE_RIGHT
-    found = compare({"t": _scores(point, ll)}, {"t": _outcomes(point, ll)}, {"t": _scores(reference, ll)},
-                    {"t": _outcomes(reference, ll)}, margins={"t": {"acc": 0.9}})
+    found = compare(
+        {"t": _scores(point, ll)},
+        {"t": _outcomes(point, ll)},
+        {"t": _scores(reference, ll)},
+        {"t": _outcomes(reference, ll)},
+        margins={"t": {"acc": 0.9}},
+    )
     assert set(found.paired["t"]) == {"acc", "perplexity"} and not found.unpaired
     assert found.paired["t"]["acc"].test == "mcnemar" and found.paired["t"]["perplexity"].test == "paired bootstrap"
     assert found.paired["t"]["perplexity"].margin is None  # the margin names acc only
     assert found.verdict == "fail"
-    kept = compare({"t": _scores(reference)}, {"t": _outcomes(reference)}, {"t": _scores(reference)},
-                   {"t": _outcomes(reference)}, margins={"t": 0.99})
+    kept = compare(
+        {"t": _scores(reference)},
+        {"t": _outcomes(reference)},
+        {"t": _scores(reference)},
+        {"t": _outcomes(reference)},
+        margins={"t": 0.99},
+    )
     assert kept.verdict == "pass"
-    assert compare({"t": _scores(reference)}, {"t": _outcomes(reference)}, {"t": _scores(reference)},
-                   {"t": _outcomes(reference)}).verdict is None  # no margin, no verdict
+    assert (
+        compare(
+            {"t": _scores(reference)},
+            {"t": _outcomes(reference)},
+            {"t": _scores(reference)},
+            {"t": _outcomes(reference)},
+        ).verdict
+        is None
+    )  # no margin, no verdict
 
 
 def test_compare_pairs_documents_by_id_not_by_position():
     reference = _outcomes(REFERENCE_RIGHT)
     shuffled = np.random.default_rng(3).permutation(200)
-    point = TaskOutcomes(doc_ids=[int(i) for i in shuffled], values={"acc": [int(REFERENCE_RIGHT[i]) for i in shuffled]},
-                         aggregation={"acc": "mean"})
+    point = TaskOutcomes(
+        doc_ids=[int(i) for i in shuffled],
+        values={"acc": [int(REFERENCE_RIGHT[i]) for i in shuffled]},
+        aggregation={"acc": "mean"},
+    )
     found = compare({"t": _scores(REFERENCE_RIGHT)}, {"t": point}, {"t": _scores(REFERENCE_RIGHT)}, {"t": reference})
     assert found.paired["t"]["acc"].p_value == 1 and found.paired["t"]["acc"].delta == 0
 
 
 def test_unpairable_metrics_say_why():
     right = REFERENCE_RIGHT
-    bleu = TaskOutcomes(doc_ids=list(range(200)), values={"acc": list(map(int, right))},
-                        aggregation={"acc": "mean", "bleu": "bleu"})
+    bleu = TaskOutcomes(
+        doc_ids=list(range(200)), values={"acc": list(map(int, right))}, aggregation={"acc": "mean", "bleu": "bleu"}
+    )
     scores = {"t": {**_scores(right), "bleu": 0.3}, "group": {"acc": 0.5}}
-    found = compare(scores, {"t": bleu}, scores, {"t": bleu}, margins={"t": {"acc": 0.9, "acc_norm": 0.9}, "group": 0.9})
+    found = compare(
+        scores, {"t": bleu}, scores, {"t": bleu}, margins={"t": {"acc": 0.9, "acc_norm": 0.9}, "group": 0.9}
+    )
     assert "aggregation 'bleu' has no paired statistic" in found.unpaired["t"]["bleu"]
     assert "no per-document outcomes for group" in found.unpaired["group"]["acc"]
     assert "names t.acc_norm, which is not scored" in found.unpaired["t"]["acc_norm"]
@@ -162,8 +193,9 @@ def test_unpairable_metrics_say_why():
 
 def test_a_weighted_aggregation_without_weights_is_not_paired():
     ll = RNG.normal(-3, 1, 20)
-    side = TaskOutcomes(doc_ids=list(range(20)), values={"bits_per_byte": list(ll)},
-                        aggregation={"bits_per_byte": "bits_per_byte"})
+    side = TaskOutcomes(
+        doc_ids=list(range(20)), values={"bits_per_byte": list(ll)}, aggregation={"bits_per_byte": "bits_per_byte"}
+    )
     scores = {"t": {"bits_per_byte": 1.0}}
     found = compare(scores, {"t": side}, scores, {"t": side})
     assert "needs per-item weights" in found.unpaired["t"]["bits_per_byte"]
@@ -182,25 +214,46 @@ def test_outcomes_need_one_value_per_document(tmp_path):
 
 def test_outcomes_that_do_not_reproduce_the_score_are_not_paired():
     scores = {"t": {**_scores(REFERENCE_RIGHT), "acc": 0.5}}
-    found = compare(scores, {"t": _outcomes(REFERENCE_RIGHT)}, {"t": _scores(REFERENCE_RIGHT)},
-                    {"t": _outcomes(REFERENCE_RIGHT)})
+    found = compare(
+        scores, {"t": _outcomes(REFERENCE_RIGHT)}, {"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)}
+    )
     assert "do not reproduce lm-eval's score 0.5" in found.unpaired["t"]["acc"]
 
 
 def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
     from harness.accuracy.evaluate import outcomes
 
-    samples = [{"doc_id": doc, "filter": "none", "metrics": ["acc", "perplexity", "word_perplexity", "f1"],
-                "acc": doc % 2 == 0, "perplexity": -float(doc), "word_perplexity": (-float(doc), 3),
-                "f1": ("gold", "pred")} for doc in (2, 0, 1)]
-    config = {"metric_list": [{"metric": "acc", "aggregation": "mean"}, {"metric": "perplexity", "aggregation": "perplexity"}]}
-    found = outcomes({"samples": {"t": samples}, "configs": {"t": config},
-                      "higher_is_better": {"t": {"acc": True, "perplexity": False}}})["t"]
+    samples = [
+        {
+            "doc_id": doc,
+            "filter": "none",
+            "metrics": ["acc", "perplexity", "word_perplexity", "f1"],
+            "acc": doc % 2 == 0,
+            "perplexity": -float(doc),
+            "word_perplexity": (-float(doc), 3),
+            "f1": ("gold", "pred"),
+        }
+        for doc in (2, 0, 1)
+    ]
+    config = {
+        "metric_list": [{"metric": "acc", "aggregation": "mean"}, {"metric": "perplexity", "aggregation": "perplexity"}]
+    }
+    found = outcomes(
+        {
+            "samples": {"t": samples},
+            "configs": {"t": config},
+            "higher_is_better": {"t": {"acc": True, "perplexity": False}},
+        }
+    )["t"]
     assert found.doc_ids == [0, 1, 2]
     assert found.values == {"acc": [1, 0, 1], "perplexity": [0, -1, -2], "word_perplexity": [0, -1, -2]}
     assert found.weights == {"word_perplexity": [3, 3, 3]}
-    assert found.aggregation == {"acc": "mean", "perplexity": "perplexity", "word_perplexity": "weighted_perplexity",
-                                 "f1": "f1"}  # the last two: lm-eval's defaults for those metrics
+    assert found.aggregation == {
+        "acc": "mean",
+        "perplexity": "perplexity",
+        "word_perplexity": "weighted_perplexity",
+        "f1": "f1",
+    }  # the last two: lm-eval's defaults for those metrics
     assert found.higher_is_better == {"acc": True, "perplexity": False}
     assert json.dumps(found.model_dump(mode="json")["values"]["acc"]) == "[1, 0, 1]"  # 0/1 stored compactly
 
@@ -220,24 +273,43 @@ def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
     old = accuracy.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
     assert old.scores == fresh.scores and old.outcomes is None
     assert str(fresh.path) in old.why_unpaired and "predates per-item outcomes" in old.why_unpaired
-    found = compare({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)}, old.scores, old.outcomes,
-                    old.why_unpaired, margins={"t": 0.99})
+    found = compare(
+        {"t": _scores(REFERENCE_RIGHT)},
+        {"t": _outcomes(REFERENCE_RIGHT)},
+        old.scores,
+        old.outcomes,
+        old.why_unpaired,
+        margins={"t": 0.99},
+    )
     assert found.paired == {} and found.unpaired == {"t": {"acc": old.why_unpaired}} and found.verdict is None
 
 
 def test_a_record_with_paired_deltas_round_trips():
-    found = compare({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)}, {"t": _scores(REFERENCE_RIGHT)},
-                    {"t": _outcomes(REFERENCE_RIGHT)}, margins={"t": 0.99})
-    part = Accuracy(tasks={"t": _scores(REFERENCE_RIGHT)}, outcomes={"t": _outcomes(REFERENCE_RIGHT)},
-                    paired=found.paired, verdict=found.verdict)
+    found = compare(
+        {"t": _scores(REFERENCE_RIGHT)},
+        {"t": _outcomes(REFERENCE_RIGHT)},
+        {"t": _scores(REFERENCE_RIGHT)},
+        {"t": _outcomes(REFERENCE_RIGHT)},
+        margins={"t": 0.99},
+    )
+    part = Accuracy(
+        tasks={"t": _scores(REFERENCE_RIGHT)},
+        outcomes={"t": _outcomes(REFERENCE_RIGHT)},
+        paired=found.paired,
+        verdict=found.verdict,
+    )
     record = Record(scenario="s", point_id="p", point={}, status="ok", accuracy=part)
     back = Record.from_dict(json.loads(json.dumps(record.model_dump(mode="json"))))
     assert back.accuracy == part
     old = Record.from_dict({**record.model_dump(mode="json"), "accuracy": {"tasks": {"t": {"acc": 0.5}}}})
     assert old.accuracy.paired is None and old.accuracy.outcomes is None  # records written before still load
     with pytest.raises(ValueError, match="accuracy.paired.t.acc.test"):
-        Record.from_dict({**record.model_dump(mode="json"), "accuracy": {
-            "paired": {"t": {"acc": {**found.paired["t"]["acc"].model_dump(), "test": "t-test"}}}}})
+        Record.from_dict(
+            {
+                **record.model_dump(mode="json"),
+                "accuracy": {"paired": {"t": {"acc": {**found.paired["t"]["acc"].model_dump(), "test": "t-test"}}}},
+            }
+        )
 
 
 SCENARIO = """
@@ -252,14 +324,20 @@ def test_scenario_margins_per_task_or_per_metric():
     assert spec.non_inferiority == {"harness_choice": 0.99, "harness_cloze": {"acc": 0.95}}
 
 
-@pytest.mark.parametrize("value, message", [
-    ("{harness_choice: 1.5}", r"accuracy.non_inferiority: harness_choice: expected the fraction .* got 1.5"),
-    ("{harness_choice: 0}", r"accuracy.non_inferiority: harness_choice: expected .*0 < fraction <= 1.* got 0"),
-    ("{harness_cloze: {acc: high}}", r"accuracy.non_inferiority: harness_cloze.acc: expected .* got 'high'"),
-    ("{harness_choice: true}", r"harness_choice: expected .* got True"),
-    ("{arc_easy: 0.99}", r"non_inferiority names 'arc_easy', not in accuracy.tasks \(harness_cloze, harness_choice\)"),
-    ("0.99", r"accuracy.non_inferiority: expected a mapping of task to fraction"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("{harness_choice: 1.5}", r"accuracy.non_inferiority: harness_choice: expected the fraction .* got 1.5"),
+        ("{harness_choice: 0}", r"accuracy.non_inferiority: harness_choice: expected .*0 < fraction <= 1.* got 0"),
+        ("{harness_cloze: {acc: high}}", r"accuracy.non_inferiority: harness_cloze.acc: expected .* got 'high'"),
+        ("{harness_choice: true}", r"harness_choice: expected .* got True"),
+        (
+            "{arc_easy: 0.99}",
+            r"non_inferiority names 'arc_easy', not in accuracy.tasks \(harness_cloze, harness_choice\)",
+        ),
+        ("0.99", r"accuracy.non_inferiority: expected a mapping of task to fraction"),
+    ],
+)
 def test_invalid_margins_name_the_field(value, message):
     with pytest.raises(ScenarioErrors, match=message):
         planning.loads(SCENARIO % value, "<bad>")
@@ -267,7 +345,9 @@ def test_invalid_margins_name_the_field(value, message):
 
 def test_margins_need_the_reference():
     with pytest.raises(ScenarioErrors, match="non_inferiority needs reference: true"):
-        planning.loads(SCENARIO.replace("limit: 12,", "limit: 12, reference: false,") % "{harness_choice: 0.9}", "<bad>")
+        planning.loads(
+            SCENARIO.replace("limit: 12,", "limit: 12, reference: false,") % "{harness_choice: 0.9}", "<bad>"
+        )
 
 
 def test_a_failed_non_inferiority_margin_fails_the_point():
@@ -275,12 +355,27 @@ def test_a_failed_non_inferiority_margin_fails_the_point():
     from harness.pytest_plugin import _verdict_reasons
     from harness.records.record import Accuracy, PairedDelta, Record
 
-    delta = PairedDelta(delta=-0.2, low=-0.3, high=-0.1, p_value=0.001, test="mcnemar", items=60, reference=0.7,
-                        margin=0.99, non_inferior=False)
-    record = Record(scenario="s", point_id="p", point={}, status="ok",
-                    accuracy=Accuracy(paired={"harness_choice": {"acc": delta}}, verdict="fail"))
+    delta = PairedDelta(
+        delta=-0.2,
+        low=-0.3,
+        high=-0.1,
+        p_value=0.001,
+        test="mcnemar",
+        items=60,
+        reference=0.7,
+        margin=0.99,
+        non_inferior=False,
+    )
+    record = Record(
+        scenario="s",
+        point_id="p",
+        point={},
+        status="ok",
+        accuracy=Accuracy(paired={"harness_choice": {"acc": delta}}, verdict="fail"),
+    )
     assert record.verdict_failed
     assert "harness_choice.acc: -0.2 [-0.3, -0.1], margin 0.99" in _verdict_reasons(record)
-    record.accuracy = Accuracy(paired={"harness_choice": {"acc": delta.model_copy(update={"non_inferior": True})}},
-                               verdict="pass")
+    record.accuracy = Accuracy(
+        paired={"harness_choice": {"acc": delta.model_copy(update={"non_inferior": True})}}, verdict="pass"
+    )
     assert not record.verdict_failed

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.correctness import gate
 from harness.adapters.base import OPTIONAL_METHODS, Adapter
-from harness.errors import HarnessError, Unsupported
+from harness.correctness import gate
 from harness.correctness.reference import PromptReference, Reference, log_softmax, top_ids
+from harness.errors import HarnessError, Unsupported
 
 from .fakes import FakeAdapter
 
@@ -57,8 +57,13 @@ def reference() -> Reference:
     tops = [top_ids(log_softmax(r), 8).tolist() for r in rows]
     lps = [log_softmax(r)[t].tolist() for r, t in zip(rows, tops)]
     prompt = PromptReference("plain", "x", [1], [0, 0, 0], tops, lps)
-    return Reference(model={}, settings={"top_m": 8, "eos_ids": [7], "tokens": 3}, versions={},
-                     noise_floor={"kl_mean": 1e-3}, prompts=[prompt])
+    return Reference(
+        model={},
+        settings={"top_m": 8, "eos_ids": [7], "tokens": 3},
+        versions={},
+        noise_floor={"kl_mean": 1e-3},
+        prompts=[prompt],
+    )
 
 
 def test_flags_follow_the_methods_a_class_overrides_unless_it_sets_them():
@@ -93,8 +98,13 @@ def test_shipped_adapters_declare_their_capabilities():
 
 def test_default_optional_methods_raise_the_harness_exception():
     adapter = _Base()
-    for method, args in (("prefill", ([1],)), ("decode", (1,)), ("score", ([1], 1)),
-                         ("teacher_forced_top1", ([1], [2])), ("hidden_states", ([1],))):
+    for method, args in (
+        ("prefill", ([1],)),
+        ("decode", (1,)),
+        ("score", ([1], 1)),
+        ("teacher_forced_top1", ([1], [2])),
+        ("hidden_states", ([1],)),
+    ):
         with pytest.raises(Unsupported):
             getattr(adapter, method)(*args)
     assert issubclass(Unsupported, HarnessError)
@@ -154,14 +164,15 @@ class MissingKernelEngine(FakeAdapter):
 
 
 def test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate(write_scenario, tmp_path, tiny_llama):
-    from harness.run import planning
     from harness.adapters import registry
+    from harness.run import planning
     from harness.run.runner import Runner
     from harness.scenario.sweep import expand
 
     registry.register_adapter(MissingKernelEngine)
     try:
-        loaded = planning.load(write_scenario("""
+        loaded = planning.load(
+            write_scenario("""
             model: tiny-llama
             prompts: ["The river"]
             generation: {max_new_tokens: 4}
@@ -169,7 +180,8 @@ def test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate(
             gate: {k: 5, tokens: 4, prompts: ci}
             sweep:
               adapter: [fake-missing-kernel]
-            """))
+            """)
+        )
         (point,) = expand(loaded)
         record = Runner(results_dir=tmp_path / "results").run_point(loaded, point)
     finally:

@@ -30,7 +30,7 @@ def test_chunked_static_model_matches_transformers(hf_tiny, chunk):
     runner = StaticRunner(StaticLlama(hf_tiny, 32, cache_dtype=torch.float32).eval(), chunk=chunk, pad_token_id=2)
     ours = [runner.prefill(PROMPT), runner.decode(5), runner.decode(17)]
     with torch.no_grad():
-        theirs = hf_tiny(torch.tensor([PROMPT + [5, 17]])).logits[0].numpy()[len(PROMPT) - 1:]
+        theirs = hf_tiny(torch.tensor([PROMPT + [5, 17]])).logits[0].numpy()[len(PROMPT) - 1 :]
     np.testing.assert_allclose(np.stack(ours), theirs, rtol=1e-4, atol=1e-4)
 
 
@@ -51,11 +51,19 @@ def test_package_has_prefill_and_infer_sharing_fp16_kv_states(package):
     assert set(functions) == {"prefill", "infer"} and spec.description.defaultFunctionName == "infer"
     for name, width in (("prefill", 8), ("infer", 1)):
         f = functions[name]
-        inputs = {i.name: (list(i.type.multiArrayType.shape), _array_type(ct, i.type.multiArrayType.dataType)) for i in f.input}
-        assert inputs == {"input_ids": ([1, width], "INT32"), "positions": ([width], "INT32"),
-                          "causal_mask": ([1, 1, width, 64], "FLOAT16")}
-        states = {s.name: (list(s.type.stateType.arrayType.shape), _array_type(ct, s.type.stateType.arrayType.dataType))
-                  for s in f.state}
+        inputs = {
+            i.name: (list(i.type.multiArrayType.shape), _array_type(ct, i.type.multiArrayType.dataType))
+            for i in f.input
+        }
+        assert inputs == {
+            "input_ids": ([1, width], "INT32"),
+            "positions": ([width], "INT32"),
+            "causal_mask": ([1, 1, width, 64], "FLOAT16"),
+        }
+        states = {
+            s.name: (list(s.type.stateType.arrayType.shape), _array_type(ct, s.type.stateType.arrayType.dataType))
+            for s in f.state
+        }
         assert states == {"k_cache": ([2, 2, 64, 16], "FLOAT16"), "v_cache": ([2, 2, 64, 16], "FLOAT16")}
         assert [(o.name, _array_type(ct, o.type.multiArrayType.dataType)) for o in f.output] == [("logits", "FLOAT16")]
 

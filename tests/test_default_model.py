@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.models import sources as models
 from harness.models import prompts
+from harness.models import sources as models
 from harness.records import store as results
 from harness.scenario.schema import ModelSpec
 
@@ -57,7 +57,9 @@ def test_synthetic_prompts_have_exactly_the_asked_length(gemma, length):
 def test_readme_main_command_on_the_default_model(tmp_path, capsys):
     """What the README's main command runs: the quickstart scenario, records written, table printed.
     Since issue 22 it compares every engine of the default install: one row per engine, hf among them."""
-    assert cli.main(["run", str(REPO / "scenarios" / "quickstart.yaml"), "--results", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        cli.main(["run", str(REPO / "scenarios" / "quickstart.yaml"), "--results", str(tmp_path), "--no-progress"]) == 0
+    )
     out = capsys.readouterr().out
     assert "quickstart::hf-cpu-bf16" in out and "ok" in out
     rows = list(results.load(tmp_path).itertuples())

@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.correctness import diagnosis
-from harness.correctness import gate
-from harness.models import sources as models
 from harness.adapters.base import Activations, LoadSettings
 from harness.adapters.hf import HFAdapter
-from harness.models.prompts import select_gate_prompts
+from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.models import sources as models
+from harness.models.prompts import select_gate_prompts
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -65,14 +64,23 @@ def test_healthy_device_departs_nowhere(healthy, tokens):
     report = diagnosis.diagnose(healthy, healthy, tokens)
     assert report.departs_at is None and report.not_run is None
     assert [c.name for c in report.components] == [
-        "embedding", "decoder layer 0", "decoder layer 1", "final norm", "logits"]
+        "embedding",
+        "decoder layer 0",
+        "decoder layer 1",
+        "final norm",
+        "logits",
+    ]
 
 
-@pytest.mark.parametrize("fault, component", [
-    (faults.MissingEmbedScale, "embedding"),
-    (faults.SkippedLayer, "decoder layer 1"),  # the last of two: told apart from the final norm
-    (faults.WrongFinalNorm, "final norm"),
-], ids=lambda v: getattr(v, "__name__", v))
+@pytest.mark.parametrize(
+    "fault, component",
+    [
+        (faults.MissingEmbedScale, "embedding"),
+        (faults.SkippedLayer, "decoder layer 1"),  # the last of two: told apart from the final norm
+        (faults.WrongFinalNorm, "final norm"),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
 def test_diagnosis_names_the_faulty_component(tiny_gemma, healthy, tokens, fault, component):
     broken = load(fault, tiny_gemma)
     try:
@@ -115,12 +123,15 @@ def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
         name, supports_hidden_states = "opaque", False
 
     assert diagnosis.diagnose_failure(Opaque(), healthy, reference, result).to_dict() == {
-        "not_run": "opaque exposes no hidden states"}
+        "not_run": "opaque exposes no hidden states"
+    }
 
 
 def test_first_failure_is_the_earliest_top_k_failure_else_the_highest_kl_prompt():
-    prompts = [gate.PromptResult(0, "a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
-               gate.PromptResult(1, "b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0)]
+    prompts = [
+        gate.PromptResult(0, "a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
+        gate.PromptResult(1, "b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0),
+    ]
     result = gate.GateResult("fail", [], 5, "both", 1.0, 1e-3, 1e3, 0.5, 2, prompts)
     assert diagnosis.first_failure(result) == (1, 3)  # a free divergence inside top-k is no failure
     for prompt in prompts:

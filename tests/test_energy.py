@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import energy
-from harness.measure import roofline
+from harness.measure import energy, roofline
 
 UJ_PER_READ = {"package-0": 500_000, "dram": 125_000}  # each read finds the counter 0.5 J / 0.125 J on
 
@@ -132,7 +131,13 @@ def test_energy_per_token_reaches_the_benchmark_json(pytester, fake_adapters, fa
 
 
 def test_roofline_bound_from_bytes_and_bandwidth():
-    config = {"num_hidden_layers": 2, "num_key_value_heads": 2, "head_dim": 16, "num_attention_heads": 4, "hidden_size": 64}
+    config = {
+        "num_hidden_layers": 2,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "num_attention_heads": 4,
+        "hidden_size": 64,
+    }
     assert roofline.kv_bytes_per_token(config) == 2 * 2 * 2 * 16 * 2
     bound = roofline.decode_bound(1_000_000, config, context_tokens=100, bandwidth_bytes_per_s=1e9, tpot_ms=4.0)
     assert bound["bytes_per_decode_step"] == 1_000_000 + 256 * 100
@@ -202,12 +207,14 @@ def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario,
     from harness.run.runner import Runner
     from harness.scenario.sweep import expand
 
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}
         sweep: {adapter: [hf]}
-        """))
+        """)
+    )
     (point,) = expand(loaded)
     record = Runner(results_dir=None).run_point(loaded, point)
     assert record.status == "ok", record.reason

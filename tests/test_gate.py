@@ -8,10 +8,7 @@ import numpy as np
 import pytest
 
 from harness import cli
-from harness.correctness import diagnosis
-from harness.correctness import gate
-from harness.models import sources as models
-from harness.models.prompts import select_gate_prompts
+from harness.correctness import diagnosis, gate
 from harness.correctness.reference import (
     PromptReference,
     Reference,
@@ -22,6 +19,8 @@ from harness.correctness.reference import (
     log_softmax,
     top_ids,
 )
+from harness.models import sources as models
+from harness.models.prompts import select_gate_prompts
 
 from .faults import StaleKVCache
 
@@ -75,8 +74,13 @@ def reference_from(table, kind="plain") -> Reference:
         tops.append(best.tolist())
         lps.append(lp[best].tolist())
     prompt = PromptReference(kind, "x", [0], tokens, tops, lps)
-    return Reference(model={}, settings={"top_m": VOCAB, "eos_ids": [7], "tokens": len(table)}, versions={},
-                     noise_floor={"kl_mean": 1e-3}, prompts=[prompt])
+    return Reference(
+        model={},
+        settings={"top_m": VOCAB, "eos_ids": [7], "tokens": len(table)},
+        versions={},
+        noise_floor={"kl_mean": 1e-3},
+        prompts=[prompt],
+    )
 
 
 REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 4, 5])]
@@ -251,8 +255,8 @@ def test_verify_refuses_scenarios_without_a_gate(write_scenario, capsys, tiny_ll
 
 
 def test_diagnosis_localises_a_skipped_layer(tiny_llama):
-    from harness.adapters.hf import HFAdapter
     from harness.adapters.base import LoadSettings
+    from harness.adapters.hf import HFAdapter
     from harness.scenario.sweep import Point
 
     from .faults import SkippedLayer
@@ -272,8 +276,10 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
 
 
 def with_phase_floors(reference: Reference, prefill: float, decode: float) -> Reference:
-    reference.noise_floor["phases"] = {"prefill": {"kl_mean": prefill, "positions": 1},
-                                       "decode": {"kl_mean": decode, "positions": len(reference.prompts[0].tokens) - 1}}
+    reference.noise_floor["phases"] = {
+        "prefill": {"kl_mean": prefill, "positions": 1},
+        "decode": {"kl_mean": decode, "positions": len(reference.prompts[0].tokens) - 1},
+    }
     return reference
 
 
@@ -291,8 +297,11 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
     # overall mean stays under drift_factor x its floor while the decode phase is far above its own.
     reference.noise_floor["kl_mean"] = decode_kl / 3
     with_phase_floors(reference, prefill=decode_kl, decode=decode_kl / 20)
-    result = gate.evaluate(Scripted(decode_only_error()), reference,
-                           gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True))
+    result = gate.evaluate(
+        Scripted(decode_only_error()),
+        reference,
+        gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True),
+    )
     assert result.kl_ratio < 5  # the overall tier alone (before phases) passed this point
     decode, prefill = result.phases.decode, result.phases.prefill
     assert decode.verdict == "drift" and decode.kl_ratio == pytest.approx(20, rel=1e-3)
@@ -351,7 +360,8 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
     reference, path, _ = store.get_or_compute(tiny_llama, pairs, settings)
     floors = reference.noise_floor["phases"]
     assert floors["prefill"]["positions"] == 2 and floors["decode"]["positions"] == sum(
-        len(p.tokens) - 1 for p in reference.prompts)
+        len(p.tokens) - 1 for p in reference.prompts
+    )
 
     def check(adapter_cls, dtype, reference):
         adapter = adapter_cls()

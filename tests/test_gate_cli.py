@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.records import store as results
 from harness.cli.app import main
+from harness.records import store as results
 
 from .records import record
 
@@ -17,16 +17,29 @@ def write_run(directory, seed, slow_point=None, broken_point=None, drop_point=No
         if pid == drop_point:
             continue
         tpot = 40.0 * (1.2 if pid == slow_point else 1.0)
-        results.write(record(pid, tpot_ms=tpot, seed=seed + i, verdict="fail" if pid == broken_point else "pass"),
-                      directory)
+        results.write(
+            record(pid, tpot_ms=tpot, seed=seed + i, verdict="fail" if pid == broken_point else "pass"), directory
+        )
     return directory
 
 
 @pytest.fixture
 def saved(tmp_path):
     write_run(tmp_path / "night1", seed=0)
-    assert main(["baseline", "save", str(tmp_path / "night1"), "--name", "nightly",
-                 "--baselines-dir", str(tmp_path / "baselines")]) == 0
+    assert (
+        main(
+            [
+                "baseline",
+                "save",
+                str(tmp_path / "night1"),
+                "--name",
+                "nightly",
+                "--baselines-dir",
+                str(tmp_path / "baselines"),
+            ]
+        )
+        == 0
+    )
     return tmp_path
 
 
@@ -64,8 +77,9 @@ def test_thresholds_come_from_the_command_line(saved):
 def test_bad_thresholds_and_unknown_baselines_are_usage_errors(saved, capsys):
     assert gate(saved, saved / "night1", "--max-regression", "tpot=lots") == 2
     assert "ERROR --max-regression: 'tpot=lots'" in capsys.readouterr().err
-    assert main(["gate", str(saved / "night1"), "--baseline", "weekly", "--baselines-dir",
-                 str(saved / "baselines")]) == 2
+    assert (
+        main(["gate", str(saved / "night1"), "--baseline", "weekly", "--baselines-dir", str(saved / "baselines")]) == 2
+    )
     assert "no baseline 'weekly' (saved baselines in" in capsys.readouterr().err
 
 
@@ -87,8 +101,20 @@ def test_a_baseline_is_a_frozen_copy(saved):
 
 def test_compare_prints_speedups(saved, capsys):
     write_run(saved / "night2", seed=0, slow_point=POINTS[1])
-    assert main(["compare", "nightly", str(saved / "night2"), "--baselines-dir", str(saved / "baselines"),
-                 "--csv", str(saved / "cmp.csv")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "nightly",
+                str(saved / "night2"),
+                "--baselines-dir",
+                str(saved / "baselines"),
+                "--csv",
+                str(saved / "cmp.csv"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "speedup" in out and "0.833" in out  # 1 / 1.2
     import pandas as pd
@@ -119,8 +145,20 @@ def write_launched(directory, tpot_ms, launches=5, seed=0):
 
 def test_a_regression_over_launches_prints_its_launches_and_p_and_q(tmp_path, capsys):
     write_launched(tmp_path / "night1", 40.0)
-    assert main(["baseline", "save", str(tmp_path / "night1"), "--name", "nightly",
-                 "--baselines-dir", str(tmp_path / "baselines")]) == 0
+    assert (
+        main(
+            [
+                "baseline",
+                "save",
+                str(tmp_path / "night1"),
+                "--name",
+                "nightly",
+                "--baselines-dir",
+                str(tmp_path / "baselines"),
+            ]
+        )
+        == 0
+    )
     assert gate(tmp_path, write_launched(tmp_path / "same", 40.0, seed=50)) == 0
     out = capsys.readouterr().out
     assert "launch-level test of 2 metric(s)" in out and "judged without launch statistics" not in out
@@ -136,8 +174,22 @@ def test_fdr_and_confirm_are_checked_before_anything_runs(saved, capsys):
     assert "--fdr: expected a false discovery rate between 0 and 1" in capsys.readouterr().err
     assert gate(saved, saved / "night1", "--confirm", "-1") == 2
     assert "--confirm: expected a number of launches >= 0, got -1" in capsys.readouterr().err
-    assert main(["gate", str(saved / "night1"), str(saved / "night1"), "--baseline", "nightly",
-                 "--baselines-dir", str(saved / "baselines"), "--confirm", "2"]) == 2
+    assert (
+        main(
+            [
+                "gate",
+                str(saved / "night1"),
+                str(saved / "night1"),
+                "--baseline",
+                "nightly",
+                "--baselines-dir",
+                str(saved / "baselines"),
+                "--confirm",
+                "2",
+            ]
+        )
+        == 2
+    )
     assert "--confirm: expected NEW to be one results directory" in capsys.readouterr().err
 
 

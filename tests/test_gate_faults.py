@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.adapters.hf import HFAdapter
-from harness.correctness import diagnosis
-from harness.correctness import gate
-from harness.models import sources as models
 from harness.adapters.base import LoadSettings
-from harness.models.prompts import select_gate_prompts
+from harness.adapters.hf import HFAdapter
+from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.models import sources as models
+from harness.models.prompts import select_gate_prompts
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 

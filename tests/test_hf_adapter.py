@@ -5,15 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness.adapters.base import LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.models import prompts
-from harness.adapters.base import LoadSettings
 from harness.scenario.sweep import Point
 
 
 def point(**axes) -> Point:
-    base = dict(adapter="hf", device="cpu", max_seq_len=None, quantization="none", prompt_len=None,
-                beam_width=1, batch_size=1, moe_chunk_size=None)
+    base = dict(
+        adapter="hf",
+        device="cpu",
+        max_seq_len=None,
+        quantization="none",
+        prompt_len=None,
+        beam_width=1,
+        batch_size=1,
+        moe_chunk_size=None,
+    )
     return Point(**{**base, **axes})
 
 

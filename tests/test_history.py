@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.records import store as results
-from harness.history import queries, store
 from harness.cli import history as cli
+from harness.history import queries, store
 from harness.history.ingest import read_run
+from harness.records import store as results
+
 from .history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
 from .records import record
 
@@ -27,8 +28,14 @@ def commit(night: int) -> str:
     return hashlib.sha1(f"night {night}".encode()).hexdigest()
 
 
-def write_night(root: Path, night: int, tpot: dict[str, float], engine_version: str = "5", verdict: str = "pass",
-                host: str = "ci-host") -> Path:
+def write_night(
+    root: Path,
+    night: int,
+    tpot: dict[str, float],
+    engine_version: str = "5",
+    verdict: str = "pass",
+    host: str = "ci-host",
+) -> Path:
     """One night's results directory: a record per point with ``tpot`` ms/token."""
     out = root / f"night{night:03d}"
     for point, value in tpot.items():
@@ -160,7 +167,7 @@ def test_list_show_and_export(db, tmp_path, capsys):
     assert out.count("ci-host") == 3 and commit(2)[:12] in out
     assert harness_history("show", "demo::p", "--metric", "tpot", "--db", db) == 0
     out = capsys.readouterr().out
-    assert "demo::p tpot_ms" in out and len([l for l in out.splitlines() if "pass" in l]) == 3
+    assert "demo::p tpot_ms" in out and len([line for line in out.splitlines() if "pass" in line]) == 3
     assert harness_history("show", "demo::nope", "--db", db) == 2
     assert "did you mean demo::p" in capsys.readouterr().err
     for name in ("all.parquet", "all.csv"):
@@ -208,8 +215,10 @@ def test_a_verdict_change_gets_a_trend_figure(tmp_path):
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
     engine = store.open_db(db)
     for night in range(6):
-        store.add(engine, read_run(write_night(tmp_path, night, {"p": 50.0, "q": 50.0},
-                                               verdict="fail" if night >= 4 else "pass")))
+        store.add(
+            engine,
+            read_run(write_night(tmp_path, night, {"p": 50.0, "q": 50.0}, verdict="fail" if night >= 4 else "pass")),
+        )
     engine.dispose()
     assert queries.verdict_changes(store.open_db(db)) == {("demo", "p"), ("demo", "q")}
     report = trend_figures(db, tmp_path / "trends", workers=1)
@@ -251,8 +260,10 @@ def test_add_records_stores_a_run_from_records_in_memory(db):
 
 
 def test_the_history_command_imports_no_database_library(pytester):
-    code = ("import sys, harness.cli.history; heavy = {'sqlalchemy', 'alembic', 'ruptures', 'pandas', 'matplotlib'}; "
-            "print(sorted(heavy & set(sys.modules)))")
+    code = (
+        "import sys, harness.cli.history; heavy = {'sqlalchemy', 'alembic', 'ruptures', 'pandas', 'matplotlib'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
     result = pytester.run(sys.executable, "-c", code)
     assert result.stdout.lines[-1] == "[]"
 
@@ -283,8 +294,18 @@ sweep:
   adapter: [fake]
 """)
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress",
-            "--no-energy", "--history", db]
+    argv = [
+        "run",
+        str(scenario),
+        "--results",
+        str(tmp_path / "results"),
+        "--isolation",
+        "none",
+        "--no-progress",
+        "--no-energy",
+        "--history",
+        db,
+    ]
     assert harness_cli.main(argv) == 0
     assert "history: run #1 in" in capsys.readouterr().out
     assert harness_history("list", "--db", db) == 0

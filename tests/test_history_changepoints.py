@@ -47,8 +47,9 @@ def test_noise_alone_rarely_gives_a_change_point_over_many_seeds():
 
 
 def test_a_lower_penalty_finds_more_and_a_year_of_noise_stays_quiet():
-    assert sum(bool(detect(series(s), penalty=1.0)) for s in range(1000, 1050)) > \
-        sum(bool(detect(series(s), penalty=DEFAULT_PENALTY)) for s in range(1000, 1050))
+    assert sum(bool(detect(series(s), penalty=1.0)) for s in range(1000, 1050)) > sum(
+        bool(detect(series(s), penalty=DEFAULT_PENALTY)) for s in range(1000, 1050)
+    )
     assert sum(bool(detect(series(s, n=365))) for s in range(20)) <= 1
 
 

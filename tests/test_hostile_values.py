@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.run import planning
-from harness.records import store as results
 from harness.errors import UsageError
 from harness.io import check_writable_dir, check_writable_file, write_json_atomic
+from harness.records import store as results
+from harness.run import planning
 from harness.run.runner import Runner
 
 from . import records as synthetic
@@ -44,9 +44,11 @@ NAN_SWEEP = """
 
 # -- 1. NaN and infinity from an engine ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("isolate", [False, True], ids=["isolation-none", "isolation-point"])
 def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict_json(
-        write_scenario, tmp_path, nonfinite_adapters, isolate):
+    write_scenario, tmp_path, nonfinite_adapters, isolate
+):
     from harness.run.isolation import Limits
 
     loaded = planning.load(write_scenario(NAN_SWEEP, "nan.yaml"))
@@ -69,9 +71,10 @@ def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict
 
     assert records["fake-cpu-bf16"].status == "ok"  # the sweep went on
     for path in (tmp_path / "results").rglob("*.json"):
-        json.loads(path.read_text(), parse_constant=lambda word: pytest.fail(f"{path} holds {word}"))
-    assert {r.point_id: r.status for r in map(results.read, (tmp_path / "results").rglob("*.json"))} == \
-        {pid: r.status for pid, r in records.items()}
+        json.loads(path.read_text(), parse_constant=lambda word, path=path: pytest.fail(f"{path} holds {word}"))
+    assert {r.point_id: r.status for r in map(results.read, (tmp_path / "results").rglob("*.json"))} == {
+        pid: r.status for pid, r in records.items()
+    }
 
 
 def test_non_finite_values_outside_metrics_are_dropped_and_fail_the_point():
@@ -82,7 +85,9 @@ def test_non_finite_values_outside_metrics_are_dropped_and_fail_the_point():
     rec.samples.rounds[0].gaps_s[0] = math.inf
     rec.adapter["engine_score"] = -math.inf
     fields = finite.scrub(rec)
-    assert rec.status == "failed" and rec.reason.startswith("the engine produced a non-finite value (inf) in samples.rounds.0.gaps_s.0")
+    assert rec.status == "failed" and rec.reason.startswith(
+        "the engine produced a non-finite value (inf) in samples.rounds.0.gaps_s.0"
+    )
     assert {"samples.rounds.0.gaps_s.0", "correctness.kl_mean", "adapter.engine_score"} <= set(fields)
     assert rec.correctness.kl_mean is None and rec.correctness.verdict == "pass"  # the rest of the part stays
     assert rec.samples.rounds == [] and "engine_score" not in rec.adapter
@@ -90,6 +95,7 @@ def test_non_finite_values_outside_metrics_are_dropped_and_fail_the_point():
 
 
 # -- 2. output paths, checked before anything runs ----------------------------------------------------
+
 
 def _quiet_fail(argv, capsys) -> str:
     """Run the CLI, expect exit 2 with one ERROR line and no traceback; return that line."""
@@ -130,15 +136,19 @@ FAKE_SCENARIO = """
 @pytest.mark.parametrize("command", ["run", "verify"])
 @pytest.mark.parametrize("case", ["is-a-file", "parent-is-a-file"])
 def test_run_and_verify_refuse_an_unusable_results_path_before_any_point(
-        command, case, write_scenario, blocker, capsys, fake_adapters, monkeypatch):
+    command, case, write_scenario, blocker, capsys, fake_adapters, monkeypatch
+):
     from harness.run import steps
 
     ran = []
     monkeypatch.setattr(steps, "execute", lambda *a, **k: ran.append(a) or pytest.fail("a point ran"))
     scenario = write_scenario(FAKE_SCENARIO + "gate: {prompts: 1, tokens: 2}\n")
     target = blocker if case == "is-a-file" else blocker / "results"
-    line = _quiet_fail([command, str(scenario), "--results", str(target), "--isolation", "none", "--no-energy"]
-                       + (["--no-progress"] if command == "run" else []), capsys)
+    line = _quiet_fail(
+        [command, str(scenario), "--results", str(target), "--isolation", "none", "--no-energy"]
+        + (["--no-progress"] if command == "run" else []),
+        capsys,
+    )
     assert f"--results {target}:" in line
     assert ("is a file, not a directory" if case == "is-a-file" else f"{blocker} is a file") in line
     assert not ran
@@ -156,12 +166,15 @@ def test_a_read_only_results_directory_is_refused(tmp_path):
         locked_dir.chmod(stat.S_IRWXU)
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["report", "{records}", "-o", "{bad}"], "report -o"),
-    (["baseline", "save", "{records}", "--name", "b", "--baselines-dir", "{bad}"], "--baselines-dir"),
-    (["merge", "{records}", "-o", "{bad}"], "merge -o"),
-    (["compare", "{records}", "{records}", "--csv", "{bad}/table.csv"], "compare --csv"),
-])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["report", "{records}", "-o", "{bad}"], "report -o"),
+        (["baseline", "save", "{records}", "--name", "b", "--baselines-dir", "{bad}"], "--baselines-dir"),
+        (["merge", "{records}", "-o", "{bad}"], "merge -o"),
+        (["compare", "{records}", "{records}", "--csv", "{bad}/table.csv"], "compare --csv"),
+    ],
+)
 def test_every_writing_command_names_an_unusable_output(argv, option, records_dir, blocker, capsys):
     bad = blocker / "sub"
     line = _quiet_fail([a.format(records=records_dir, bad=bad) for a in argv], capsys)
@@ -196,6 +209,7 @@ def test_check_helpers_accept_what_can_be_written(tmp_path):
 
 # -- 3. record readers --------------------------------------------------------------------------------
 
+
 def _corrupt(records_dir: Path, change) -> Path:
     path = records_dir / "demo" / "hf-cpu-bf16.json"
     data = json.loads(path.read_text())
@@ -204,23 +218,35 @@ def _corrupt(records_dir: Path, change) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d.update(metrics=None), "metrics"),
-    (lambda d: d.update(samples="rounds"), "samples"),
-    (lambda d: d["metrics"].update(tpot_ms="fast"), "metrics.tpot_ms"),
-    (lambda d: d["metrics"].update(tpot_ms=math.nan), "metrics.tpot_ms"),
-    (lambda d: d.update(point=[1, 2]), "point"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d.update(metrics=None), "metrics"),
+        (lambda d: d.update(samples="rounds"), "samples"),
+        (lambda d: d["metrics"].update(tpot_ms="fast"), "metrics.tpot_ms"),
+        (lambda d: d["metrics"].update(tpot_ms=math.nan), "metrics.tpot_ms"),
+        (lambda d: d.update(point=[1, 2]), "point"),
+    ],
+)
 @pytest.mark.parametrize("command", ["report", "compare", "gate", "baseline-save"])
 def test_malformed_records_are_refused_naming_file_and_field(command, change, field, records_dir, tmp_path, capsys):
     good = tmp_path / "good"
     results.write(synthetic.record("hf-cpu-bf16", seed=1), good)
     bad_file = _corrupt(records_dir, change)
-    argv = {"report": ["report", str(records_dir), "-o", str(tmp_path / "report")],
-            "compare": ["compare", str(good), str(records_dir)],
-            "gate": ["gate", str(records_dir), "--baseline", str(good)],
-            "baseline-save": ["baseline", "save", str(records_dir), "--name", "b",
-                              "--baselines-dir", str(tmp_path / "baselines")]}[command]
+    argv = {
+        "report": ["report", str(records_dir), "-o", str(tmp_path / "report")],
+        "compare": ["compare", str(good), str(records_dir)],
+        "gate": ["gate", str(records_dir), "--baseline", str(good)],
+        "baseline-save": [
+            "baseline",
+            "save",
+            str(records_dir),
+            "--name",
+            "b",
+            "--baselines-dir",
+            str(tmp_path / "baselines"),
+        ],
+    }[command]
     line = _quiet_fail(argv, capsys)
     assert f"{bad_file}: {field}" in line
     assert not (tmp_path / "baselines" / "b").exists()
@@ -235,6 +261,7 @@ def test_a_gate_against_a_baseline_holding_nan_names_the_file_and_field(records_
 
 
 # -- 4. a gate that compared nothing has not passed ---------------------------------------------------
+
 
 def test_the_gate_refuses_an_empty_baseline(records_dir, tmp_path, capsys):
     empty = tmp_path / "empty"
@@ -254,13 +281,22 @@ def test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare(pyte
     (pytester.path / "baselines" / "empty").mkdir(parents=True)
     (pytester.path / "baselines" / "empty" / "baseline.json").write_text('{"kind": "harness-baseline"}')
     pytester.makefile(".yaml", **{"scenarios/s": FAKE_SCENARIO.replace("\n    ", "\n").strip()})
-    result = pytester.runpytest("scenarios/", "--harness-baseline", "empty", "--harness-baselines-dir", "baselines",
-                                "--harness-no-energy", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "scenarios/",
+        "--harness-baseline",
+        "empty",
+        "--harness-baselines-dir",
+        "baselines",
+        "--harness-no-energy",
+        "-p",
+        "no:cacheprovider",
+    )
     result.stdout.fnmatch_lines(["ERROR the baseline holds no records*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 # -- 5. stores: modes, locks, concurrent writers ------------------------------------------------------
+
 
 def test_records_and_baselines_respect_the_umask(records_dir, tmp_path):
     from harness.regression import baseline
@@ -280,8 +316,8 @@ def test_records_and_baselines_respect_the_umask(records_dir, tmp_path):
 def _store_worker(args):
     """One runner: fetch (or compute) the shared gate reference, read it back, write and read records."""
     root, marker, results_dir, index = args
-    from harness.models import sources as models
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.models import sources as models
     from harness.scenario.schema import ModelSpec
 
     from . import records as synthetic_records
@@ -294,11 +330,17 @@ def _store_worker(args):
         with open(marker, "a") as out:  # one line per computation
             out.write(f"{os.getpid()}\n")
         time.sleep(0.5)  # long enough for the others to arrive and wait
-        prompts = [PromptReference(kind, text, list(ids), [1] * 300, [[1, 2]] * 300, [[-0.1, -2.5]] * 300)
-                   for (kind, text), ids in zip(pairs, prompt_ids)]
-        return Reference(model={"name": model.name, "checksum": model.checksum,
-                                "tokenizer_sha256": tokenizer_sha256(model.hf_dir)},
-                         settings={}, versions={}, noise_floor={"kl_mean": 0.0}, prompts=prompts)
+        prompts = [
+            PromptReference(kind, text, list(ids), [1] * 300, [[1, 2]] * 300, [[-0.1, -2.5]] * 300)
+            for (kind, text), ids in zip(pairs, prompt_ids)
+        ]
+        return Reference(
+            model={"name": model.name, "checksum": model.checksum, "tokenizer_sha256": tokenizer_sha256(model.hf_dir)},
+            settings={},
+            versions={},
+            noise_floor={"kl_mean": 0.0},
+            prompts=prompts,
+        )
 
     store = ReferenceStore(Path(root), compute=compute)
     pairs = [("plain", "The river"), ("plain", "A bakery on the corner")]
@@ -340,8 +382,14 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
         return accuracy.Evaluation({"harness_cloze": {"acc": 0.5, "items": 4}}, {})
 
     out = []
-    threads = [threading.Thread(target=lambda: out.append(accuracy.reference(
-        tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute))) for _ in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda: out.append(
+                accuracy.reference(tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute)
+            )
+        )
+        for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -351,37 +399,50 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
 
 # -- 6. sizes and identity ----------------------------------------------------------------------------
 
+
 def test_a_sweep_of_millions_of_points_is_refused_in_under_a_second(write_scenario, capsys):
     axis = "[" + ", ".join(str(n) for n in range(1, 101)) + "]"
-    path = write_scenario(f"""
+    path = write_scenario(
+        f"""
         model: tiny-llama
         sweep:
           adapter: [hf]
           batch_size: {axis}
           beam_width: {axis}
           prompt_len: {axis}
-        """, "huge.yaml")
+        """,
+        "huge.yaml",
+    )
     start = time.perf_counter()
     line = _quiet_fail(["check", str(path)], capsys)
     assert time.perf_counter() - start < 1.0
-    assert f"{path}:2: sweep: the sweep expands to 1,000,000 points (100 prompt_len x 100 beam_width x 100 batch_size)" in line
+    assert (
+        f"{path}:2: sweep: the sweep expands to 1,000,000 points (100 prompt_len x 100 beam_width x 100 batch_size)"
+        in line
+    )
     assert "--max-points" in line
 
 
 def test_max_points_raises_the_limit(write_scenario, capsys):
-    path = write_scenario("""
+    path = write_scenario(
+        """
         model: tiny-llama
         sweep: {adapter: [hf], batch_size: [1, 2, 3]}
-        """, "three.yaml")
+        """,
+        "three.yaml",
+    )
     assert "more than the limit of 2" in _quiet_fail(["check", str(path), "--max-points", "2"], capsys)
     assert cli.main(["check", str(path), "--max-points", "3"]) == 0
 
 
-@pytest.mark.parametrize("field, text", [
-    ("generation.max_new_tokens", "generation: {max_new_tokens: 99999999999999}"),
-    ("gate.tokens", "gate: {tokens: 5000000}"),
-    ("sweep.prompt_len.0", "sweep: {adapter: [hf], prompt_len: [123456789012]}"),
-])
+@pytest.mark.parametrize(
+    "field, text",
+    [
+        ("generation.max_new_tokens", "generation: {max_new_tokens: 99999999999999}"),
+        ("gate.tokens", "gate: {tokens: 5000000}"),
+        ("sweep.prompt_len.0", "sweep: {adapter: [hf], prompt_len: [123456789012]}"),
+    ],
+)
 def test_astronomic_token_counts_are_refused_by_the_schema(field, text, write_scenario, capsys):
     body = "model: tiny-llama\n" + text + ("\n" if "sweep" in text else "\nsweep: {adapter: [hf]}\n")
     path = write_scenario(body, "tokens.yaml")
@@ -390,24 +451,32 @@ def test_astronomic_token_counts_are_refused_by_the_schema(field, text, write_sc
 
 
 def test_tokens_beyond_the_model_context_skip_the_point_with_the_reason(write_scenario, tmp_path, fake_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario(
+            """
         model: tiny-llama
         prompts: ["x"]
         generation: {max_new_tokens: 9000}
         sweep: {adapter: [fake]}
-        """, "long.yaml"))
+        """,
+            "long.yaml",
+        )
+    )
     start = time.perf_counter()
     [record] = Runner(results_dir=tmp_path / "results", energy=False).run([loaded], progress=False)
     assert time.perf_counter() - start < 5
     assert record.status == "skipped"
-    assert record.reason == ("prompt (0 tokens) + max_new_tokens (9000) exceeds the model's context of 8192 tokens "
-                             "(max_position_embeddings in its config.json)")
+    assert record.reason == (
+        "prompt (0 tokens) + max_new_tokens (9000) exceeds the model's context of 8192 tokens "
+        "(max_position_embeddings in its config.json)"
+    )
 
 
 def test_oversized_adapter_options_are_refused(write_scenario, capsys):
     blob = "x" * 70_000
-    path = write_scenario(f"model: tiny-llama\nadapter_options: {{hf: {{blob: {blob}}}}}\nsweep: {{adapter: [hf]}}\n",
-                          "opts.yaml")
+    path = write_scenario(
+        f"model: tiny-llama\nadapter_options: {{hf: {{blob: {blob}}}}}\nsweep: {{adapter: [hf]}}\n", "opts.yaml"
+    )
     line = _quiet_fail(["check", str(path)], capsys)
     assert f"{path}:2: adapter_options:" in line and "at most 64 KiB" in line
 

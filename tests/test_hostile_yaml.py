@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.scenario import yaml_load
 from harness.errors import ScenarioErrors
+from harness.scenario import yaml_load
 
 VALID = """\
 model: tiny-llama
@@ -46,8 +46,10 @@ def test_a_file_that_is_not_utf8_is_refused_naming_file_line_and_byte(tmp_path, 
     latin1 = VALID.replace('"The river"', '"Café au lait"').encode("latin-1")
     path = write(tmp_path, latin1)
     offset = latin1.index(b"\xe9")
-    assert check(path, capsys) == (2, f"ERROR {path}:2: not UTF-8: byte 0xe9 at byte offset {offset}; "
-                                      "save the file as UTF-8")
+    assert check(path, capsys) == (
+        2,
+        f"ERROR {path}:2: not UTF-8: byte 0xe9 at byte offset {offset}; save the file as UTF-8",
+    )
 
 
 def test_run_refuses_a_non_utf8_file_before_anything_runs(tmp_path, capsys):
@@ -64,22 +66,29 @@ def test_a_utf8_byte_order_mark_is_fine(tmp_path, capsys):
 
 def test_duplicate_keys_are_refused_naming_both_lines(tmp_path, capsys):
     path = write(tmp_path, VALID + "  adapter: [openvino]\n")
-    assert check(path, capsys) == (2, f"ERROR {path}:7: sweep.adapter: duplicate key (first on line 5); "
-                                      "YAML would silently keep the last")
+    assert check(path, capsys) == (
+        2,
+        f"ERROR {path}:7: sweep.adapter: duplicate key (first on line 5); YAML would silently keep the last",
+    )
 
 
-@pytest.mark.parametrize("text, line, field", [
-    ("quantization_options: {ratio: 1, ratio: 0.5}\n", 7, "quantization_options.ratio"),  # flow style
-    ("model: tiny-llama\n", 7, "model"),  # top level
-    ("adapter_options:\n  hf: {a: 1}\n  hf: {b: 2}\n", 9, "adapter_options.hf"),
-])
+@pytest.mark.parametrize(
+    "text, line, field",
+    [
+        ("quantization_options: {ratio: 1, ratio: 0.5}\n", 7, "quantization_options.ratio"),  # flow style
+        ("model: tiny-llama\n", 7, "model"),  # top level
+        ("adapter_options:\n  hf: {a: 1}\n  hf: {b: 2}\n", 9, "adapter_options.hf"),
+    ],
+)
 def test_duplicate_keys_anywhere(tmp_path, capsys, text, line, field):
     path = write(tmp_path, VALID + text)
     code, err = check(path, capsys)
     assert code == 2 and err.startswith(f"ERROR {path}:{line}: {field}: duplicate key (first on line")
 
 
-BILLION_LAUGHS = VALID.replace("sweep:", """\
+BILLION_LAUGHS = VALID.replace(
+    "sweep:",
+    """\
 adapter_options:
   hf:
     a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
@@ -91,13 +100,17 @@ adapter_options:
     g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
     h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
     i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h]
-sweep:""")
+sweep:""",
+)
 
 
 def test_an_alias_bomb_is_refused_at_its_first_anchor(tmp_path, capsys):
     path = write(tmp_path, BILLION_LAUGHS)  # 9**9 strings once expanded, and the record would copy them
-    assert check(path, capsys) == (2, f"ERROR {path}:6: adapter_options.hf.a: YAML anchors and aliases are "
-                                      "not allowed in scenario files (found anchor &a); write the value out")
+    assert check(path, capsys) == (
+        2,
+        f"ERROR {path}:6: adapter_options.hf.a: YAML anchors and aliases are "
+        "not allowed in scenario files (found anchor &a); write the value out",
+    )
 
 
 def test_a_merge_key_alias_is_refused_too(tmp_path, capsys):
@@ -110,8 +123,11 @@ def test_a_merge_key_alias_is_refused_too(tmp_path, capsys):
 
 def test_a_file_over_the_size_limit_is_refused_without_reading_it_all(tmp_path, capsys):
     path = write(tmp_path, VALID + "description: " + "x" * yaml_load.MAX_BYTES + "\n")
-    assert check(path, capsys) == (2, f"ERROR {path}: file is larger than 1024 KiB; scenario files are small "
-                                      "(put long prompt lists in a prompt file)")
+    assert check(path, capsys) == (
+        2,
+        f"ERROR {path}: file is larger than 1024 KiB; scenario files are small "
+        "(put long prompt lists in a prompt file)",
+    )
 
 
 def test_a_device_file_is_read_within_the_limit(capsys):
@@ -133,10 +149,13 @@ def test_too_many_values_are_refused(tmp_path, capsys):
     assert err.endswith(f"more than {yaml_load.MAX_NODES:,} YAML values; scenario files are small")
 
 
-@pytest.mark.parametrize("value, message", [
-    ("2024-13-01", "cannot read '2024-13-01': month must be in 1..12"),  # a timestamp PyYAML cannot build
-    ("9" * 5000, "Exceeds the limit (4300 digits) for integer string conversion"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("2024-13-01", "cannot read '2024-13-01': month must be in 1..12"),  # a timestamp PyYAML cannot build
+        ("9" * 5000, "Exceeds the limit (4300 digits) for integer string conversion"),
+    ],
+)
 def test_values_yaml_cannot_build_are_refused_with_their_line(tmp_path, capsys, value, message):
     path = write(tmp_path, VALID.replace("sweep:", f"adapter_options:\n  hf:\n    x: {value}\nsweep:"))
     code, err = check(path, capsys)

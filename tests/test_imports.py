@@ -24,7 +24,8 @@ def module_name(path: Path) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(node: ast.AST):
@@ -98,7 +99,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         while True:  # walk inside the component until a module repeats
             nxt = min(t for t in graph[path[-1]] if t in component)
             if nxt in seen:
-                found.append(path[path.index(nxt):] + [nxt])
+                found.append(path[path.index(nxt) :] + [nxt])
                 break
             path.append(nxt)
             seen.add(nxt)

@@ -10,8 +10,8 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from harness.run import planning
 from harness.records import store as results
+from harness.run import planning
 from harness.run.isolation import Limits
 from harness.run.runner import Runner
 from harness.scenario.sweep import expand
@@ -47,7 +47,8 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
 
 
 def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path, fake_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 4}
@@ -55,7 +56,8 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
         sweep:
           adapter: [fake, fake-failing]
           batch_size: [1, 2, 3]
-        """))
+        """)
+    )
     runner = Runner(results_dir=tmp_path)
     first = runner.run([loaded], progress=False, select=lambda p: p.batch_size == 1)  # "interrupted" here
     stamps = {r.point_id: r.started_at for r in first}
@@ -67,7 +69,8 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
     assert by_id["fake-failing-cpu-bf16-bs1"].started_at != stamps["fake-failing-cpu-bf16-bs1"]  # failed: re-run
     assert set(results.load(tmp_path).point_id) == set(by_id)
 
-    changed = planning.load(write_scenario("""
+    changed = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 5}
@@ -75,7 +78,8 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
         sweep:
           adapter: [fake]
           batch_size: [1]
-        """))
+        """)
+    )
     (point,) = expand(changed)
     assert Runner(results_dir=tmp_path).finished(changed, point) is None  # settings differ: re-run
 
@@ -127,14 +131,16 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 
 def test_an_isolated_point_relays_its_phase_to_the_parent(write_scenario, tmp_path, fake_adapters):
     # The timed rounds last at least 2 s (min_time_s), so the parent's twice-a-second poll sees them.
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
 model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 6}
 measurement: {warmup_rounds: 1, min_rounds: 2, min_time_s: 2}
 sweep:
   adapter: [fake]
-"""))
+""")
+    )
     runner = Runner(results_dir=tmp_path, isolate=True, energy=False)
     phases: list[str] = []
     runner.session.progress = phases.append

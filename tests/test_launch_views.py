@@ -9,39 +9,49 @@ import re
 import pandas as pd
 import pytest
 
-from harness.records import benchmark_json
 from harness.cli import output as cli_output
-from harness.report import compare
-from harness.report import export
+from harness.records import benchmark_json
 from harness.records import store as results
-from harness.report import tables
 from harness.records.columns import TIME_SPLIT, flatten
-from harness.report.readable import plus_minus
 from harness.records.record import Drift, Interval, Launch, Record, TimeSplit
+from harness.report import compare, export, tables
 from harness.report.build import build
+from harness.report.readable import plus_minus
 from harness.report.summary import summarize
 
 from .records import record
 
 
-def launched(point_id: str = "hf-cpu-bf16", tpot: float = 50.0, low: float = 49.0, high: float = 51.4,
-             launches: int = 3, split: TimeSplit | None = None, **axes) -> Record:
+def launched(
+    point_id: str = "hf-cpu-bf16",
+    tpot: float = 50.0,
+    low: float = 49.0,
+    high: float = 51.4,
+    launches: int = 3,
+    split: TimeSplit | None = None,
+    **axes,
+) -> Record:
     """A record measured by ``launches`` launches with a ms/token interval [low, high] around ``tpot``."""
     r = record(point_id, **axes)
     r.metrics["tpot_ms"] = tpot
     r.samples.launches = [Launch(index=k, medians={"tpot_ms": tpot}, rounds=5) for k in range(launches)]
     for k, sample in enumerate(r.samples.rounds):
         sample.launch = k % launches
-    r.samples.intervals = {"tpot_ms": Interval(estimate=tpot, low=low, high=high, cv=0.02, launches=launches,
-                                               samples=5 * launches, method="bootstrap")}
+    r.samples.intervals = {
+        "tpot_ms": Interval(
+            estimate=tpot, low=low, high=high, cv=0.02, launches=launches, samples=5 * launches, method="bootstrap"
+        )
+    }
     r.time_split = split
     return r
 
 
 def drifting(point_id: str = "hf-cpu-drift", **axes) -> Record:
     r = launched(point_id, **axes)
-    r.samples.launches[1].drift = [Drift(metric="tpot_ms", slope_per_round=0.012, p_value=0.001, flagged=True),
-                                   Drift(metric="ttft_ms", slope_per_round=0.0001, p_value=0.8)]
+    r.samples.launches[1].drift = [
+        Drift(metric="tpot_ms", slope_per_round=0.012, p_value=0.001, flagged=True),
+        Drift(metric="ttft_ms", slope_per_round=0.0001, p_value=0.8),
+    ]
     r.samples.launches[2].machine = {"load_1m": 3.2, "noisy": "load average 3.2 on 2 cores"}
     return r
 
@@ -50,6 +60,7 @@ SPLIT = TimeSplit(process_start_s=4, imports_s=6, conversion_s=0, load_s=10, war
 
 
 # -- the one home of the split's labels --------------------------------------------------------------
+
 
 def test_the_time_split_labels_name_every_part_of_the_record_once():
     fields = [field for field, _ in TIME_SPLIT]
@@ -62,6 +73,7 @@ def test_plus_minus_shows_the_half_width():
 
 
 # -- flat columns: pandas, CSV, pytest-benchmark --------------------------------------------------------
+
 
 def test_flat_columns_carry_intervals_launches_warnings_and_the_split(tmp_path):
     r = drifting(split=SPLIT)
@@ -108,6 +120,7 @@ def test_pytest_benchmark_extra_info_and_the_carried_record_keep_the_intervals()
 
 # -- the terminal: harness run, its time split, compare, summary ----------------------------------------
 
+
 def test_the_run_table_shows_plus_minus_the_half_width_and_the_launch_count():
     one = launched("hf-cpu-single", launches=1, low=49.0, high=51.4)  # one launch: no interval to show
     lines = cli_output.run_table_lines([launched(), one, drifting()])
@@ -127,8 +140,12 @@ def test_the_run_table_without_launches_has_no_interval_note():
 
 def test_the_run_end_time_split_sums_the_records_and_gives_shares():
     text = cli_output.time_split_table([launched("a", split=SPLIT), launched("b", split=SPLIT), record("old")])
-    rows = {m["part"]: (m["mark"], m["seconds"], m["share"]) for m in re.finditer(
-        r"^(?P<mark>[* ]) +(?P<part>\S.*?)\s+(?P<seconds>[\d.]+)\s+(?P<share>[\d.]+) %$", text, re.MULTILINE)}
+    rows = {
+        m["part"]: (m["mark"], m["seconds"], m["share"])
+        for m in re.finditer(
+            r"^(?P<mark>[* ]) +(?P<part>\S.*?)\s+(?P<seconds>[\d.]+)\s+(?P<share>[\d.]+) %$", text, re.MULTILINE
+        )
+    }
     assert rows["timed (measured inference)"] == ("*", "120.00", "60.0")  # the timed row is marked
     assert rows["model load"] == (" ", "20.00", "10.0") and rows["total"] == (" ", "200.00", "100.0")
     assert rows["process start"] == (" ", "8.00", "4.0") and len(rows) == len(TIME_SPLIT) + 1
@@ -168,10 +185,21 @@ def test_export_names_the_launch_of_every_token(tmp_path):
 
 # -- the report --------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def launched_report(tmp_path):
-    points = [launched(f"hf-cpu-bf16-seq{seq}", scenario="seq", max_seq_len=seq, tpot=40 + seq / 64,
-                       low=39 + seq / 64, high=41 + seq / 64, split=SPLIT) for seq in (128, 256)]
+    points = [
+        launched(
+            f"hf-cpu-bf16-seq{seq}",
+            scenario="seq",
+            max_seq_len=seq,
+            tpot=40 + seq / 64,
+            low=39 + seq / 64,
+            high=41 + seq / 64,
+            split=SPLIT,
+        )
+        for seq in (128, 256)
+    ]
     points.append(drifting("hf-cpu-bf16-seq512", scenario="seq", max_seq_len=512, split=SPLIT))
     points.append(record("old-point", scenario="old"))  # no time split: left out, with a note
     for r in points:
@@ -193,7 +221,7 @@ def test_the_report_embeds_the_time_split_figure_and_table(launched_report):
 
 def test_the_report_warns_of_drift_and_a_noisy_machine_per_point(launched_report):
     html = launched_report.html.read_text()
-    warnings = html[html.index('id="warnings"'):html.index('id="engines"')]
+    warnings = html[html.index('id="warnings"') : html.index('id="engines"')]
     assert "seq::hf-cpu-bf16-seq512: launch 2/3: tpot_ms drifts +1.2% per round" in warnings
     assert "seq::hf-cpu-bf16-seq512: launch 3/3: noisy machine: load average 3.2 on 2 cores" in warnings
     assert "hf-cpu-bf16-seq128" not in warnings
@@ -202,21 +230,22 @@ def test_the_report_warns_of_drift_and_a_noisy_machine_per_point(launched_report
 
 def test_the_report_tables_show_plus_minus_and_launches(launched_report):
     html = launched_report.html.read_text()
-    launches = html[html.index('id="launches"'):html.index('id="time-split"')]
+    launches = html[html.index('id="launches"') : html.index('id="time-split"')]
     assert "42 ± 1" in launches and "44 ± 1" in launches and "2 %" in launches  # seq128, seq256; cv 2 %
     points = pd.read_csv(launched_report.directory / "points.csv").set_index("point_id")
     assert points.loc["hf-cpu-bf16-seq128", "tpot_ms_ci_low"] == 41.0
     assert points.loc["hf-cpu-bf16-seq128", "launches"] == 3 and points.loc["old-point", "launches"] == 1
     table = pd.read_csv(launched_report.directory / "launches.csv")
     assert set(table.point_id) == {"hf-cpu-bf16-seq128", "hf-cpu-bf16-seq256", "hf-cpu-bf16-seq512"}
-    every = html[html.index('id="points"'):]
+    every = html[html.index('id="points"') :]
     assert "42 ± 1" in every and "_ci_low" not in every  # the ends are merged into the figure for reading
     assert "Error bars: the 95 % confidence interval over launches" in html  # ms/token vs max_seq_len
 
 
 def test_an_engine_row_of_one_point_keeps_its_interval():
-    df = results.frame([(None, launched("a", adapter="hf")), (None, launched("b", adapter="ov")),
-                        (None, launched("c", adapter="ov"))])
+    df = results.frame(
+        [(None, launched("a", adapter="hf")), (None, launched("b", adapter="ov")), (None, launched("c", adapter="ov"))]
+    )
     engines = tables.engines(df).set_index("adapter")
     assert engines.loc["hf", "tpot_ms_ci_low"] == 49.0 and pd.isna(engines.loc["ov", "tpot_ms_ci_low"])
     assert engines.loc["ov", "launches"] == 3
@@ -245,13 +274,21 @@ def test_phases_distribution_and_same_weights_reach_columns_and_the_verify_line(
     from harness.records.record import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, Record, SameWeights
 
     gate = Correctness(
-        verdict="fail", k=5, mode="both", kl_mean=0.004, noise_floor=0.0004, kl_ratio=9.7, top1_match_rate=1.0,
+        verdict="fail",
+        k=5,
+        mode="both",
+        kl_mean=0.004,
+        noise_floor=0.0004,
+        kl_ratio=9.7,
+        top1_match_rate=1.0,
         free_divergence_index=None,
-        phases=GatePhases(prefill=GatePhase(kl_mean=0.0, noise_floor=0.0006, kl_ratio=0.0, positions=2, verdict="pass"),
-                          decode=GatePhase(kl_mean=0.0047, noise_floor=0.00047, kl_ratio=10.1, positions=62,
-                                           verdict="drift")),
+        phases=GatePhases(
+            prefill=GatePhase(kl_mean=0.0, noise_floor=0.0006, kl_ratio=0.0, positions=2, verdict="pass"),
+            decode=GatePhase(kl_mean=0.0047, noise_floor=0.00047, kl_ratio=10.1, positions=62, verdict="drift"),
+        ),
         distribution=KLDistribution(forward=KLSpread(median=0.001, p90=0.008, p99=0.02, max=0.03, positions=64)),
-        same_weights=SameWeights(verdict="fail", model_verdict="drift", kl_ratio=173.0))
+        same_weights=SameWeights(verdict="fail", model_verdict="drift", kl_ratio=173.0),
+    )
     record = Record(scenario="s", point_id="p", point={}, status="ok", correctness=gate)
     row = flatten(record)
     assert row["gate_decode_kl_ratio"] == 10.1 and row["gate_prefill_verdict"] == "pass"

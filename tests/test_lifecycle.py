@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run import lifecycle
-from harness.run import planning
+from harness.run import lifecycle, planning
 from harness.run.isolation import Limits
 from harness.run.runner import Runner
 
@@ -81,14 +80,15 @@ def sweep(tmp_path, write_scenario, tiny_llama):
     out = tmp_path / "results"
     state = tmp_path / "state"
     state.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               **{STATE_ENV: str(state)})
-    command = [sys.executable, "-c", LAUNCH, "run", str(path), "--results", str(out), "--no-progress",
-               "--no-energy"]
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), **{STATE_ENV: str(state)}
+    )
+    command = [sys.executable, "-c", LAUNCH, "run", str(path), "--results", str(out), "--no-progress", "--no-energy"]
 
     def run(*extra, wait=True):
-        process = subprocess.Popen(command + list(extra), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            command + list(extra), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         if not wait:
             return process
         _wait_until(lambda: (state / "helper.pid").exists() or process.poll() is not None, 180, "the hang")
@@ -105,8 +105,11 @@ def _records(out: Path) -> dict[str, bytes]:
     return {p.stem: p.read_bytes() for p in (out / "scenario").glob("*.json")}
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)],
-                         ids=["SIGTERM", "SIGINT", "SIGHUP"])
+@pytest.mark.parametrize(
+    "signum, code",
+    [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)],
+    ids=["SIGTERM", "SIGINT", "SIGHUP"],
+)
 def test_a_signal_ends_the_sweep_with_its_records_and_no_process_left_then_resume_completes(sweep, signum, code):
     process, worker, helper = sweep()
     assert _state(worker) and _state(helper) and worker in _group(worker)
@@ -125,7 +128,8 @@ def test_a_signal_ends_the_sweep_with_its_records_and_no_process_left_then_resum
     assert process.returncode == code, stderr
     name = signal.Signals(signum).name
     assert stderr.strip().splitlines()[-1] == (
-        f"interrupted by {name} after 1 of 3 points; records in {sweep.out}/; resume with --resume")
+        f"interrupted by {name} after 1 of 3 points; records in {sweep.out}/; resume with --resume"
+    )
     before = _records(sweep.out)
     assert set(before) == {"fake-hang-once-cpu-bf16-bs1"}  # the interrupted point has no record
     assert not list((sweep.out / "scenario").glob(".*"))
@@ -161,12 +165,30 @@ def test_pytest_with_isolation_leaves_no_process_behind(tmp_path, write_scenario
     state.mkdir()
     (tmp_path / "conftest.py").write_text(
         "from harness.adapters import registry\nfrom tests.lifecycle_fakes import ALL\n\n"
-        "for cls in ALL:\n    registry.register_adapter(cls)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               **{STATE_ENV: str(state)})
-    process = subprocess.Popen([sys.executable, "-m", "pytest", str(path), "-p", "no:cacheprovider", "-q",
-                                "--harness-results", str(tmp_path / "results"), "--harness-no-energy"],
-                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        "for cls in ALL:\n    registry.register_adapter(cls)\n"
+    )
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), **{STATE_ENV: str(state)}
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(path),
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--harness-results",
+            str(tmp_path / "results"),
+            "--harness-no-energy",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     _wait_until(lambda: (state / "helper.pid").exists() or process.poll() is not None, 180, "the hang")
     assert process.poll() is None, process.communicate()[0]
     worker, helper = (int((state / f"{name}.pid").read_text()) for name in ("worker", "helper"))
@@ -188,14 +210,16 @@ def lifecycle_adapters(tiny_llama, tmp_path, monkeypatch):
 
 
 def _one_point(write_scenario, adapter: str):
-    return planning.load(write_scenario(f"""
+    return planning.load(
+        write_scenario(f"""
         model: tiny-llama
         prompts: ["The river"]
         generation: {{max_new_tokens: 4}}
         measurement: {{warmup_rounds: 0, min_rounds: 1}}
         sweep:
           adapter: [{adapter}]
-        """))
+        """)
+    )
 
 
 def test_helpers_of_a_crashed_engine_die_with_it(write_scenario, tmp_path, lifecycle_adapters):
@@ -213,8 +237,10 @@ def test_a_failure_under_a_memory_limit_names_the_limit(write_scenario, tmp_path
     assert hungry.reason.startswith("MemoryError") or "killed by" in hungry.reason
     assert "memory limit 1024 MiB (--memory-limit-mb) reached" in hungry.reason
     (aborted,) = runner.run([_one_point(write_scenario, "fake-abort")], progress=False)
-    assert aborted.reason == ("the engine process was killed by SIGABRT (signal 6); "
-                              "most likely memory limit 1024 MiB (--memory-limit-mb) reached")
+    assert aborted.reason == (
+        "the engine process was killed by SIGABRT (signal 6); "
+        "most likely memory limit 1024 MiB (--memory-limit-mb) reached"
+    )
     unlimited = Runner(results_dir=None, isolate=True, energy=False, limits=Limits(timeout_s=120))
     (aborted,) = unlimited.run([_one_point(write_scenario, "fake-abort")], progress=False)
     assert aborted.reason == "the engine process was killed by SIGABRT (signal 6)"  # no limit, none named

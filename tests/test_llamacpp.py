@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[llamacpp]'")
 
-from harness.run import planning
-from harness.scenario import schema as scenario
 from harness.adapters.llamacpp import gguf_export  # noqa: E402
+from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
+from harness.scenario import schema as scenario
 from harness.scenario.sweep import expand  # noqa: E402
 
 TINY = """
@@ -87,11 +87,15 @@ def test_timing_and_engine_counters_are_recorded_side_by_side(tiny_records):
 
 @pytest.mark.slow
 def test_an_already_quantized_gguf_is_not_quantized_again(cache_dir, tmp_path):
-    loaded = planning.loads("""
+    loaded = planning.loads(
+        """
 model: gemma3-270m
 generation: {max_new_tokens: 4}
 sweep: {adapter: [llamacpp], quantization: [int8_sym]}
-""", "<gguf>", "requant")
+""",
+        "<gguf>",
+        "requant",
+    )
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "skipped"

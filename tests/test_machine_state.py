@@ -17,14 +17,26 @@ pytestmark = pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads L
 
 # Which `unavailable` item explains each field left empty.
 EXPLAINED_BY = {
-    "cpu_mhz_begin": "cpu_mhz", "cpu_mhz_end": "cpu_mhz", "governors": "governors", "load_begin": "load",
-    "load_end": "load", "busy_cpu_s": "cpu_time", "other_cpu_s": "cpu_time", "busy_other_share": "cpu_time",
-    "steal_s": "cpu_time", "cpu_pressure_share": "cpu_pressure", "temperature_c_begin": "temperature_c",
-    "temperature_c_end": "temperature_c", "gpus_begin": "gpus", "gpus_end": "gpus",
+    "cpu_mhz_begin": "cpu_mhz",
+    "cpu_mhz_end": "cpu_mhz",
+    "governors": "governors",
+    "load_begin": "load",
+    "load_end": "load",
+    "busy_cpu_s": "cpu_time",
+    "other_cpu_s": "cpu_time",
+    "busy_other_share": "cpu_time",
+    "steal_s": "cpu_time",
+    "cpu_pressure_share": "cpu_pressure",
+    "temperature_c_begin": "temperature_c",
+    "temperature_c_end": "temperature_c",
+    "gpus_begin": "gpus",
+    "gpus_end": "gpus",
 }
 SPIN = "import time\nwhile time.process_time() < {cpu}: pass\nprint(time.process_time(), flush=True)\n"
-WATCHER = ("import json, sys\nfrom harness.measure import machine_state\nwith machine_state.watch() as state:\n"
-           "    print('open', flush=True)\n    sys.stdin.readline()\nprint(json.dumps(state.result().to_dict()))\n")
+WATCHER = (
+    "import json, sys\nfrom harness.measure import machine_state\nwith machine_state.watch() as state:\n"
+    "    print('open', flush=True)\n    sys.stdin.readline()\nprint(json.dumps(state.result().to_dict()))\n"
+)
 
 
 def _spin(seconds: float) -> float:
@@ -57,12 +69,18 @@ def test_to_dict_is_json_and_round_trips():
 
 def test_a_busy_neighbour_is_other_cpu_time_and_noisy():
     # The watcher runs in its own process so the spinner (our child, its sibling) is not in its process tree.
-    watcher = subprocess.Popen([sys.executable, "-c", WATCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, cwd=Path(machine_state.__file__).parent.parent)
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", WATCHER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(machine_state.__file__).parent.parent,
+    )
     try:
         assert watcher.stdout.readline().strip() == "open"
-        spinner = subprocess.run([sys.executable, "-c", SPIN.format(cpu=1.0)], capture_output=True, text=True,
-                                 timeout=120, check=True)
+        spinner = subprocess.run(
+            [sys.executable, "-c", SPIN.format(cpu=1.0)], capture_output=True, text=True, timeout=120, check=True
+        )
         out, _ = watcher.communicate("end\n", timeout=120)
     finally:
         watcher.kill()
@@ -75,10 +93,15 @@ def test_our_own_cpu_burn_is_own_not_other():
     live = None
     with watch() as watched:
         spun = _spin(0.4)  # this process
-        reaped = subprocess.run([sys.executable, "-c", SPIN.format(cpu=0.4)], capture_output=True, text=True,
-                                timeout=120, check=True)  # a child that ended inside the window
-        live = subprocess.Popen([sys.executable, "-c", SPIN.format(cpu=0.4) + "import sys; sys.stdin.read()"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        reaped = subprocess.run(
+            [sys.executable, "-c", SPIN.format(cpu=0.4)], capture_output=True, text=True, timeout=120, check=True
+        )  # a child that ended inside the window
+        live = subprocess.Popen(
+            [sys.executable, "-c", SPIN.format(cpu=0.4) + "import sys; sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         live_cpu = float(live.stdout.readline())  # a child still running when the window closes
     live.stdin.close()
     live.wait(timeout=60)
@@ -106,7 +129,7 @@ def test_unreadable_files_become_reasons_not_errors(monkeypatch):
 def test_a_body_that_raises_still_gives_a_result():
     with pytest.raises(ZeroDivisionError):
         with watch() as watched:
-            1 / 0
+            _ = 1 / 0
     assert watched.result().window_s >= 0
 
 
@@ -177,28 +200,42 @@ def test_nvml_readings_and_a_throttled_gpu(monkeypatch):
 
 
 def test_importing_is_lazy():
-    code = ("import sys, harness\nfirst = 'harness.measure.machine_state' in sys.modules\nimport harness.measure.machine_state\n"
-            "print(first, 'pynvml' in sys.modules)")
+    code = (
+        "import sys, harness\nfirst = 'harness.measure.machine_state' in sys.modules\nimport harness.measure.machine_state\n"
+        "print(first, 'pynvml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "False"]
 
 
 QUIET = MachineState(
-    window_s=2.0, cores=4, cpu_mhz_begin=Spread(mean=3000, min=2900, max=3100),
-    cpu_mhz_end=Spread(mean=2950, min=2900, max=3000), load_begin=[1.0, 1.0, 1.0], load_end=[2.0, 1.0, 1.0],
-    busy_cpu_s=3.0, own_cpu_s=2.6, other_cpu_s=0.4, busy_other_share=0.05, steal_s=0.1,
-    gpus_begin=[Gpu(index=0, sm_mhz=1980, clock_reasons=0)], gpus_end=[Gpu(index=0, sm_mhz=1950, clock_reasons=0x1)],
+    window_s=2.0,
+    cores=4,
+    cpu_mhz_begin=Spread(mean=3000, min=2900, max=3100),
+    cpu_mhz_end=Spread(mean=2950, min=2900, max=3000),
+    load_begin=[1.0, 1.0, 1.0],
+    load_end=[2.0, 1.0, 1.0],
+    busy_cpu_s=3.0,
+    own_cpu_s=2.6,
+    other_cpu_s=0.4,
+    busy_other_share=0.05,
+    steal_s=0.1,
+    gpus_begin=[Gpu(index=0, sm_mhz=1980, clock_reasons=0)],
+    gpus_end=[Gpu(index=0, sm_mhz=1950, clock_reasons=0x1)],
 )
 
 
-@pytest.mark.parametrize("change, says", [
-    ({"busy_other_share": 0.3}, "other processes used 30% of 4 cores"),
-    ({"steal_s": 1.0}, "the hypervisor took 12% of 4 cores"),
-    ({"cpu_mhz_end": Spread(mean=2600, min=2500, max=2700)}, "CPU clock fell 3000 -> 2600 MHz"),
-    ({"load_end": [4.5, 2.0, 1.0]}, "load average 4.5 above 4 cores"),
-    ({"gpus_end": [Gpu(index=0, sm_mhz=1500)]}, "GPU 0 SM clock fell 1980 -> 1500 MHz"),
-    ({"gpus_end": [Gpu(index=0, sm_mhz=1980, clock_reasons=0x20)]}, "GPU 0 throttled (NVML reasons 0x20)"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"busy_other_share": 0.3}, "other processes used 30% of 4 cores"),
+        ({"steal_s": 1.0}, "the hypervisor took 12% of 4 cores"),
+        ({"cpu_mhz_end": Spread(mean=2600, min=2500, max=2700)}, "CPU clock fell 3000 -> 2600 MHz"),
+        ({"load_end": [4.5, 2.0, 1.0]}, "load average 4.5 above 4 cores"),
+        ({"gpus_end": [Gpu(index=0, sm_mhz=1500)]}, "GPU 0 SM clock fell 1980 -> 1500 MHz"),
+        ({"gpus_end": [Gpu(index=0, sm_mhz=1980, clock_reasons=0x20)]}, "GPU 0 throttled (NVML reasons 0x20)"),
+    ],
+)
 def test_noisy_names_what_disturbed_the_window(change, says):
     assert noisy(QUIET) is None  # idle GPU reasons (0x1) and small drops are not disturbances
     assert noisy(QUIET.model_copy(update=change)) == says

@@ -58,7 +58,9 @@ def test_run_rounds_warms_up_then_cycles_prompts_until_min_rounds():
         calls.append(index)
         return trace(1, [1, 1])
 
-    warmups, rounds = run_rounds(generate, n_prompts=2, stopping=Stopping(warmup_rounds=2, min_rounds=3), expected_tokens=3)
+    warmups, rounds = run_rounds(
+        generate, n_prompts=2, stopping=Stopping(warmup_rounds=2, min_rounds=3), expected_tokens=3
+    )
     assert len(warmups) == 2 and len(rounds) == 3
     assert calls == [0, 1, 0, 1, 0]
     assert [r.prompt_index for r in rounds] == [0, 1, 0]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure import rounds as measure
-from harness.records import metrics
-from harness.run import planning
 from harness.adapters import registry
 from harness.errors import UsageError
+from harness.measure import rounds as measure
+from harness.records import metrics
 from harness.regression.check import check, parse_thresholds
+from harness.run import planning
 from harness.run.runner import Runner
 from harness.scenario.sweep import expand
 
@@ -31,7 +31,10 @@ def uncatalogued(records) -> dict[str, set[str]]:
 def test_every_metric_a_real_point_records_is_catalogued(write_scenario, tmp_path, fake_adapters):
     registry.register_adapter(ForcedTop1Adapter)
     try:
-        moe = run_points(write_scenario, tmp_path, """
+        moe = run_points(
+            write_scenario,
+            tmp_path,
+            """
             model: tiny-qwen2-moe
             prompts: ["The river"]
             generation: {max_new_tokens: 4}
@@ -39,14 +42,21 @@ def test_every_metric_a_real_point_records_is_catalogued(write_scenario, tmp_pat
             gate: {tokens: 4, prompts: 1}
             sweep:
               adapter: [hf, fake-top1]
-            """, "moe.yaml")
-        fakes = run_points(write_scenario, tmp_path, """
+            """,
+            "moe.yaml",
+        )
+        fakes = run_points(
+            write_scenario,
+            tmp_path,
+            """
             model: tiny-llama
             generation: {max_new_tokens: 4}
             measurement: {warmup_rounds: 1, min_rounds: 2}
             sweep:
               adapter: [fake, fake-failing, fake-truncating]
-            """, "fakes.yaml")
+            """,
+            "fakes.yaml",
+        )
     finally:
         registry.unregister_adapter(ForcedTop1Adapter.name)
     records = moe + fakes

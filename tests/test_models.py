@@ -4,8 +4,8 @@ import hashlib
 
 import pytest
 
-from harness.models import sources as models
 from harness.errors import ModelError
+from harness.models import sources as models
 from harness.scenario.schema import ModelSpec
 
 
@@ -44,10 +44,13 @@ def test_tiny_models_are_deterministic_per_seed(tmp_path, tiny_llama):
     assert other_seed.checksum != tiny_llama.checksum
 
 
-@pytest.mark.parametrize("source, message", [
-    ("tiny-bert", "unknown tiny model 'tiny-bert'; known: tiny-llama, tiny-qwen2, tiny-gemma3-text"),
-    ("/nonexistent/model", "neither a built-in model"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("tiny-bert", "unknown tiny model 'tiny-bert'; known: tiny-llama, tiny-qwen2, tiny-gemma3-text"),
+        ("/nonexistent/model", "neither a built-in model"),
+    ],
+)
 def test_unknown_sources_are_refused_with_what_is_known(source, message):
     assert message in models.check_source(ModelSpec(source=source))
     with pytest.raises(ModelError, match=message.split(";")[0]):

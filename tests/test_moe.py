@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.moe import routing as moe
-from harness.models import sources as models
 from harness.models import prompts
+from harness.models import sources as models
+from harness.moe import routing as moe
 from harness.scenario.schema import ModelSpec
 
 
@@ -73,8 +73,9 @@ def test_real_router_traces_and_a_capacity_sweep(moe_model):
     assert (moe.imbalance(counts) >= 1).all()
     overlap = moe.overlap_at_k(moe.popularity(counts), moe.popularity(evaluation.counts()), 4)
     assert ((0 <= overlap) & (overlap <= 1)).all()
-    grid = moe.capacity_grid(evaluation, chunk=32, capacities=[16, 8, 4, 2], group_sizes=[1, 4],
-                             calibration=calibration)
+    grid = moe.capacity_grid(
+        evaluation, chunk=32, capacities=[16, 8, 4, 2], group_sizes=[1, 4], calibration=calibration
+    )
     uniform = grid[(grid.policy == "uniform") & (grid.group_size == 1)].sort_values("capacity", ascending=False)
     drops = uniform.drop_rate.tolist()
     assert drops == sorted(drops) and drops[-1] > drops[0]  # drop rate rises as capacity falls

@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from harness import cli
-from harness.run import planning
-from harness.report import build as report
+from harness import cli  # noqa: E402
 from harness.adapters.hf.moe_capacity import RoutingMonitor  # noqa: E402
+from harness.report import build as report  # noqa: E402
+from harness.run import planning  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
 from harness.scenario.sweep import expand  # noqa: E402
 
@@ -134,8 +134,24 @@ def test_capacity_needs_an_moe_model_and_an_engine_that_can_cap(tiny_llama, cach
 
 def test_routing_command_writes_the_capacity_grid(tmp_path, capsys):
     out = tmp_path / "routing"
-    code = cli.main(["routing", "tiny-qwen2-moe", "--prompt-len", "64", "--prompts", "2", "--chunk", "32",
-                     "--capacities", "16,4", "--groups", "1,4", "-o", str(out)])
+    code = cli.main(
+        [
+            "routing",
+            "tiny-qwen2-moe",
+            "--prompt-len",
+            "64",
+            "--prompts",
+            "2",
+            "--chunk",
+            "32",
+            "--capacities",
+            "16,4",
+            "--groups",
+            "1,4",
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     import pandas as pd
 
@@ -157,8 +173,17 @@ def test_shipped_moe_chunks_scenario_records_every_chunk_size(pytester, cache_di
     """``pytest scenarios/moe_chunks.yaml`` on the tiny Mixtral: every engine, every chunk (1024-token prompts
     here; the 4096 ones take the same path)."""
     shutil.copy(ROOT / "scenarios" / "moe_chunks.yaml", pytester.path / "moe_chunks.yaml")
-    result = pytester.runpytest("moe_chunks.yaml", "-k", "prompt1024", "--harness-isolation", "none",
-                                "--harness-results", "results", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "moe_chunks.yaml",
+        "-k",
+        "prompt1024",
+        "--harness-isolation",
+        "none",
+        "--harness-results",
+        "results",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=9)
     from harness.records import store as results
 

@@ -20,8 +20,12 @@ def test_workflow_validates_against_the_github_workflow_schema():
     checker = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
     if not Path(checker).exists():
         pytest.skip("check-jsonschema not installed: pip install -e '.[test]'")
-    result = subprocess.run([checker, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -31,8 +35,12 @@ def test_the_checker_rejects_a_broken_workflow(tmp_path):
         pytest.skip("check-jsonschema not installed")
     broken = tmp_path / "broken.yml"
     broken.write_text(WORKFLOW.read_text().replace("runs-on: [self-hosted, cpu]", "runs-onn: [self-hosted, cpu]", 1))
-    result = subprocess.run([checker, "--builtin-schema", "vendor.github-workflows", str(broken)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-workflows", str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
 
 
@@ -56,8 +64,9 @@ def test_every_device_job_selects_markers_the_harness_defines():
 
 def test_local_dry_run_two_shards_merge_report_and_gate(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(["bash", str(ROOT / "ci" / "dry-run.sh"), str(tmp_path)], capture_output=True,
-                            text=True, timeout=900, env=env)
+    result = subprocess.run(
+        ["bash", str(ROOT / "ci" / "dry-run.sh"), str(tmp_path)], capture_output=True, text=True, timeout=900, env=env
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "regression gate vs nightly: PASS; 6 point(s) compared" in result.stdout
     shard_ids = [{p.stem for p in (tmp_path / "night1" / f"shard{i}").rglob("*.json")} for i in (1, 2)]

@@ -6,14 +6,14 @@ import pytest
 
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
+from harness.adapters.base import LoadSettings  # noqa: E402
 from harness.adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
 from harness.correctness import gate
-from harness.run import planning
-from harness.models import prompts
-from harness.records import store as results
-from harness.adapters.base import LoadSettings  # noqa: E402
-from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
+from harness.models import prompts
+from harness.models.prompts import select_gate_prompts  # noqa: E402
+from harness.records import store as results
+from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 
@@ -21,13 +21,21 @@ SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot tak
 
 
 def point(device="CPU", quantization="none", max_seq_len=None, beam_width=1) -> Point:
-    return Point(adapter="openvino", device=device, max_seq_len=max_seq_len, quantization=quantization,
-                 beam_width=beam_width, id="test")
+    return Point(
+        adapter="openvino",
+        device=device,
+        max_seq_len=max_seq_len,
+        quantization=quantization,
+        beam_width=beam_width,
+        id="test",
+    )
 
 
 def loaded(model, max_new_tokens=8, **axes) -> OpenVINOAdapter:
     adapter = OpenVINOAdapter()
-    adapter.load(model, point(**axes), LoadSettings(threads=2, max_new_tokens=max_new_tokens, quantization=SMALL_GROUPS))
+    adapter.load(
+        model, point(**axes), LoadSettings(threads=2, max_new_tokens=max_new_tokens, quantization=SMALL_GROUPS)
+    )
     return adapter
 
 
@@ -78,13 +86,16 @@ def test_every_round_pays_its_prefill(tiny_llama, monkeypatch):
 
 def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
     reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
-        tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2))
+        tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2)
+    )
     result = gate.evaluate(loaded(tiny_llama), reference, gate.GateConfig())
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 5  # fp32 OpenVINO vs the bf16 reference: within bf16 noise
 
 
-@pytest.mark.parametrize("level, weight_type", [("int8_sym", "i8"), ("int8_asym", "u8"), ("int4_sym", "i4"), ("int4_asym", "u4")])
+@pytest.mark.parametrize(
+    "level, weight_type", [("int8_sym", "i8"), ("int8_asym", "u8"), ("int4_sym", "i4"), ("int4_asym", "u4")]
+)
 def test_quantization_levels_compress_the_weights(tiny_llama, prompt, level, weight_type):
     adapter = loaded(tiny_llama, quantization=level)
     assert adapter.generate([prompt], 4).n_generated == 4
@@ -122,7 +133,8 @@ def test_refusals_are_decided_before_loading():
 
 
 def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write_scenario, tmp_path, tiny_llama):
-    loaded_scenario = planning.load(write_scenario("""
+    loaded_scenario = planning.load(
+        write_scenario("""
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
@@ -132,7 +144,8 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
           device: [CPU, NPU-emulated]
           quantization: [none, int4_sym]
           max_seq_len: [null, 48]
-        """))
+        """)
+    )
     records = {r.point_id: r for r in Runner(results_dir=tmp_path).run([loaded_scenario], progress=False)}
     rejected = records["openvino-CPU-int4_sym"]
     assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message

@@ -30,13 +30,15 @@ def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapte
     write(pytester, FAKE_SWEEP)
     result = pytester.runpytest("scenarios/", "-v", "-ra", "-p", "no:cacheprovider", "--benchmark-json", "out.json")
     result.assert_outcomes(passed=1, failed=1, skipped=2)
-    result.stdout.fnmatch_lines([
-        "*scenarios/sweep.yaml::fake-cpu-bf16 PASSED*",
-        "*scenarios/sweep.yaml::fake-failing-cpu-bf16 FAILED*",
-        "*_ fake-failing-cpu-bf16 _*",
-        "RuntimeError: fake engine fault at step 3",
-        "*SKIPPED*fake:npu unavailable: no fake NPU on this machine*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*scenarios/sweep.yaml::fake-cpu-bf16 PASSED*",
+            "*scenarios/sweep.yaml::fake-failing-cpu-bf16 FAILED*",
+            "*_ fake-failing-cpu-bf16 _*",
+            "RuntimeError: fake engine fault at step 3",
+            "*SKIPPED*fake:npu unavailable: no fake NPU on this machine*",
+        ]
+    )
     (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
     assert bench["name"] == "fake-cpu-bf16"
     info = bench["extra_info"]
@@ -79,15 +81,21 @@ def test_yaml_outside_scenario_directories_is_not_collected(pytester, fake_adapt
 
 
 def test_real_engine_end_to_end_in_a_fresh_process(pytester, tiny_llama):
-    write(pytester, """
+    write(
+        pytester,
+        """
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 1, min_rounds: 2, threads: 2}
         sweep:
           adapter: [hf]
           prompt_len: [16]
-        """, "tiny.yaml")
-    result = pytester.runpytest_subprocess("scenarios/tiny.yaml", "--benchmark-json", "out.json", "-p", "no:cacheprovider")
+        """,
+        "tiny.yaml",
+    )
+    result = pytester.runpytest_subprocess(
+        "scenarios/tiny.yaml", "--benchmark-json", "out.json", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1)
     (bench,) = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
     assert bench["name"] == "hf-cpu-bf16-prompt16"
@@ -95,11 +103,15 @@ def test_real_engine_end_to_end_in_a_fresh_process(pytester, tiny_llama):
 
 
 def test_known_failures_are_xfail(pytester, fake_adapters):
-    write(pytester, FAKE_SWEEP + """
+    write(
+        pytester,
+        FAKE_SWEEP
+        + """
 known_failures:
   - match: {adapter: fake-failing, device: cpu}
     reason: engine bug 1234
-""")
+""",
+    )
     result = pytester.runpytest("scenarios/", "-rx")
     result.assert_outcomes(passed=1, xfailed=1, skipped=2)
     result.stdout.fnmatch_lines(["*known failure (engine bug 1234): RuntimeError: fake engine fault at step 3*"])
@@ -125,14 +137,16 @@ sweep:
 
 
 def save_baseline(pytester, tpot_ms, point_ids):
-    from harness.regression import baseline
     from harness.records import store as results
+    from harness.regression import baseline
 
     from .records import record
 
     for pid in point_ids:
-        results.write(record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None),
-                      pytester.path / "base-records")
+        results.write(
+            record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None),
+            pytester.path / "base-records",
+        )
     baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
 
 
@@ -143,9 +157,13 @@ def test_harness_baseline_gates_the_session(pytester, fake_adapters):
     result = pytester.runpytest("scenarios/", *gated)  # the fake takes ~2 ms/token; the baseline says 0.5
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*harness regression gate*",
-                                 "FAIL sweep::fake-cpu-bf16-seq64: regression: tpot_ms 0.5* -> *worse; limit 5%*",
-                                 "regression gate vs nightly: FAIL (2 problem(s)); 2 point(s) compared"])
+    result.stdout.fnmatch_lines(
+        [
+            "*harness regression gate*",
+            "FAIL sweep::fake-cpu-bf16-seq64: regression: tpot_ms 0.5* -> *worse; limit 5%*",
+            "regression gate vs nightly: FAIL (2 problem(s)); 2 point(s) compared",
+        ]
+    )
     relaxed = pytester.runpytest("scenarios/", *gated, "--harness-max-regression", "tpot=2000%,ttft=100000%")
     assert relaxed.ret == pytest.ExitCode.OK
     relaxed.stdout.fnmatch_lines(["regression gate vs nightly: PASS; 2 point(s) compared"])
@@ -153,9 +171,19 @@ def test_harness_baseline_gates_the_session(pytester, fake_adapters):
 
 def test_harness_baseline_flags_lost_points_but_not_deselected_ones(pytester, fake_adapters):
     write(pytester, BASELINE_SWEEP)
-    save_baseline(pytester, tpot_ms=2.0, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128", "fake-cpu-bf16-seq256"])
-    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines",
-             "--harness-max-regression", "tpot=2000%,ttft=100000%", "-p", "no:cacheprovider")
+    save_baseline(
+        pytester, tpot_ms=2.0, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128", "fake-cpu-bf16-seq256"]
+    )
+    gated = (
+        "--harness-baseline",
+        "nightly",
+        "--harness-baselines-dir",
+        "baselines",
+        "--harness-max-regression",
+        "tpot=2000%,ttft=100000%",
+        "-p",
+        "no:cacheprovider",
+    )
     result = pytester.runpytest("scenarios/", "-k", "seq64", *gated)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["FAIL sweep::fake-cpu-bf16-seq256: missing: ran in the baseline, no record now"])
@@ -177,7 +205,9 @@ def test_harness_shard_splits_points_like_harness_run(pytester, fake_adapters):
         result = pytester.runpytest("scenarios/", "--harness-shard", shard, "-v", "-p", "no:cacheprovider")
         ran.append({line.split("::")[1].split()[0] for line in result.stdout.lines if line.startswith("scenarios/")})
     # one engine per shard: its two points share whatever that engine converts
-    assert sorted(ran, key=sorted) == [{"fake-cpu-bf16-seq128", "fake-cpu-bf16-seq64"},
-                                       {"fake-failing-cpu-bf16-seq128", "fake-failing-cpu-bf16-seq64"}]
+    assert sorted(ran, key=sorted) == [
+        {"fake-cpu-bf16-seq128", "fake-cpu-bf16-seq64"},
+        {"fake-failing-cpu-bf16-seq128", "fake-failing-cpu-bf16-seq64"},
+    ]
     bad = pytester.runpytest("scenarios/", "--harness-shard", "3/2")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR

@@ -96,8 +96,9 @@ def test_a_broken_scenario_is_still_a_collection_error_naming_file_line_and_fiel
         pytester.makeini("[pytest]\nharness_scenarios = bench\n")
     result = pytester.runpytest("-p", "no:cacheprovider", *(["bench"] if how == "command line" else []))
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*bench/broken.yaml:5: sweep.max_seq_len.1: *",
-                                 "*bench/unclosed.yaml:*: invalid YAML: *"])
+    result.stdout.fnmatch_lines(
+        ["*bench/broken.yaml:5: sweep.max_seq_len.1: *", "*bench/unclosed.yaml:*: invalid YAML: *"]
+    )
     assert "Traceback" not in result.stdout.str()
 
 

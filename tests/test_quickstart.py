@@ -8,12 +8,12 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import export
+from harness.cli.app import main
 from harness.correctness import gate
 from harness.records import store as results
-from harness.cli.app import main
-from harness.report.readable import number, times_floor
 from harness.records.record import Record
+from harness.report import export
+from harness.report.readable import number, times_floor
 from harness.report.summary import summarize
 
 from .records import record
@@ -32,16 +32,25 @@ def test_the_gate_keeps_kl_and_top1_per_position():
 
 def test_seen_by_a_progress_callback():
     seen = []
-    gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2),
-                  on_prompt=lambda j, m: seen.append((j, m)))
+    gate.evaluate(
+        Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2), on_prompt=lambda j, m: seen.append((j, m))
+    )
     assert seen == [(1, 1)]
 
 
 def gated(point_id: str, adapter: str, device: str, tpot_ms: float, kls=(1e-3, 2e-3, 5e-4), **extra) -> Record:
     r = record(point_id, scenario="quickstart", adapter=adapter, device=device, tpot_ms=tpot_ms, **extra)
     r.correctness.noise_floor = 1e-3
-    r.correctness.prompts = [{"prompt": p, "kind": "plain", "position_kl": list(kls), "position_top1": [1, 1, 0],
-                              "free_divergence": 2 if p else None} for p in (0, 1)]
+    r.correctness.prompts = [
+        {
+            "prompt": p,
+            "kind": "plain",
+            "position_kl": list(kls),
+            "position_top1": [1, 1, 0],
+            "free_divergence": 2 if p else None,
+        }
+        for p in (0, 1)
+    ]
     return r
 
 
@@ -49,8 +58,12 @@ def quickstart_records() -> list[Record]:
     skipped = record("openvino-NPU-bf16", scenario="quickstart", adapter="openvino", device="NPU", status="skipped")
     cpu = gated("hf-cpu-bf16", "hf", "cpu", 40.0)
     cpu.unavailable["energy_cpu_package_j"] = "RAPL is not readable here"
-    out = [cpu, gated("openvino-CPU-bf16", "openvino", "CPU", 20.0, energy_per_token_mj=12.5),
-           gated("llamacpp-cpu-bf16", "llamacpp", "cpu", 10.0), skipped]
+    out = [
+        cpu,
+        gated("openvino-CPU-bf16", "openvino", "CPU", 20.0, energy_per_token_mj=12.5),
+        gated("llamacpp-cpu-bf16", "llamacpp", "cpu", 10.0),
+        skipped,
+    ]
     for minute, r in enumerate(out):  # the order they ran, which is not the files' order
         r.started_at = f"2025-01-01T00:0{minute}:00+00:00"
     return out
@@ -106,8 +119,15 @@ def test_export_refuses_an_unknown_format(tmp_path):
 
 
 def test_numbers_for_reading():
-    assert [number(v) for v in (45.678, 0.012345, 2.0, 1024.0, 3e-5, None, float("nan"))] == \
-        ["45.7", "0.0123", "2", "1024", "3.00e-05", "-", "-"]
+    assert [number(v) for v in (45.678, 0.012345, 2.0, 1024.0, 3e-5, None, float("nan"))] == [
+        "45.7",
+        "0.0123",
+        "2",
+        "1024",
+        "3.00e-05",
+        "-",
+        "-",
+    ]
     assert times_floor(1.04) == "1.04x" and times_floor(None) == "-"
 
 
@@ -130,8 +150,7 @@ def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
 
 def test_steps_report_their_phase(tmp_path, tiny_llama, write_scenario):
     """The phase callback sees resolve, load, warm-up, each timing round and each gate prompt."""
-    from harness.run import planning
-    from harness.run import steps
+    from harness.run import planning, steps
     from harness.run.steps.session import Session
     from harness.scenario.sweep import expand
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness import io
-from harness.records import store as results
 from harness.cli.app import main
+from harness.records import store as results
 from harness.records.columns import flatten
 from harness.records.record import Correctness, Record
 
@@ -39,7 +39,7 @@ def test_version_1_records_load_with_details_split_into_named_parts():
 
 
 def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
-    (_, old), = [pair for pair in results.iter_records(V1) if pair[1].status == "ok"]
+    ((_, old),) = [pair for pair in results.iter_records(V1) if pair[1].status == "ok"]
     path = results.write(old, tmp_path)
     data = json.loads(path.read_text())
     assert data["schema_version"] == 2 and "details" not in data
@@ -47,13 +47,16 @@ def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
     assert results.read(path) == old
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("metrics", {"ttft_ms": "fast"}, "metrics.ttft_ms: expected a number, got 'fast'"),
-    ("status", 3, "status: expected a valid string, got 3"),
-    ("samples", {"rounds": [{"ttft_s": 1}]}, "samples.rounds.0.prompt_index: field required"),
-    ("correctness", {"verdict": "pass", "k": "five"}, "correctness.k: expected a valid integer"),
-    ("routing", {"counts": "lots", "imbalance": []}, "routing.counts: expected a valid list"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("metrics", {"ttft_ms": "fast"}, "metrics.ttft_ms: expected a number, got 'fast'"),
+        ("status", 3, "status: expected a valid string, got 3"),
+        ("samples", {"rounds": [{"ttft_s": 1}]}, "samples.rounds.0.prompt_index: field required"),
+        ("correctness", {"verdict": "pass", "k": "five"}, "correctness.k: expected a valid integer"),
+        ("routing", {"counts": "lots", "imbalance": []}, "routing.counts: expected a valid list"),
+    ],
+)
 def test_wrong_types_are_refused_naming_the_file_and_field(tmp_path, field, value, message):
     path = results.write(record("p"), tmp_path)
     path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
@@ -114,8 +117,12 @@ def test_atomic_writes_use_unique_temporary_names_and_clean_up(tmp_path, monkeyp
 
 def test_baselines_and_merges_read_version_1_records(tmp_path):
     shutil.copytree(V1, tmp_path / "old")
-    assert main(["baseline", "save", str(tmp_path / "old"), "--name", "v1", "--baselines-dir",
-                 str(tmp_path / "baselines")]) == 0
+    assert (
+        main(
+            ["baseline", "save", str(tmp_path / "old"), "--name", "v1", "--baselines-dir", str(tmp_path / "baselines")]
+        )
+        == 0
+    )
     saved = json.loads(next((tmp_path / "baselines" / "v1" / "demo").glob("openvino*.json")).read_text())
     assert saved["schema_version"] == 2
     assert json.loads((tmp_path / "baselines" / "v1" / "baseline.json").read_text())["points"] == 2

@@ -16,9 +16,15 @@ POINTS = ["hf-cpu-bf16-seq128", "hf-cpu-bf16-seq256", "hf-cpu-bf16-seq512"]
 
 
 def run(seed: int, slow: float = 1.0, **overrides):
-    return [record(pid, tpot_ms=40.0 + 5 * i if pid != overrides.get("slow_point") else (40.0 + 5 * i) * slow,
-                   seed=seed + i, **{k: v for k, v in overrides.items() if k != "slow_point"})
-            for i, pid in enumerate(POINTS)]
+    return [
+        record(
+            pid,
+            tpot_ms=40.0 + 5 * i if pid != overrides.get("slow_point") else (40.0 + 5 * i) * slow,
+            seed=seed + i,
+            **{k: v for k, v in overrides.items() if k != "slow_point"},
+        )
+        for i, pid in enumerate(POINTS)
+    ]
 
 
 def test_thresholds_parse_aliases_and_metric_columns():
@@ -28,11 +34,14 @@ def test_thresholds_parse_aliases_and_metric_columns():
     assert parsed["throughput"].higher_is_better and not parsed["peak_rss_mb"].higher_is_better
 
 
-@pytest.mark.parametrize("text, message", [
-    ("tpot=five", "'tpot=five': expected NAME=PERCENT"),
-    ("latency=5%", "unknown metric 'latency'"),
-    ("", "no thresholds given"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tpot=five", "'tpot=five': expected NAME=PERCENT"),
+        ("latency=5%", "unknown metric 'latency'"),
+        ("", "no thresholds given"),
+    ],
+)
 def test_bad_thresholds_are_quoted_back(text, message):
     with pytest.raises(UsageError, match=message):
         parse_thresholds(text)
@@ -86,17 +95,24 @@ def test_a_point_that_also_failed_in_the_baseline_is_a_note_not_a_finding():
 
 
 def test_higher_is_better_metrics_regress_when_they_fall():
-    slower = check([record("p", tpot_ms=50.0, seed=1)], [record("p", tpot_ms=60.0, seed=2)],
-                   parse_thresholds("decode_tokens_per_s=5%"))
+    slower = check(
+        [record("p", tpot_ms=50.0, seed=1)],
+        [record("p", tpot_ms=60.0, seed=2)],
+        parse_thresholds("decode_tokens_per_s=5%"),
+    )
     assert [f.kind for f in slower.findings] == ["regression"]
-    faster = check([record("p", tpot_ms=60.0, seed=1)], [record("p", tpot_ms=50.0, seed=2)],
-                   parse_thresholds("decode_tokens_per_s=5%"))
+    faster = check(
+        [record("p", tpot_ms=60.0, seed=1)],
+        [record("p", tpot_ms=50.0, seed=2)],
+        parse_thresholds("decode_tokens_per_s=5%"),
+    )
     assert faster.passed
 
 
 def test_energy_regressions_without_spread_use_the_threshold_and_say_so():
-    outcome = check([record("p", energy_per_token_mj=10.0, seed=1)], [record("p", energy_per_token_mj=12.0, seed=1)],
-                    DEFAULT)
+    outcome = check(
+        [record("p", energy_per_token_mj=10.0, seed=1)], [record("p", energy_per_token_mj=12.0, seed=1)], DEFAULT
+    )
     assert [f.kind for f in outcome.findings] == ["regression"]
     assert any("one value per run" in note for note in outcome.notes)
 

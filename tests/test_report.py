@@ -9,9 +9,9 @@ import subprocess
 import pandas as pd
 import pytest
 
+from harness.cli.app import main
 from harness.records import benchmark_json
 from harness.records import store as results
-from harness.cli.app import main
 from harness.report.build import build
 
 from .records import record
@@ -24,16 +24,44 @@ def sweep_records():
     for seq in (128, 256, 512):
         out.append(record(f"hf-cpu-bf16-seq{seq}", scenario="seq", max_seq_len=seq, tpot_ms=40 + seq / 64, seed=seq))
     for i, (quant, verdict) in enumerate([("none", "pass"), ("int8_sym", "drift"), ("int4_sym", "fail")]):
-        out.append(record(f"openvino-CPU-{quant}", scenario="quant", adapter="openvino", device="CPU",
-                          quantization=quant, tpot_ms=40 - 8 * i, seed=i, verdict=verdict,
-                          outputs={"0": HOSTILE} if verdict == "fail" else None))
+        out.append(
+            record(
+                f"openvino-CPU-{quant}",
+                scenario="quant",
+                adapter="openvino",
+                device="CPU",
+                quantization=quant,
+                tpot_ms=40 - 8 * i,
+                seed=i,
+                verdict=verdict,
+                outputs={"0": HOSTILE} if verdict == "fail" else None,
+            )
+        )
     for prompt in (32, 1024):
-        out.append(record(f"hf-cpu-bf16-prompt{prompt}", scenario="prompt", prompt_len=prompt, ttft_ms=prompt * 3,
-                          seed=prompt, verdict=None))
+        out.append(
+            record(
+                f"hf-cpu-bf16-prompt{prompt}",
+                scenario="prompt",
+                prompt_len=prompt,
+                ttft_ms=prompt * 3,
+                seed=prompt,
+                verdict=None,
+            )
+        )
     for chunk in (256, 512, 1024):
-        out.append(record(f"hf-cpu-bf16-chunk{chunk}", scenario="moe", moe_chunk_size=chunk, prompt_len=1024,
-                          ttft_ms=4000 - chunk, energy_per_token_mj=30 + chunk / 100, tpot_ms=40 + chunk / 256,
-                          seed=chunk, verdict=None))
+        out.append(
+            record(
+                f"hf-cpu-bf16-chunk{chunk}",
+                scenario="moe",
+                moe_chunk_size=chunk,
+                prompt_len=1024,
+                ttft_ms=4000 - chunk,
+                energy_per_token_mj=30 + chunk / 100,
+                tpot_ms=40 + chunk / 256,
+                seed=chunk,
+                verdict=None,
+            )
+        )
     out.append(record("hf-npu-bf16", scenario="seq", device="npu", status="skipped"))
     return out
 
@@ -46,9 +74,15 @@ def report(tmp_path):
 
 
 def test_report_writes_html_markdown_csv_and_the_plots_the_axes_allow(report):
-    assert {p.stem for p in report.plots} == {"tpot_vs_max_seq_len", "tpot_by_quantization", "latency_vs_prompt_len",
-                                             "chunk_size", "latency_energy_pareto", "percentile_spread",
-                                             "token_timeline"}  # issue 22: every report with rounds has it
+    assert {p.stem for p in report.plots} == {
+        "tpot_vs_max_seq_len",
+        "tpot_by_quantization",
+        "latency_vs_prompt_len",
+        "chunk_size",
+        "latency_energy_pareto",
+        "percentile_spread",
+        "token_timeline",
+    }  # issue 22: every report with rounds has it
     assert all(p.stat().st_size > 5000 for p in report.plots)
     points = pd.read_csv(report.directory / "points.csv")
     assert len(points) == 12 and set(points.status) == {"ok", "skipped"}
@@ -84,10 +118,13 @@ def test_model_text_is_escaped_in_html_and_markdown(report):
 
 
 def test_pytest_benchmark_json_feeds_the_report(tmp_path):
-    doc = {"machine_info": {}, "benchmarks": [
-        {"name": r.point_id, "extra_info": {benchmark_json.KEY: benchmark_json.compact(r)}, "stats": {}}
-        for r in sweep_records()[:3]
-    ]}
+    doc = {
+        "machine_info": {},
+        "benchmarks": [
+            {"name": r.point_id, "extra_info": {benchmark_json.KEY: benchmark_json.compact(r)}, "stats": {}}
+            for r in sweep_records()[:3]
+        ],
+    }
     (tmp_path / "out.json").write_text(json.dumps(doc))
     assert main(["report", str(tmp_path / "out.json"), "-o", str(tmp_path / "rep")]) == 0
     assert len(pd.read_csv(tmp_path / "rep" / "points.csv")) == 3
@@ -112,8 +149,9 @@ def screenshot(page, png, width: int = 1280, height: int = 2400, max_bytes: int 
     from pathlib import Path
 
     page, png = Path(page), Path(png)
-    shown = chromium(f"--screenshot={png.resolve()}", f"--window-size={width},{height}", page.resolve().as_uri(),
-                     cwd=png.parent)
+    shown = chromium(
+        f"--screenshot={png.resolve()}", f"--window-size={width},{height}", page.resolve().as_uri(), cwd=png.parent
+    )
     assert shown.returncode == 0 and png.exists(), shown.stderr[-2000:]
     if max_bytes and png.stat().st_size > max_bytes:
         from PIL import Image

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from harness.run import planning
 from harness.records import store as results
+from harness.run import planning
 from harness.run.runner import Runner
 from harness.scenario.sweep import expand
 
@@ -15,13 +15,17 @@ def run_all(write_scenario, tmp_path, text):
 
 
 def test_a_crashing_or_truncating_engine_fails_its_point_and_the_sweep_goes_on(write_scenario, tmp_path, fake_adapters):
-    records = run_all(write_scenario, tmp_path, """
+    records = run_all(
+        write_scenario,
+        tmp_path,
+        """
         model: tiny-llama
         generation: {max_new_tokens: 6}
         measurement: {warmup_rounds: 0, min_rounds: 2}
         sweep:
           adapter: [fake-failing, fake-truncating, fake]
-        """)
+        """,
+    )
     failing = records["fake-failing-cpu-bf16"]
     assert failing.status == "failed"
     assert failing.reason == "RuntimeError: fake engine fault at step 3"
@@ -34,7 +38,10 @@ def test_a_crashing_or_truncating_engine_fails_its_point_and_the_sweep_goes_on(w
 
 
 def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_scenario, tmp_path, fake_adapters):
-    records = run_all(write_scenario, tmp_path, """
+    records = run_all(
+        write_scenario,
+        tmp_path,
+        """
         model: tiny-llama
         prompts: ["x"]
         generation: {max_new_tokens: 4}
@@ -45,7 +52,8 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
           beam_width: [1, 2]
         include:
           - {adapter: fake, prompt_len: 30, max_seq_len: 16}
-        """)
+        """,
+    )
     assert records["fake-npu-bf16-beam1"].reason == "fake:npu unavailable: no fake NPU on this machine"
     assert records["fake-cpu-bf16-beam2"].reason == "fake has no beam search (beam_width=2)"
     assert records["hf-npu-bf16-beam1"].reason.startswith("hf has no device 'npu'")
@@ -68,8 +76,17 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
     assert record.status == "ok", record.reason
     assert record.point["adapter"] == "hf" and record.settings["generation"]["max_new_tokens"] == 6
     m = record.metrics
-    for key in ("ttft_ms", "tpot_ms", "ms_per_token_p99", "decode_tokens_per_s", "throughput_tokens_per_s",
-                "prefill_tokens_per_s", "peak_rss_mb", "load_s", "first_call_s"):
+    for key in (
+        "ttft_ms",
+        "tpot_ms",
+        "ms_per_token_p99",
+        "decode_tokens_per_s",
+        "throughput_tokens_per_s",
+        "prefill_tokens_per_s",
+        "peak_rss_mb",
+        "load_s",
+        "first_call_s",
+    ):
         assert m[key] is not None and m[key] > 0, key
     assert record.units["tpot_ms"] == "ms/token"
     assert len(record.samples.rounds) == m["rounds"] >= 2

@@ -13,11 +13,11 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from harness.run import planning
 from harness.adapters import registry
-from harness.correctness import same_weights as sw
 from harness.adapters.base import Twin
+from harness.correctness import same_weights as sw
 from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch
+from harness.run import planning
 from harness.run.runner import Runner
 
 needs_openvino = pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
@@ -42,13 +42,18 @@ def reference_dir(tmp_path_factory):
 
 def verify(write_scenario, reference_dir, adapters, device, quantizations, classes=()):
     """``harness verify`` on a sweep; records by (adapter, quantization)."""
-    text = (SCENARIO.replace("ADAPTERS", str(adapters)).replace("DEVICE", device)
-            .replace("QUANTIZATIONS", str(quantizations)).replace("'", ""))
+    text = (
+        SCENARIO.replace("ADAPTERS", str(adapters))
+        .replace("DEVICE", device)
+        .replace("QUANTIZATIONS", str(quantizations))
+        .replace("'", "")
+    )
     for cls in classes:
         registry.register_adapter(cls)
     try:
-        records = Runner(reference_dir=reference_dir, timing=False).run([planning.load(write_scenario(text))],
-                                                                        progress=False)
+        records = Runner(reference_dir=reference_dir, timing=False).run(
+            [planning.load(write_scenario(text))], progress=False
+        )
     finally:
         for cls in classes:
             registry.unregister_adapter(cls.name)
@@ -58,6 +63,7 @@ def verify(write_scenario, reference_dir, adapters, device, quantizations, class
 
 
 # --- the verdict rule ------------------------------------------------------------------------------
+
 
 def test_drift_against_its_own_weights_fails_the_point():
     assert sw.combine("drift", "pass") == ("drift", None)  # quantization cost, reported
@@ -71,6 +77,7 @@ def test_drift_against_its_own_weights_fails_the_point():
 
 
 # --- storage, with an engine-free twin -------------------------------------------------------------
+
 
 class Steps:
     """Deterministic logits from the last token and the position; ``skew`` perturbs them."""
@@ -102,9 +109,13 @@ def fake_twin(opened: list, key: str = "ir/int8_sym/123/cpu-f32", floor_skew: fl
 
 def hf_stub(checksum: str = "c0ffee") -> Reference:
     prompts = [PromptReference("plain", "a", [1, 2, 3], [], [], []), PromptReference("chat", "b", [4, 5], [], [], [])]
-    return Reference(model={"name": "tiny", "checksum": checksum, "tokenizer_sha256": "t"},
-                     settings={"tokens": 6, "top_m": 8, "eos_ids": []}, versions={},
-                     noise_floor={"kl_mean": 1e-3}, prompts=prompts)
+    return Reference(
+        model={"name": "tiny", "checksum": checksum, "tokenizer_sha256": "t"},
+        settings={"tokens": 6, "top_m": 8, "eos_ids": []},
+        versions={},
+        noise_floor={"kl_mean": 1e-3},
+        prompts=prompts,
+    )
 
 
 def test_the_reference_is_computed_once_stored_and_checked(tmp_path):
@@ -132,6 +143,7 @@ def test_a_measured_floor_above_the_minimum_is_kept(tmp_path):
 
 # --- end to end ------------------------------------------------------------------------------------
 
+
 def test_unquantized_points_and_adapters_without_a_twin_say_why(write_scenario, reference_dir, tiny_llama):
     from harness.adapters.hf import HFAdapter
 
@@ -147,7 +159,10 @@ def test_unquantized_points_and_adapters_without_a_twin_say_why(write_scenario, 
     plain = records["hf", "none"].correctness
     assert plain.verdict == "pass" and plain.same_weights.skipped == sw.UNQUANTIZED
     no_twin = records["hf-no-twin", "none"].correctness
-    assert no_twin.same_weights.skipped == "hf-no-twin has no trusted twin: no second engine path runs this point's own weights"
+    assert (
+        no_twin.same_weights.skipped
+        == "hf-no-twin has no trusted twin: no second engine path runs this point's own weights"
+    )
     assert no_twin.same_weights.verdict is None and no_twin.verdict == "pass"
 
 
@@ -155,10 +170,13 @@ def test_unquantized_points_and_adapters_without_a_twin_say_why(write_scenario, 
 def test_device_side_faults_on_an_int8_point_fail_against_its_own_weights(write_scenario, reference_dir, tiny_llama):
     from .faults_ov import DecodePosition, HalvedHead, ZeroedHead
 
-    faults = [type(cls.__name__, (cls,), {"name": f"openvino-{cls.__name__.lower()}"})
-              for cls in (DecodePosition, ZeroedHead, HalvedHead)]
-    records = verify(write_scenario, reference_dir, ["openvino", *(f.name for f in faults)], "CPU",
-                     ["none", "int8_sym"], faults)
+    faults = [
+        type(cls.__name__, (cls,), {"name": f"openvino-{cls.__name__.lower()}"})
+        for cls in (DecodePosition, ZeroedHead, HalvedHead)
+    ]
+    records = verify(
+        write_scenario, reference_dir, ["openvino", *(f.name for f in faults)], "CPU", ["none", "int8_sym"], faults
+    )
 
     clean = records["openvino", "int8_sym"].correctness
     assert clean.verdict in ("drift", "pass") and clean.same_weights.model_verdict == clean.verdict

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness import cli
-from harness.run import planning
 from harness.errors import ScenarioErrors
+from harness.run import planning
 
 from .conftest import TINY_SCENARIO
 
@@ -82,7 +82,9 @@ def test_unknown_device_and_unknown_axis_in_exclude(write_scenario):
         """)
     errors = errors_of(path)
     assert any(e.startswith(f"{path}:4: sweep.device.1: no adapter in this sweep has device 'tpu'") for e in errors)
-    assert any(e.startswith(f"{path}:6: exclude.0.devise: unknown axis 'devise'; did you mean 'device'?") for e in errors)
+    assert any(
+        e.startswith(f"{path}:6: exclude.0.devise: unknown axis 'devise'; did you mean 'device'?") for e in errors
+    )
 
 
 def test_empty_sweep_is_an_error(write_scenario):
@@ -171,7 +173,10 @@ def test_an_axis_value_no_point_can_run_is_an_error(write_scenario):
           prompt_len: [32]
         """)
     (error,) = errors_of(path)
-    assert error == f"{path}:5: sweep.beam_width.1: no point with beam_width=4 can run: openvino has no beam search (beam_width=4)"
+    assert (
+        error
+        == f"{path}:5: sweep.beam_width.1: no point with beam_width=4 can run: openvino has no beam search (beam_width=4)"
+    )
 
 
 def test_a_prompt_longer_than_every_window_is_an_error(write_scenario):
@@ -184,17 +189,22 @@ def test_a_prompt_longer_than_every_window_is_an_error(write_scenario):
           max_seq_len: [1024, 2048]
         """)
     errors = errors_of(path)
-    assert f"{path}:5: sweep.prompt_len.1: no point with prompt_len=4096 can run: prompt_len 4096 + max_new_tokens 32 exceeds max_seq_len 1024" in errors
+    assert (
+        f"{path}:5: sweep.prompt_len.1: no point with prompt_len=4096 can run: prompt_len 4096 + max_new_tokens 32 exceeds max_seq_len 1024"
+        in errors
+    )
 
 
 def test_values_some_points_can_run_leave_the_rest_to_skip(write_scenario):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         sweep:
           adapter: [hf, openvino]
           device: [cpu, CPU]
           beam_width: [1, 4]
-        """))
+        """)
+    )
     assert len(loaded.sweep.beam_width) == 2
 
 
@@ -214,27 +224,36 @@ def test_known_failures_name_real_axes(write_scenario):
             reason: x
         """)
     (error,) = errors_of(path)
-    assert error.startswith(f"{path}:4: known_failures.0.match.quantisation: unknown axis 'quantisation'; did you mean 'quantization'?")
+    assert error.startswith(
+        f"{path}:4: known_failures.0.match.quantisation: unknown axis 'quantisation'; did you mean 'quantization'?"
+    )
 
 
 def test_include_entries_may_name_other_adapters(write_scenario):
     # regression: adapters named only in include entries crashed validation with a KeyError
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         sweep:
           adapter: [hf]
         include:
           - {adapter: xrt, device: cpu-reference, max_seq_len: 64}
-        """))
+        """)
+    )
     assert [p.id for p in __import__("harness.scenario.sweep", fromlist=["expand"]).expand(loaded)] == [
-        "hf-cpu-bf16", "xrt-cpu-reference-bf16-seq64"]
-    path = write_scenario("""
+        "hf-cpu-bf16",
+        "xrt-cpu-reference-bf16-seq64",
+    ]
+    path = write_scenario(
+        """
         model: tiny-llama
         sweep:
           adapter: [hf]
         include:
           - {adapter: xtr, device: npu}
-        """, "typo.yaml")
+        """,
+        "typo.yaml",
+    )
     (error,) = errors_of(path)
     assert error.startswith(f"{path}:5: include.0.adapter: unknown adapter 'xtr'") and "did you mean 'xrt'" in error
 

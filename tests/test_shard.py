@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run import planning
-from harness.records import store as results
 from harness.errors import UsageError
+from harness.records import store as results
+from harness.run import planning
 from harness.run.shard import assign, merge, parse_shard, select
 from harness.scenario.sweep import expand
 
@@ -40,7 +40,11 @@ def test_shards_partition_the_points_and_keep_model_groups_together(pairs):
     assert sorted(ids) == sorted(p.id for _, p in pairs) and len(ids) == len(set(ids))
     assert all(shards)  # 4 groups of 2 points over 3 shards: none is empty
     for _, point in pairs:  # both prompt lengths of one (adapter, quantization) share a shard
-        sibling = point.id.replace("prompt16", "prompt32") if "prompt16" in point.id else point.id.replace("prompt32", "prompt16")
+        sibling = (
+            point.id.replace("prompt16", "prompt32")
+            if "prompt16" in point.id
+            else point.id.replace("prompt32", "prompt16")
+        )
         assert owners[("s", point.id)] == owners[("s", sibling)]
 
 

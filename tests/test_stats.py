@@ -8,11 +8,11 @@ import statistics
 
 import pytest
 
-from harness.measure import rounds as measure
 from harness.measure import launches as stats
+from harness.measure import rounds as measure
 from harness.records.record import Failure, Launch, Record, Samples, TimeSplit
-from harness.regression.confirm import confirm
 from harness.regression.check import check, parse_thresholds
+from harness.regression.confirm import confirm
 
 from .records import record
 
@@ -42,14 +42,21 @@ def lognormal(rng, median, cv, n):
 
 def fast(point_id, tpots, ttfts) -> Record:
     """A point with launch entries only: the gate reads launch medians, and 8,000 of these must be cheap."""
-    launches = [Launch(index=i, medians={"tpot_ms": t, "ttft_ms": f}, rounds=5)
-                for i, (t, f) in enumerate(zip(tpots, ttfts))]
-    return Record(scenario="demo", point_id=point_id, point={}, status="ok",
-                  metrics={"tpot_ms": statistics.median(tpots), "ttft_ms": statistics.median(ttfts)},
-                  samples=Samples(launches=launches))
+    launches = [
+        Launch(index=i, medians={"tpot_ms": t, "ttft_ms": f}, rounds=5) for i, (t, f) in enumerate(zip(tpots, ttfts))
+    ]
+    return Record(
+        scenario="demo",
+        point_id=point_id,
+        point={},
+        status="ok",
+        metrics={"tpot_ms": statistics.median(tpots), "ttft_ms": statistics.median(ttfts)},
+        samples=Samples(launches=launches),
+    )
 
 
 # stats.launch and drift
+
 
 def throttling_rounds(slowdown_per_round: float, n=12, seed=0):
     rng = random.Random(seed)
@@ -63,8 +70,12 @@ def throttling_rounds(slowdown_per_round: float, n=12, seed=0):
 def test_a_launch_holds_its_medians_round_count_and_provenance():
     made = single(seed=3, energy=4.5)
     entry = made.samples.launches[0]
-    assert entry.medians == {"ttft_ms": made.metrics["ttft_ms"], "tpot_ms": made.metrics["tpot_ms"],
-                             "decode_tokens_per_s": made.metrics["decode_tokens_per_s"], "energy_per_token_mj": 4.5}
+    assert entry.medians == {
+        "ttft_ms": made.metrics["ttft_ms"],
+        "tpot_ms": made.metrics["tpot_ms"],
+        "decode_tokens_per_s": made.metrics["decode_tokens_per_s"],
+        "energy_per_token_mj": 4.5,
+    }
     assert (entry.index, entry.status, entry.rounds, entry.started_at, entry.wall_s) == (0, "ok", 5, "t0", 1.5)
     assert entry.drift and not entry.drift[0].flagged  # five rounds of jitter: measured, no trend
 
@@ -82,6 +93,7 @@ def test_drift_flags_a_throttling_trend_and_not_a_flat_launch():
 
 
 # stats.interval
+
 
 def test_interval_methods_follow_the_launch_count():
     one = stats.interval([10.0], samples=5)
@@ -111,6 +123,7 @@ def test_relative_half_width_needs_an_interval():
 
 
 # stats.combine
+
 
 def test_combine_merges_launches_rounds_and_metrics():
     parts = [single("p", tpot, seed=i) for i, tpot in enumerate([50.0, 60.0, 55.0])]
@@ -170,6 +183,7 @@ def test_combine_of_one_record_fills_its_intervals_and_skipped_stays_skipped():
 
 # the statistical gate
 
+
 def test_a_clear_regression_over_launches_fails_with_its_statistics():
     rng = random.Random(1)
     base = [launched("p", lognormal(rng, 50.0, 0.03, 5), seed=0)]
@@ -199,8 +213,10 @@ def test_pure_noise_stays_green_at_the_stated_false_discovery_rate():
     red = {"no floor": 0, "default": 0}
     uncorrected = 0
     for _ in range(nights):
+
         def run():
             return [fast(f"p{i}", lognormal(rng, 40.0 + i, 0.08, 5), lognormal(rng, 200.0, 0.08, 5)) for i in range(10)]
+
         base, new = run(), run()
         floorless = check(base, new, parse_thresholds("tpot=0%,ttft=0%"))
         red["no floor"] += not floorless.passed
@@ -225,8 +241,9 @@ def test_one_launch_a_side_keeps_the_spread_rule_and_says_so():
     assert [f.kind for f in outcome.findings] == ["regression"] and outcome.findings[0].test is None
     assert "measured spread" in outcome.findings[0].message
     assert outcome.single_launch == [("demo", "p")]
-    assert any("1 point(s) judged without launch statistics" in n and "measurement.launches" in n
-               for n in outcome.notes)
+    assert any(
+        "1 point(s) judged without launch statistics" in n and "measurement.launches" in n for n in outcome.notes
+    )
     mixed = check([single("p", 50.0, seed=1)], [launched("p", [60.0, 61.0, 59.0])], TPOT)
     assert mixed.single_launch == [("demo", "p")] and not mixed.tests
 
@@ -238,8 +255,10 @@ def test_a_change_too_few_launches_cannot_show_is_noted_not_passed_silently():
     note = next(n for n in outcome.notes if "too few launches" in n)
     assert "tpot_ms +19.9% worse (limit 5%)" in note and "3 vs 3 launches reach p >= 0.05" in note
     assert "among 2 tests needs p <= 0.025" in note and "--confirm K" in note
-    power = ("power: with 3 vs 3 launches the smallest attainable p is 0.05, and 2 test(s) at FDR 0.05 need "
-             "p <= 0.025 for a lone regression (4 launches a side would do)")
+    power = (
+        "power: with 3 vs 3 launches the smallest attainable p is 0.05, and 2 test(s) at FDR 0.05 need "
+        "p <= 0.025 for a lone regression (4 launches a side would do)"
+    )
     assert any(n.startswith(power) for n in outcome.notes)
     assert check([launched("p", [50.0, 50.5, 49.5])], [launched("p", [60.0, 60.5, 59.5])], TPOT).findings
 
@@ -251,23 +270,32 @@ def test_many_tests_raise_the_bar_and_the_power_note_says_by_how_much():
     new.append(fast(points[-1], [60.0, 60.5, 59.5, 60.2, 59.8], [200.0] * 5))
     outcome = check(base, new, TPOT)
     assert outcome.passed  # p = 1/252 > 0.05 / 13: a lone regression among 13 tests cannot show
-    assert any(n.startswith("power: with 5 vs 5 launches the smallest attainable p is 0.004, and 13 test(s)")
-               and "6 launches a side would do" in n for n in outcome.notes)
+    assert any(
+        n.startswith("power: with 5 vs 5 launches the smallest attainable p is 0.004, and 13 test(s)")
+        and "6 launches a side would do" in n
+        for n in outcome.notes
+    )
     assert check(base[:12], new[:11] + [new[-1].model_copy(update={"point_id": "p11"})], TPOT).findings
 
 
 def rerun_from(tpot_by_point, seed=100):
     """A real rerun: k more launches of each point, appended to its record as Runner.relaunch does."""
+
     def rerun(records, launches):
-        return [stats.combine([r, *(single(r.point_id, tpot_by_point[r.point_id], seed=seed + i)
-                                    for i in range(launches))]) for r in records]
+        return [
+            stats.combine([r, *(single(r.point_id, tpot_by_point[r.point_id], seed=seed + i) for i in range(launches))])
+            for r in records
+        ]
+
     return rerun
 
 
 def test_confirm_reruns_flagged_points_and_judges_the_new_launches_alone():
     base = [launched("a", [50.0, 50.5, 49.5, 50.2, 49.8]), launched("b", [50.0, 50.5, 49.5, 50.2, 49.8], seed=5)]
-    new = [launched("a", [60.0, 60.5, 59.5, 60.2, 59.8], seed=20),
-           launched("b", [60.0, 60.5, 59.5, 60.2, 59.8], seed=30)]
+    new = [
+        launched("a", [60.0, 60.5, 59.5, 60.2, 59.8], seed=20),
+        launched("b", [60.0, 60.5, 59.5, 60.2, 59.8], seed=30),
+    ]
     first = check(base, new, TPOT)
     assert [f.point_id for f in first.findings] == ["a", "b"]
     seen = []

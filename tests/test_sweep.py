@@ -14,13 +14,15 @@ def load(text: str):
 
 
 def test_product_of_axes_with_readable_ids():
-    points = expand(load("""
+    points = expand(
+        load("""
 model: tiny-llama
 sweep:
   adapter: [hf]
   max_seq_len: [128, 256]
   prompt_len: [32, 64]
-"""))
+""")
+    )
     assert [p.id for p in points] == [
         "hf-cpu-bf16-seq128-prompt32",
         "hf-cpu-bf16-seq128-prompt64",
@@ -28,21 +30,31 @@ sweep:
         "hf-cpu-bf16-seq256-prompt64",
     ]
     assert points[0].axes() == {
-        "adapter": "hf", "device": "cpu", "max_seq_len": 128, "quantization": "none",
-        "prompt_len": 32, "beam_width": 1, "batch_size": 1, "moe_chunk_size": None, "moe_capacity": None,
+        "adapter": "hf",
+        "device": "cpu",
+        "max_seq_len": 128,
+        "quantization": "none",
+        "prompt_len": 32,
+        "beam_width": 1,
+        "batch_size": 1,
+        "moe_chunk_size": None,
+        "moe_capacity": None,
     }
 
 
 def test_quantization_replaces_the_dtype_in_ids():
-    points = expand(load("""
+    points = expand(
+        load("""
 model: {source: tiny-llama, dtype: fp32}
 sweep: {adapter: [hf, openvino], device: [cpu, CPU], quantization: [none, int4_sym]}
-"""))
+""")
+    )
     assert "hf-cpu-fp32" in [p.id for p in points] and "openvino-CPU-int4_sym" in [p.id for p in points]
 
 
 def test_exclude_removes_and_include_adds_with_first_values_as_defaults():
-    points = expand(load("""
+    points = expand(
+        load("""
 model: tiny-llama
 sweep:
   adapter: [hf]
@@ -53,7 +65,8 @@ exclude:
 include:
   - {beam_width: 2}
   - {beam_width: 1, batch_size: 1}
-"""))
+""")
+    )
     ids = [p.id for p in points]
     assert ids == ["hf-cpu-bf16-beam1-bs1", "hf-cpu-bf16-beam1-bs8", "hf-cpu-bf16-beam4-bs1", "hf-cpu-bf16-beam2-bs1"]
     assert points[-1].batch_size == 1  # filled from the axis's first value

@@ -35,15 +35,32 @@ def installed_without_pip(site: Path) -> dict:
 
 def test_entry_point_adapter_is_listed_and_runs(tmp_path, tiny_llama):
     env = installed_without_pip(tmp_path / "site")
-    devices = subprocess.run([sys.executable, "-m", "harness.cli", "devices"], env=env, capture_output=True,
-                             text=True, timeout=120)
+    devices = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "devices"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert "numpy:cpu" in devices.stdout and "available" in devices.stdout, devices.stderr
     scenario = tmp_path / "scenarios" / "third_party.yaml"
     scenario.parent.mkdir()
     scenario.write_text(SCENARIO)
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(scenario), "--results",
-                          str(tmp_path / "results"), "--isolation", "none", "--no-progress", "--no-energy"],
-                         env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(scenario),
+            "--results",
+            str(tmp_path / "results"),
+            "--isolation",
+            "none",
+            "--no-progress",
+            "--no-energy",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     record = json.loads((tmp_path / "results" / "third_party" / "numpy-cpu-bf16-seq64.json").read_text())
     assert record["status"] == "ok" and record["adapter"]["engine"] == "numpy"

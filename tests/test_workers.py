@@ -23,7 +23,8 @@ def worker_adapters(fake_adapters):
 
 
 def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 4}
@@ -31,15 +32,18 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
         sweep:
           adapter: [fake-picky]
           batch_size: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
-        """))
-    runner = Runner(results_dir=tmp_path, isolation="worker", energy=False,
-                    limits=Limits(timeout_s=10, memory_limit_mb=1024))
+        """)
+    )
+    runner = Runner(
+        results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
+    )
     records = {r.point["batch_size"]: r for r in runner.run([loaded], progress=False)}
 
     assert len(records) == 30
     healthy = {bs: r for bs, r in records.items() if bs not in (7, 13, 21)}
-    assert all(r.status == "ok" and r.metrics["generated_tokens"] == 4 for r in healthy.values()), \
-        {bs: r.reason for bs, r in healthy.items() if r.status != "ok"}
+    assert all(r.status == "ok" and r.metrics["generated_tokens"] == 4 for r in healthy.values()), {
+        bs: r.reason for bs, r in healthy.items() if r.status != "ok"
+    }
     crash, hang, hungry = records[7], records[13], records[21]
     assert crash.status == "failed" and "killed by SIGSEGV" in crash.reason
     assert crash.failure.signal == "SIGSEGV" and crash.failure.exit_code == -signal.SIGSEGV
@@ -52,7 +56,8 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
 
 
 def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 3}
@@ -60,7 +65,8 @@ def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, wo
         sweep:
           adapter: [fake]
           batch_size: [1, 2, 3]
-        """))
+        """)
+    )
     runner = Runner(results_dir=tmp_path, isolation="point", energy=False)
     records = runner.run([loaded], progress=False)
     assert [r.status for r in records] == ["ok"] * 3
@@ -80,10 +86,14 @@ sweep:
 
 def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(write_scenario(SWEEP))
-    reused = {r.point_id: r for r in Runner(results_dir=tmp_path / "worker", isolation="worker",
-                                           energy=False).run([loaded], progress=False)}
-    fresh = {r.point_id: r for r in Runner(results_dir=tmp_path / "point", isolation="point",
-                                          energy=False).run([loaded], progress=False)}
+    reused = {
+        r.point_id: r
+        for r in Runner(results_dir=tmp_path / "worker", isolation="worker", energy=False).run([loaded], progress=False)
+    }
+    fresh = {
+        r.point_id: r
+        for r in Runner(results_dir=tmp_path / "point", isolation="point", energy=False).run([loaded], progress=False)
+    }
     assert all(r.status == "ok" for r in [*reused.values(), *fresh.values()])
     loads = {pid: r.adapter["load"] for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"}
     assert len(set(loads.values())) == 1, loads  # one load served the three prompt lengths
@@ -114,7 +124,8 @@ def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapt
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux's clear_refs")
 def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 3}
@@ -122,7 +133,8 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
         sweep:
           adapter: [fake-bulky]
           batch_size: [1, 2]
-        """))
+        """)
+    )
     runner = Runner(results_dir=tmp_path, isolation="worker", energy=False)
     bulky, lean = runner.run([loaded], progress=False)
     assert runner.pool.started == 1  # both points in one worker
@@ -131,9 +143,11 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
 
 
 @pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])
-def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(write_scenario, tmp_path, worker_adapters,
-                                                                   target, launches):
-    loaded = planning.load(write_scenario(f"""
+def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
+    write_scenario, tmp_path, worker_adapters, target, launches
+):
+    loaded = planning.load(
+        write_scenario(f"""
         model: tiny-llama
         prompts: ["The river"]
         generation: {{max_new_tokens: 4}}
@@ -141,7 +155,8 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(write_scenari
         sweep:
           adapter: [fake]
           batch_size: [1, 2]
-        """))
+        """)
+    )
     records = Runner(results_dir=tmp_path, isolation="none", energy=False).run([loaded], progress=False)
     # A +-1000 % target is met by the first interval; an impossible one runs to max_launches.
     assert [len(r.samples.launches) for r in records] == [launches, launches]
@@ -149,7 +164,8 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(write_scenari
 
 
 def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario("""
+    loaded = planning.load(
+        write_scenario("""
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 3}
@@ -157,7 +173,8 @@ def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, wor
         sweep:
           adapter: [fake]
           batch_size: [1, 2]
-        """))
+        """)
+    )
     runner = Runner(results_dir=tmp_path, isolation="none", energy=False)
     phases: list[str] = []
     runner.session.progress = phases.append

@@ -80,7 +80,7 @@ def test_numpy_runner_matches_transformers_at_every_step(tiny_llama, hf_tiny):
     continuation = [5, 17, 250]
     for token in continuation:
         ours.append(runner.decode(token))
-    theirs = hf_logits(hf_tiny, PROMPT + continuation)[len(PROMPT) - 1:]
+    theirs = hf_logits(hf_tiny, PROMPT + continuation)[len(PROMPT) - 1 :]
     np.testing.assert_allclose(np.stack(ours), theirs, rtol=1e-4, atol=1e-4)
 
 

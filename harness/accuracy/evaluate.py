@@ -8,8 +8,8 @@ Shipped tasks (``harness/tasks``, offline): ``harness_cloze`` (LAMBADA style) an
 from __future__ import annotations
 
 import hashlib
-import numbers
 import json
+import numbers
 import os
 import time
 from pathlib import Path
@@ -63,12 +63,14 @@ class Reference(NamedTuple):
     def why_unpaired(self) -> Optional[str]:
         if self.outcomes is not None:
             return None
-        return (f"the stored accuracy reference {self.path} predates per-item outcomes: delete it to "
-                "recompute it with them")
+        return (
+            f"the stored accuracy reference {self.path} predates per-item outcomes: delete it to recompute it with them"
+        )
 
 
-def evaluate(lm, tasks: list[str], limit: Optional[int], num_fewshot: int,
-             bootstrap_iters: int = DEFAULT_BOOTSTRAP) -> Evaluation:
+def evaluate(
+    lm, tasks: list[str], limit: Optional[int], num_fewshot: int, bootstrap_iters: int = DEFAULT_BOOTSTRAP
+) -> Evaluation:
     """An lm-eval LM's scores on ``tasks`` and its per-document outcomes."""
     _offline()
     import logging
@@ -79,21 +81,31 @@ def evaluate(lm, tasks: list[str], limit: Optional[int], num_fewshot: int,
     manager = task_manager(tasks)
     unknown = [name for name in tasks if name not in manager.all_tasks]
     if unknown:
-        raise ValueError(f"accuracy.tasks: {', '.join(map(repr, unknown))} unknown: not shipped "
-                         f"({', '.join(sorted(SHIPPED))}) and not an lm-eval task, group or tag")
+        raise ValueError(
+            f"accuracy.tasks: {', '.join(map(repr, unknown))} unknown: not shipped "
+            f"({', '.join(sorted(SHIPPED))}) and not an lm-eval task, group or tag"
+        )
     quiet = os.environ.get("TQDM_DISABLE")
     os.environ["TQDM_DISABLE"] = "1"  # lm-eval's per-task bars would interleave with the sweep's progress
     try:
-        out = simple_evaluate(model=lm, tasks=list(tasks), num_fewshot=num_fewshot, limit=limit,
-                              task_manager=manager, log_samples=True, bootstrap_iters=bootstrap_iters,
-                              verbosity="ERROR")
+        out = simple_evaluate(
+            model=lm,
+            tasks=list(tasks),
+            num_fewshot=num_fewshot,
+            limit=limit,
+            task_manager=manager,
+            log_samples=True,
+            bootstrap_iters=bootstrap_iters,
+            verbosity="ERROR",
+        )
     finally:
         if quiet is None:
             os.environ.pop("TQDM_DISABLE", None)
         else:
             os.environ["TQDM_DISABLE"] = quiet
-    scores = {task: {**_metrics(values), "items": int(values.get("sample_len", 0))}
-              for task, values in out["results"].items()}
+    scores = {
+        task: {**_metrics(values), "items": int(values.get("sample_len", 0))} for task, values in out["results"].items()
+    }
     return Evaluation(scores, outcomes(out))
 
 
@@ -130,8 +142,13 @@ def outcomes(out: dict) -> dict[str, TaskOutcomes]:
             if any(weight is not None for _, weight in column):
                 weights[metric] = [_compact(weight) for _, weight in column]
         better = out.get("higher_is_better", {}).get(task, {})
-        found[task] = TaskOutcomes(doc_ids=doc_ids, values=values, weights=weights, aggregation=aggregation,
-                                   higher_is_better={m: bool(b) for m, b in better.items() if b is not None})
+        found[task] = TaskOutcomes(
+            doc_ids=doc_ids,
+            values=values,
+            weights=weights,
+            aggregation=aggregation,
+            higher_is_better={m: bool(b) for m, b in better.items() if b is not None},
+        )
     return found
 
 
@@ -145,8 +162,11 @@ def _aggregations(config: dict, samples: list[dict]) -> dict[str, str]:
     def name_of(aggregation) -> str:
         return aggregation if isinstance(aggregation, str) else registered.get(id(aggregation), "")
 
-    named = {entry["metric"]: name_of(entry["aggregation"]) for entry in config.get("metric_list") or ()
-             if isinstance(entry.get("metric"), str) and entry.get("aggregation") is not None}
+    named = {
+        entry["metric"]: name_of(entry["aggregation"])
+        for entry in config.get("metric_list") or ()
+        if isinstance(entry.get("metric"), str) and entry.get("aggregation") is not None
+    }
     for metric in {m for sample in samples for m in sample.get("metrics", ())} - set(named):
         try:
             named[metric] = name_of(get_metric_aggregation(metric))
@@ -157,6 +177,7 @@ def _aggregations(config: dict, samples: list[dict]) -> dict[str, str]:
 
 def _as_pair(value) -> Optional[tuple[float, Optional[float]]]:
     """``(value, weight)``: a number has no weight; weighted metrics log ``(log-likelihood, words or bytes)``."""
+
     def number(x):
         return isinstance(x, numbers.Real)  # numpy's and booleans included
 
@@ -168,14 +189,20 @@ def _as_pair(value) -> Optional[tuple[float, Optional[float]]]:
 
 
 def _compact(value: float):
-    return int(value) if float(value).is_integer() and abs(value) < 2 ** 53 else value  # 0/1 stay short in JSON
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value  # 0/1 stay short in JSON
 
 
 def delta(point: dict, reference: dict) -> dict[str, dict[str, float]]:
     """Point minus reference for every metric both have (stderrs excluded)."""
-    return {task: {m: point[task][m] - reference[task][m] for m in point[task]
-                   if not m.endswith("_stderr") and m != "items" and m in reference.get(task, {})}
-            for task in point if task in reference}
+    return {
+        task: {
+            m: point[task][m] - reference[task][m]
+            for m in point[task]
+            if not m.endswith("_stderr") and m != "items" and m in reference.get(task, {})
+        }
+        for task in point
+        if task in reference
+    }
 
 
 def _tasks_sha() -> str:
@@ -186,9 +213,18 @@ def _tasks_sha() -> str:
     return digest.hexdigest()
 
 
-def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, dtype: str,
-              threads: Optional[int], store: Path, log=lambda message: None, compute=None,
-              refresh: bool = False) -> Reference:
+def reference(
+    model,
+    tasks: list[str],
+    limit: Optional[int],
+    num_fewshot: int,
+    dtype: str,
+    threads: Optional[int],
+    store: Path,
+    log=lambda message: None,
+    compute=None,
+    refresh: bool = False,
+) -> Reference:
     """The HF ``dtype`` model's scores and per-document outcomes on ``tasks``, cached under ``store`` by
     everything they depend on.
 
@@ -199,8 +235,18 @@ def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, d
 
     from harness.io import compute_once, write_json_atomic
 
-    key = json.dumps({"model": model.checksum, "tasks": sorted(tasks), "limit": limit, "fewshot": num_fewshot,
-                      "dtype": dtype, "task_data": _tasks_sha(), "lm_eval": lm_eval.__version__}, sort_keys=True)
+    key = json.dumps(
+        {
+            "model": model.checksum,
+            "tasks": sorted(tasks),
+            "limit": limit,
+            "fewshot": num_fewshot,
+            "dtype": dtype,
+            "task_data": _tasks_sha(),
+            "lm_eval": lm_eval.__version__,
+        },
+        sort_keys=True,
+    )
     path = Path(store) / f"accuracy-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     start = time.perf_counter()
 
@@ -217,8 +263,15 @@ def reference(model, tasks: list[str], limit: Optional[int], num_fewshot: int, d
 
     def write(target: Path, found: Evaluation) -> None:
         outcomes = {task: o.model_dump(mode="json") for task, o in found.outcomes.items()}
-        write_json_atomic(target, {"key": json.loads(key), "scores": found.scores, "outcomes": outcomes,
-                                   "compute_s": time.perf_counter() - start})
+        write_json_atomic(
+            target,
+            {
+                "key": json.loads(key),
+                "scores": found.scores,
+                "outcomes": outcomes,
+                "compute_s": time.perf_counter() - start,
+            },
+        )
 
     found, reused = compute_once(path, _read, compute_scores, write, refresh=refresh)
     if reused:

@@ -15,8 +15,8 @@ from typing import Optional, Sequence
 import numpy as np
 from lm_eval.api.model import LM
 
-from harness.errors import Unsupported
 from harness.correctness.reference import forced_logprobs, log_softmax
+from harness.errors import Unsupported
 
 MAX_GEN_TOKENS = 64  # generate_until's cap when a task sets none
 
@@ -47,8 +47,8 @@ class HarnessLM(LM):
         """Token ids of context and continuation, split where the joint encoding splits."""
         whole = self._encode(context + continuation)
         ctx = self._encode(context)
-        if whole[:len(ctx)] == ctx and len(whole) > len(ctx):
-            return ctx, whole[len(ctx):]
+        if whole[: len(ctx)] == ctx and len(whole) > len(ctx):
+            return ctx, whole[len(ctx) :]
         return ctx, self.tokenizer.encode(continuation, add_special_tokens=False).ids
 
     def _logprobs(self, context: list[int], continuation: list[int]) -> list[np.ndarray]:
@@ -56,8 +56,10 @@ class HarnessLM(LM):
         if self.adapter.supports_score:
             return [log_softmax(row) for row in self.adapter.score(context + continuation[:-1], len(continuation))]
         if not self.adapter.supports_logits:
-            raise Unsupported(f"{self.adapter.name} exposes no logits on this point: log-likelihood tasks "
-                              "cannot be scored (generation tasks can)")
+            raise Unsupported(
+                f"{self.adapter.name} exposes no logits on this point: log-likelihood tasks "
+                "cannot be scored (generation tasks can)"
+            )
         return forced_logprobs(self.adapter, context, continuation)
 
     def _score(self, context: list[int], continuation: list[int]) -> tuple[float, bool]:
@@ -111,4 +113,4 @@ class HarnessLM(LM):
 def _cut(text: str, stops: Sequence[str]) -> Optional[str]:
     """``text`` up to its first stop sequence, or None when it has none."""
     found = [text.index(stop) for stop in stops if stop and stop in text]
-    return text[:min(found)] if found else None
+    return text[: min(found)] if found else None

@@ -18,7 +18,7 @@ from harness.records.record import PairedDelta, TaskOutcomes
 
 RESAMPLES = 2000  # bootstrap and permutation resamples: p-values resolve to 1/2001
 SEED = 0  # fixed, so the same outcomes give the same interval and p-value on every run
-BATCH_VALUES = 2 ** 22  # resampled values held at once per array (32 MiB); scipy loops per batch in Python
+BATCH_VALUES = 2**22  # resampled values held at once per array (32 MiB); scipy loops per batch in Python
 EXACT_BELOW = 25  # McNemar: the exact binomial test when fewer pairs disagree, else chi-square
 
 # lm-eval's aggregations (lm_eval.api.metrics) over per-item values ``v`` (weights ``w``: words or bytes),
@@ -39,8 +39,14 @@ class Comparison(NamedTuple):
     verdict: Optional[str]  # non-inferiority over the margined metrics: pass | fail | None
 
 
-def paired_delta(point, reference, weights=None, aggregation: str = "mean", higher_is_better: bool = True,
-                 margin: Optional[float] = None) -> PairedDelta:
+def paired_delta(
+    point,
+    reference,
+    weights=None,
+    aggregation: str = "mean",
+    higher_is_better: bool = True,
+    margin: Optional[float] = None,
+) -> PairedDelta:
     """Point minus reference over documents given in the same order on both sides."""
     x, y = np.asarray(point, dtype=float), np.asarray(reference, dtype=float)
     w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float)
@@ -62,16 +68,27 @@ def paired_delta(point, reference, weights=None, aggregation: str = "mean", high
     if margin is not None:
         allowed = (1 - margin) * abs(ref)  # keep `margin` of the reference's score
         verdict = low >= -allowed if higher_is_better else high <= allowed
-    return PairedDelta(delta=delta, low=low, high=high, p_value=p_value, items=len(x), reference=ref,
-                       test="mcnemar" if binary else "paired bootstrap", margin=margin, non_inferior=verdict)
+    return PairedDelta(
+        delta=delta,
+        low=low,
+        high=high,
+        p_value=p_value,
+        items=len(x),
+        reference=ref,
+        test="mcnemar" if binary else "paired bootstrap",
+        margin=margin,
+        non_inferior=verdict,
+    )
 
 
 def _mcnemar(x: np.ndarray, y: np.ndarray) -> float:
     from statsmodels.stats.contingency_tables import mcnemar
 
     # rows: the reference right / wrong; columns: the point right / wrong
-    table = [[np.sum((y == 1) & (x == 1)), np.sum((y == 1) & (x == 0))],
-             [np.sum((y == 0) & (x == 1)), np.sum((y == 0) & (x == 0))]]
+    table = [
+        [np.sum((y == 1) & (x == 1)), np.sum((y == 1) & (x == 0))],
+        [np.sum((y == 0) & (x == 1)), np.sum((y == 0) & (x == 0))],
+    ]
     discordant = table[0][1] + table[1][0]
     return float(mcnemar(table, exact=discordant < EXACT_BELOW, correction=True).pvalue)
 
@@ -79,8 +96,15 @@ def _mcnemar(x: np.ndarray, y: np.ndarray) -> float:
 def _permutation_p(statistic, x: np.ndarray, y: np.ndarray) -> float:
     from scipy.stats import permutation_test
 
-    result = permutation_test((x, y), statistic, permutation_type="samples", vectorized=True, n_resamples=RESAMPLES,
-                              batch=_batch(len(x)), rng=np.random.default_rng(SEED))
+    result = permutation_test(
+        (x, y),
+        statistic,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        batch=_batch(len(x)),
+        rng=np.random.default_rng(SEED),
+    )
     return float(min(1.0, result.pvalue))
 
 
@@ -95,16 +119,29 @@ def _interval(statistic, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[f
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DegenerateDataWarning: BCa's NaN is handled below
-            ci = bootstrap((x, y, w), statistic, paired=True, vectorized=True, n_resamples=RESAMPLES,
-                           batch=_batch(len(x)), method=method, rng=np.random.default_rng(SEED)).confidence_interval
+            ci = bootstrap(
+                (x, y, w),
+                statistic,
+                paired=True,
+                vectorized=True,
+                n_resamples=RESAMPLES,
+                batch=_batch(len(x)),
+                method=method,
+                rng=np.random.default_rng(SEED),
+            ).confidence_interval
         if np.isfinite(ci.low) and np.isfinite(ci.high):
             return float(ci.low), float(ci.high)
     raise ValueError("the bootstrap interval of the delta is not finite")
 
 
-def compare(scores: dict[str, dict], outcomes: dict[str, TaskOutcomes], reference_scores: dict[str, dict],
-            reference_outcomes: Optional[dict[str, TaskOutcomes]], why_unpaired: Optional[str] = None,
-            margins: Optional[dict] = None) -> Comparison:
+def compare(
+    scores: dict[str, dict],
+    outcomes: dict[str, TaskOutcomes],
+    reference_scores: dict[str, dict],
+    reference_outcomes: Optional[dict[str, TaskOutcomes]],
+    why_unpaired: Optional[str] = None,
+    margins: Optional[dict] = None,
+) -> Comparison:
     """Every metric both sides scored, paired where both have per-item outcomes; the reason where not.
 
     ``margins``: the scenario's ``accuracy.non_inferiority``, ``{task: fraction}`` or ``{task: {metric: fraction}}``."""
@@ -122,14 +159,23 @@ def compare(scores: dict[str, dict], outcomes: dict[str, TaskOutcomes], referenc
                 reported = [m for m in scores.get(task, {}) if not m.endswith("_stderr") and m != "items"]
                 unpaired.setdefault(task, {})[metric] = (
                     f"accuracy.non_inferiority names {task}.{metric}, which is not scored on both sides "
-                    f"(metrics: {', '.join(reported)})")
+                    f"(metrics: {', '.join(reported)})"
+                )
     for task, metrics in scores.items():
         for metric in metrics:
             if metric.endswith("_stderr") or metric == "items" or metric not in reference_scores.get(task, {}):
                 continue
             try:
-                found = _pair(task, metric, scores, outcomes, reference_scores, reference_outcomes, why_unpaired,
-                              margin(task, metric))
+                found = _pair(
+                    task,
+                    metric,
+                    scores,
+                    outcomes,
+                    reference_scores,
+                    reference_outcomes,
+                    why_unpaired,
+                    margin(task, metric),
+                )
             except ValueError as exc:
                 found = str(exc)
             if isinstance(found, str):
@@ -148,8 +194,7 @@ def _pair(task, metric, scores, outcomes, reference_scores, reference_outcomes, 
     mine, theirs = outcomes[task], reference_outcomes[task]
     aggregation = mine.aggregation.get(metric, "")
     if aggregation not in AGGREGATIONS:
-        return (f"aggregation {aggregation or 'unknown'!r} has no paired statistic here "
-                f"({', '.join(AGGREGATIONS)} do)")
+        return f"aggregation {aggregation or 'unknown'!r} has no paired statistic here ({', '.join(AGGREGATIONS)} do)"
     if metric not in mine.values or metric not in theirs.values:
         return f"per-item {metric} values are missing or not numbers (e.g. (gold, prediction) pairs)"
     if aggregation in WEIGHTED and (metric not in mine.weights or metric not in theirs.weights):
@@ -157,8 +202,10 @@ def _pair(task, metric, scores, outcomes, reference_scores, reference_outcomes, 
     sides = (("point", mine, scores[task][metric]), ("reference", theirs, reference_scores[task][metric]))
     for side, source, score in sides:
         if not np.isclose(_aggregate(source, metric, aggregation), score, rtol=1e-6, atol=1e-9):
-            return (f"the {side}'s per-item {metric} values do not reproduce lm-eval's score {score:g} "
-                    f"(aggregation {aggregation})")
+            return (
+                f"the {side}'s per-item {metric} values do not reproduce lm-eval's score {score:g} "
+                f"(aggregation {aggregation})"
+            )
     common = sorted(set(mine.doc_ids) & set(theirs.doc_ids))
     if len(common) < 2:
         return f"{len(common)} document(s) scored on both sides; a paired test needs at least 2"
@@ -179,8 +226,10 @@ def _column(source: TaskOutcomes, metric: str, docs: list[int]) -> tuple[np.ndar
     position = {doc: i for i, doc in enumerate(source.doc_ids)}
     index = [position[doc] for doc in docs]
     weights = source.weights.get(metric)
-    return (np.asarray(source.values[metric], dtype=float)[index],
-            None if weights is None else np.asarray(weights, dtype=float)[index])
+    return (
+        np.asarray(source.values[metric], dtype=float)[index],
+        None if weights is None else np.asarray(weights, dtype=float)[index],
+    )
 
 
 def _verdict(paired, unpaired, margin) -> Optional[str]:

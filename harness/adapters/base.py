@@ -252,14 +252,14 @@ class Adapter(ABC):
         """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""
         return {}
 
-    def synchronize(self) -> None:
+    def synchronize(self) -> None:  # noqa: B027 - optional hook: synchronous engines have nothing to wait for
         """Wait until the device has finished queued work (no-op for synchronous engines)."""
 
     @abstractmethod
     def describe(self) -> dict:
         """Engine and driver versions, device name, precision settings actually in use."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: an engine freed by garbage collection needs none
         """Release the model and device memory."""
 
 
@@ -278,7 +278,9 @@ class PointSkipped(Exception):
     what to give instead); the point is recorded as skipped, not failed."""
 
 
-def greedy_trace(prefill, decode, prompt: Sequence[int], max_new_tokens: int, engine_metrics: Optional[dict] = None) -> GenerationTrace:
+def greedy_trace(
+    prefill, decode, prompt: Sequence[int], max_new_tokens: int, engine_metrics: Optional[dict] = None
+) -> GenerationTrace:
     """A timed greedy generation for engines driven step by step (``prefill``/``decode`` -> logits):
     exactly ``max_new_tokens`` argmax steps, each timestamped as its logits reach the host."""
     import numpy as np

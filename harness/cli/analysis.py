@@ -8,15 +8,25 @@ import sys
 
 
 def add_parsers(commands) -> None:
-    commands.add_parser("lm-eval", help="lm-eval's command line with --model harness registered and the shipped "
-                        "tasks on its include path (all arguments go to lm-eval); --install-hook makes the plain "
-                        "`lm_eval --model harness` work in this environment", add_help=False)
-    routing = commands.add_parser("routing", help="MoE routing statistics and the G x C expert-capacity table "
-                                  "from real router traces of an HF MoE model")
+    commands.add_parser(
+        "lm-eval",
+        help="lm-eval's command line with --model harness registered and the shipped "
+        "tasks on its include path (all arguments go to lm-eval); --install-hook makes the plain "
+        "`lm_eval --model harness` work in this environment",
+        add_help=False,
+    )
+    routing = commands.add_parser(
+        "routing",
+        help="MoE routing statistics and the G x C expert-capacity table from real router traces of an HF MoE model",
+    )
     routing.add_argument("model", metavar="MODEL", help="HF MoE checkpoint directory or a tiny model name")
     routing.add_argument("--prompt-len", type=int, default=256, help="tokens per prompt (default 256)")
-    routing.add_argument("--prompts", type=int, default=8, help="prompts per set; calibration and evaluation "
-                         "sets are disjoint (default 8)")
+    routing.add_argument(
+        "--prompts",
+        type=int,
+        default=8,
+        help="prompts per set; calibration and evaluation sets are disjoint (default 8)",
+    )
     routing.add_argument("--chunk", type=int, default=256, help="prefill chunk the capacities apply to (default 256)")
     routing.add_argument("--capacities", type=int_list, default=[128, 64, 32, 16], metavar="C,...")
     routing.add_argument("--groups", type=int_list, default=[1, 2, 4], metavar="G,...", help="experts per graph")
@@ -57,11 +67,19 @@ def int_list(text: str) -> list[int]:
 
 
 def routing(args) -> int:
-    from harness.report import build as report
     from harness.moe import study as routing_study
+    from harness.report import build as report
 
-    study = routing_study.run(args.model, args.prompt_len, args.prompts, args.chunk, args.capacities,
-                              args.groups, args.overlap_k, args.cache_dir)
+    study = routing_study.run(
+        args.model,
+        args.prompt_len,
+        args.prompts,
+        args.chunk,
+        args.capacities,
+        args.groups,
+        args.overlap_k,
+        args.cache_dir,
+    )
     files = routing_study.write(study, args.output)
     print(report.markdown_table(study.layers))
     print(report.markdown_table(study.grid, limit=len(study.grid)))

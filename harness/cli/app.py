@@ -9,17 +9,17 @@ from typing import Optional, Sequence
 
 from harness import __version__
 from harness.cli import analysis as cli_analysis
+from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
-from harness.run import lifecycle
-from harness.cli import history as history_cli
-from harness.errors import HarnessError
 from harness.cli.options import (
     add_plan_options,
     add_run_options,
     remote_code_error,
     runner_from,
 )
+from harness.errors import HarnessError
+from harness.run import lifecycle
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,17 +32,30 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(run.add_argument)
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--resume", action="store_true",
-                     help="keep points whose record is ok or skipped with the same configuration; run the rest")
-    run.add_argument("--history", metavar="URL", default=None,
-                     help="also add this run's records to a results history (a SQLAlchemy URL, e.g. "
-                          "sqlite:///results/history.sqlite; see harness history)")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep points whose record is ok or skipped with the same configuration; run the rest",
+    )
+    run.add_argument(
+        "--history",
+        metavar="URL",
+        default=None,
+        help="also add this run's records to a results history (a SQLAlchemy URL, e.g. "
+        "sqlite:///results/history.sqlite; see harness history)",
+    )
 
-    verify = commands.add_parser("verify", help="run only the correctness gate of scenario files; exit 1 on any failure")
+    verify = commands.add_parser(
+        "verify", help="run only the correctness gate of scenario files; exit 1 on any failure"
+    )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(verify.add_argument)
-    verify.add_argument("--prompts", default=None, metavar="ci|all|N",
-                        help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)")
+    verify.add_argument(
+        "--prompts",
+        default=None,
+        metavar="ci|all|N",
+        help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)",
+    )
     verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
 
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
@@ -51,8 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
 
-    reference = commands.add_parser("reference", help="compute the gate references of scenario files (no device) "
-                                    "so runners reuse them via --reference-dir")
+    reference = commands.add_parser(
+        "reference",
+        help="compute the gate references of scenario files (no device) so runners reuse them via --reference-dir",
+    )
     reference.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(reference.add_argument)
 
@@ -69,8 +84,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return cli_analysis.lm_eval(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        commands = {"run": _run, "verify": _verify, "devices": _devices, "check": _check, "reference": _reference, "routing": cli_analysis.routing,
-                    "history": history_cli.run, **cli_results.HANDLERS}
+        commands = {
+            "run": _run,
+            "verify": _verify,
+            "devices": _devices,
+            "check": _check,
+            "reference": _reference,
+            "routing": cli_analysis.routing,
+            "history": history_cli.run,
+            **cli_results.HANDLERS,
+        }
         return commands[args.command](args)
     except HarnessError as exc:
         print(f"ERROR {exc}", file=sys.stderr)
@@ -86,8 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _load_all(paths: Sequence[str], allow_remote_code: bool = False, max_points: Optional[int] = None):
-    from harness.run import planning
     from harness.errors import ScenarioErrors
+    from harness.run import planning
     from harness.scenario.sweep import DEFAULT_MAX_POINTS
 
     loaded, errors = [], []
@@ -109,8 +132,11 @@ def _load_all(paths: Sequence[str], allow_remote_code: bool = False, max_points:
 def _check(args) -> int:
     from harness.scenario.sweep import expand
 
-    for scenario in _load_all(args.scenarios, allow_remote_code=True,  # check runs nothing
-                              max_points=args.harness_max_points):
+    for scenario in _load_all(
+        args.scenarios,
+        allow_remote_code=True,  # check runs nothing
+        max_points=args.harness_max_points,
+    ):
         for point in expand(scenario):
             print(f"{scenario.path}::{point.id}")
     return 0
@@ -176,8 +202,9 @@ def _verify_all(args) -> int:
     if without:
         print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
         return 2
-    runner = runner_from(args, timing=False, gate_prompts=_parse_prompts(args.prompts),
-                         log=lambda message: print(message))
+    runner = runner_from(
+        args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
+    )
     runner.results_dir = None  # verification does not overwrite timing records (references still stored)
     select = (lambda point: args.select in point.id) if args.select else None
     from harness.scenario.sweep import expand
@@ -205,8 +232,11 @@ def _verify_all(args) -> int:
 
 
 def _reference(args) -> int:
-    scenarios = [s for s in _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
-                 if s.gate is not None]
+    scenarios = [
+        s
+        for s in _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+        if s.gate is not None
+    ]
     if not scenarios:
         print("ERROR none of these scenarios has a gate section", file=sys.stderr)
         return 2
@@ -230,4 +260,3 @@ def _devices(args) -> int:
             state = "available" if reason is None else f"unavailable: {reason}"
             print(f"{name + ':' + device:<24} {state}")
     return 0
-

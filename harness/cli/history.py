@@ -28,28 +28,57 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     history = subparsers.add_parser("history", help="keep every run in a database; trends and change points")
     commands = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
     db = argparse.ArgumentParser(add_help=False)
-    db.add_argument("--db", default=DEFAULT_URL, metavar="URL", help=f"SQLAlchemy database URL (default {DEFAULT_URL}; "
-                    "PostgreSQL: postgresql+psycopg://user:password@host/dbname)")
-    add = commands.add_parser("add", parents=[db], help="add result records; each RESULTS argument is one run; "
-                              "adding the same records again stores nothing")
+    db.add_argument(
+        "--db",
+        default=DEFAULT_URL,
+        metavar="URL",
+        help=f"SQLAlchemy database URL (default {DEFAULT_URL}; "
+        "PostgreSQL: postgresql+psycopg://user:password@host/dbname)",
+    )
+    add = commands.add_parser(
+        "add",
+        parents=[db],
+        help="add result records; each RESULTS argument is one run; adding the same records again stores nothing",
+    )
     add.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, record or pytest-benchmark JSON")
     add.add_argument("--commit", default=None, metavar="SHA", help="commit of the run (default: the records' own)")
     commands.add_parser("list", parents=[db], help="list the runs in the history")
     show = commands.add_parser("show", parents=[db], help="one point's series: values, spread, verdicts, change points")
     show.add_argument("point", metavar="SCENARIO::POINT")
     show.add_argument("--metric", default=None, help="one metric (short names such as tpot work)")
-    export = commands.add_parser("export", parents=[db], help="every stored value as Parquet or CSV (one row per value)")
+    export = commands.add_parser(
+        "export", parents=[db], help="every stored value as Parquet or CSV (one row per value)"
+    )
     export.add_argument("--format", choices=("parquet", "csv"), default=None, help="default: from the file name")
     export.add_argument("-o", "--output", required=True, metavar="FILE")
-    check = commands.add_parser("check", parents=[db], help="change-point detection over every series; exit 1 when "
-                                "a new change point worsens a metric beyond the threshold")
-    check.add_argument("--since", type=int, default=DEFAULT_SINCE, metavar="N", help="a change is new when its "
-                       f"first run after is one of the newest N runs (default {DEFAULT_SINCE})")
-    check.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD, metavar="PCT",
-                       help=f"relative worsening that fails (default {DEFAULT_THRESHOLD:.0%})")
-    check.add_argument("--penalty", type=float, default=DEFAULT_PENALTY, help="change-point penalty, in noise "
-                       f"variances per ln(nights) (default {DEFAULT_PENALTY:g}; lower finds smaller steps and more "
-                       "false alarms)")
+    check = commands.add_parser(
+        "check",
+        parents=[db],
+        help="change-point detection over every series; exit 1 when "
+        "a new change point worsens a metric beyond the threshold",
+    )
+    check.add_argument(
+        "--since",
+        type=int,
+        default=DEFAULT_SINCE,
+        metavar="N",
+        help=f"a change is new when its first run after is one of the newest N runs (default {DEFAULT_SINCE})",
+    )
+    check.add_argument(
+        "--threshold",
+        type=_percent,
+        default=DEFAULT_THRESHOLD,
+        metavar="PCT",
+        help=f"relative worsening that fails (default {DEFAULT_THRESHOLD:.0%})",
+    )
+    check.add_argument(
+        "--penalty",
+        type=float,
+        default=DEFAULT_PENALTY,
+        help="change-point penalty, in noise "
+        f"variances per ln(nights) (default {DEFAULT_PENALTY:g}; lower finds smaller steps and more "
+        "false alarms)",
+    )
     return history
 
 
@@ -84,8 +113,10 @@ def _add(args) -> int:
     for run in runs:
         added = store.add(engine, run)
         if added.new:
-            print(f"added run #{added.run_id} from {run.source}: {added.points} points, {added.values} values, "
-                  f"commit {run.commit or '?'}")
+            print(
+                f"added run #{added.run_id} from {run.source}: {added.points} points, {added.values} values, "
+                f"commit {run.commit or '?'}"
+            )
         else:
             print(f"already stored: run #{added.run_id} holds the same records as {run.source}")
     return 0
@@ -101,8 +132,10 @@ def _list(args) -> int:
         return 0
     print(f"{'run':>6}  {'started (UTC)':16}  {'commit':12}  {'points':>6}  {'host':20}  source")
     for run in found:
-        print(f"{run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {run.n_points:>6}  "
-              f"{(run.host or '-')[:20]:20}  {run.source or ''}")
+        print(
+            f"{run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {run.n_points:>6}  "
+            f"{(run.host or '-')[:20]:20}  {run.source or ''}"
+        )
     return 0
 
 
@@ -129,16 +162,20 @@ def _show(args) -> int:
         metric = catalogue.resolve(args.metric, {s.metric for s in everything})
         chosen = [s for s in everything if s.metric == metric]
         if not chosen:
-            raise UsageError(f"--metric {args.metric}: {args.point} has no such metric (it has "
-                             f"{', '.join(sorted({s.metric for s in everything}))})")
+            raise UsageError(
+                f"--metric {args.metric}: {args.point} has no such metric (it has "
+                f"{', '.join(sorted({s.metric for s in everything}))})"
+            )
         for series in chosen:
             _print_series(series, {c.index for c in detect(series.values)})
         return 0
     print(f"{args.point}: {len(everything)} series (--metric NAME shows one run by run)")
     for series in sorted(everything, key=lambda s: (s.metric, s.fingerprint.label())):
         changes = detect(series.values)
-        print(f"  {series.metric:28} {len(series.values):>4} runs  latest {series.values[-1]:<10.4g} "
-              f"{len(changes)} change point(s)  [{series.fingerprint.label()}]")
+        print(
+            f"  {series.metric:28} {len(series.values):>4} runs  latest {series.values[-1]:<10.4g} "
+            f"{len(changes)} change point(s)  [{series.fingerprint.label()}]"
+        )
     outcomes = queries.point_outcomes(engine, scenario, point_id)
     bad = [(run, status, verdict) for run, status, verdict, _ in outcomes if status != "ok" or verdict == "fail"]
     for run, status, verdict in bad:
@@ -149,11 +186,15 @@ def _show(args) -> int:
 def _print_series(series, changes: set[int]) -> None:
     print(f"{series.point} {series.metric} [{series.fingerprint.label()}]")
     print(f"  {'run':>6}  {'started (UTC)':16}  {'commit':12}  {'value':>10}  {'spread':>21}  verdict")
-    for i, (run, value, (low, high), verdict) in enumerate(zip(series.runs, series.values, series.spread, series.verdicts)):
+    for i, (run, value, (low, high), verdict) in enumerate(
+        zip(series.runs, series.values, series.spread, series.verdicts)
+    ):
         spread = "" if low is None else f"{low:.4g}..{high:.4g}"
         mark = "  <- change point" if i in changes else ""
-        print(f"  {run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {value:>10.4g}  "
-              f"{spread:>21}  {verdict or '-'}{mark}")
+        print(
+            f"  {run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {value:>10.4g}  "
+            f"{spread:>21}  {verdict or '-'}{mark}"
+        )
 
 
 def _export(args) -> int:
@@ -190,7 +231,9 @@ def _check(args) -> int:
     for finding in result.regressions:
         print(f"REGRESSION {finding.describe()}")
     older = len(result.open) - len(result.regressions)
-    print(f"checked {result.n_series} series over {result.n_runs} runs: {len(result.regressions)} new change "
-          f"point(s) worsen a metric by more than {args.threshold:.1%} in the newest {args.since} runs"
-          + (f"; {older} older open one(s) (see harness report --history)" if older else ""))
+    print(
+        f"checked {result.n_series} series over {result.n_runs} runs: {len(result.regressions)} new change "
+        f"point(s) worsen a metric by more than {args.threshold:.1%} in the newest {args.since} runs"
+        + (f"; {older} older open one(s) (see harness report --history)" if older else "")
+    )
     return 1 if result.regressions else 0

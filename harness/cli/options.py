@@ -10,47 +10,108 @@ def add_plan_options(add, prefix: str = "") -> None:
     """Options that shape how scenario files are planned: ``harness check``, ``run``, ``verify``, pytest."""
     from harness.scenario.sweep import DEFAULT_MAX_POINTS
 
-    add(f"--{prefix}max-points", dest="harness_max_points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
-        help=f"refuse a scenario whose sweep expands to more than N points (default {DEFAULT_MAX_POINTS:,})")
+    add(
+        f"--{prefix}max-points",
+        dest="harness_max_points",
+        type=int,
+        default=DEFAULT_MAX_POINTS,
+        metavar="N",
+        help=f"refuse a scenario whose sweep expands to more than N points (default {DEFAULT_MAX_POINTS:,})",
+    )
 
 
 def add_run_options(add, prefix: str = "") -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
     add_plan_options(add, prefix)
-    add(f"--{prefix}results", dest="harness_results", metavar="DIR", default="results",
-        help="directory for result records (default: results)")
-    add(f"--{prefix}cache-dir", dest="harness_cache_dir", metavar="DIR", default=None,
-        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)")
-    add(f"--{prefix}reference-dir", dest="harness_reference_dir", metavar="DIR", default=None,
-        help="store of HF references for the gate (default: <results>/references)")
-    add(f"--{prefix}refresh-reference", dest="harness_refresh_reference", action="store_true",
-        help="recompute gate references even when a stored one matches")
-    add(f"--{prefix}isolation", dest="harness_isolation", choices=("worker", "point", "none"), default="worker",
+    add(
+        f"--{prefix}results",
+        dest="harness_results",
+        metavar="DIR",
+        default="results",
+        help="directory for result records (default: results)",
+    )
+    add(
+        f"--{prefix}cache-dir",
+        dest="harness_cache_dir",
+        metavar="DIR",
+        default=None,
+        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+    )
+    add(
+        f"--{prefix}reference-dir",
+        dest="harness_reference_dir",
+        metavar="DIR",
+        default=None,
+        help="store of HF references for the gate (default: <results>/references)",
+    )
+    add(
+        f"--{prefix}refresh-reference",
+        dest="harness_refresh_reference",
+        action="store_true",
+        help="recompute gate references even when a stored one matches",
+    )
+    add(
+        f"--{prefix}isolation",
+        dest="harness_isolation",
+        choices=("worker", "point", "none"),
+        default="worker",
         help="worker: points run in isolated worker processes that live across the points sharing an engine "
-             "and a model, so a crash or hang fails only that point (default); point: a fresh process per "
-             "point; none: all in this process (no protection)")
-    add(f"--{prefix}launches", dest="harness_launches", type=int, default=None, metavar="N",
+        "and a model, so a crash or hang fails only that point (default); point: a fresh process per "
+        "point; none: all in this process (no protection)",
+    )
+    add(
+        f"--{prefix}launches",
+        dest="harness_launches",
+        type=int,
+        default=None,
+        metavar="N",
         help="independent launches per point (fresh worker and engine load each), overriding the scenarios' "
-             "measurement.launches")
-    add(f"--{prefix}timeout", dest="harness_timeout", type=float, default=3600.0, metavar="SECONDS",
-        help="per-point time limit with isolation (default 3600)")
-    add(f"--{prefix}trust-remote-code", dest="harness_trust_remote_code", action="store_true",
-        help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)")
-    add(f"--{prefix}no-energy", dest="harness_no_energy", action="store_true",
-        help="skip energy, CPU-time and roofline figures")
-    add(f"--{prefix}memory-limit-mb", dest="harness_memory_limit_mb", type=int, default=None, metavar="MIB",
-        help="per-point address-space limit with isolation (default: none)")
-    add(f"--{prefix}shard", dest="harness_shard", metavar="I/N", default=None,
+        "measurement.launches",
+    )
+    add(
+        f"--{prefix}timeout",
+        dest="harness_timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="per-point time limit with isolation (default 3600)",
+    )
+    add(
+        f"--{prefix}trust-remote-code",
+        dest="harness_trust_remote_code",
+        action="store_true",
+        help="confirm scenarios that set model.trust_remote_code (runs code shipped with the model)",
+    )
+    add(
+        f"--{prefix}no-energy",
+        dest="harness_no_energy",
+        action="store_true",
+        help="skip energy, CPU-time and roofline figures",
+    )
+    add(
+        f"--{prefix}memory-limit-mb",
+        dest="harness_memory_limit_mb",
+        type=int,
+        default=None,
+        metavar="MIB",
+        help="per-point address-space limit with isolation (default: none)",
+    )
+    add(
+        f"--{prefix}shard",
+        dest="harness_shard",
+        metavar="I/N",
+        default=None,
         help="run only this machine's share of the points (1-based; points sharing a converted model stay "
-             "together); every runner must pass the same scenarios and filters")
+        "together); every runner must pass the same scenarios and filters",
+    )
 
 
 def runner_from(options, check: bool = True, **overrides):
     """A Runner configured by the shared options (an argparse Namespace or pytest's option object).
     ``check``: refuse unwritable output directories now (the pytest plugin checks once points are
     collected, so a session that runs no point never needs them)."""
-    from harness.run.isolation import Limits
     from harness.records.store import REFERENCE_DIR
+    from harness.run.isolation import Limits
     from harness.run.runner import Runner
 
     def path(value):
@@ -59,13 +120,18 @@ def runner_from(options, check: bool = True, **overrides):
     results = path(options.harness_results) or Path("results")
     if check:
         check_outputs(options)
-    return Runner(results_dir=results, cache_dir=path(options.harness_cache_dir),
-                  reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
-                  refresh_reference=options.harness_refresh_reference,
-                  isolation=options.harness_isolation, launches=_launches(options.harness_launches),
-                  allow_remote_code=options.harness_trust_remote_code,
-                  energy=not options.harness_no_energy,
-                  limits=Limits(options.harness_timeout, options.harness_memory_limit_mb), **overrides)
+    return Runner(
+        results_dir=results,
+        cache_dir=path(options.harness_cache_dir),
+        reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
+        refresh_reference=options.harness_refresh_reference,
+        isolation=options.harness_isolation,
+        launches=_launches(options.harness_launches),
+        allow_remote_code=options.harness_trust_remote_code,
+        energy=not options.harness_no_energy,
+        limits=Limits(options.harness_timeout, options.harness_memory_limit_mb),
+        **overrides,
+    )
 
 
 def _launches(value):
@@ -88,23 +154,45 @@ def check_outputs(options, prefix: str = "") -> None:
 
 
 def add_baseline_options(add, prefix: str = "") -> None:
-    add(f"--{prefix}baselines-dir", dest="harness_baselines_dir", metavar="DIR", default="baselines",
-        help="where named baselines live (default: baselines)")
+    add(
+        f"--{prefix}baselines-dir",
+        dest="harness_baselines_dir",
+        metavar="DIR",
+        default="baselines",
+        help="where named baselines live (default: baselines)",
+    )
 
 
 def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
     """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
     from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS
 
-    add(f"--{prefix}baseline", dest="harness_baseline", metavar="NAME", required=required,
-        default=None, help="baseline name (see `harness baseline save`) or a path to its records")
+    add(
+        f"--{prefix}baseline",
+        dest="harness_baseline",
+        metavar="NAME",
+        required=required,
+        default=None,
+        help="baseline name (see `harness baseline save`) or a path to its records",
+    )
     shown = DEFAULT_THRESHOLDS.replace("%", "%%")  # argparse formats help with %
-    add(f"--{prefix}max-regression", dest="harness_max_regression", metavar="METRIC=PCT,...",
-        default=DEFAULT_THRESHOLDS, help=f"allowed worsening per metric (default {shown}), a floor: with launches "
+    add(
+        f"--{prefix}max-regression",
+        dest="harness_max_regression",
+        metavar="METRIC=PCT,...",
+        default=DEFAULT_THRESHOLDS,
+        help=f"allowed worsening per metric (default {shown}), a floor: with launches "
         "on both sides a change must also be significant (Mann-Whitney U, Benjamini-Hochberg); with one "
-        "launch it must exceed the larger per-round interquartile range")
-    add(f"--{prefix}fdr", dest="harness_fdr", type=float, default=DEFAULT_FDR, metavar="Q",
-        help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})")
+        "launch it must exceed the larger per-round interquartile range",
+    )
+    add(
+        f"--{prefix}fdr",
+        dest="harness_fdr",
+        type=float,
+        default=DEFAULT_FDR,
+        metavar="Q",
+        help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})",
+    )
 
 
 def gate_fdr(options, prefix: str = "") -> float:
@@ -121,6 +209,10 @@ def remote_code_error(loaded, allowed: bool):
     from harness.errors import ScenarioError
 
     if loaded.model.trust_remote_code and not allowed:
-        return ScenarioError(loaded.path, "true runs code shipped with the model; confirm with --trust-remote-code "
-                             "(pytest: --harness-trust-remote-code)", field="model.trust_remote_code")
+        return ScenarioError(
+            loaded.path,
+            "true runs code shipped with the model; confirm with --trust-remote-code "
+            "(pytest: --harness-trust-remote-code)",
+            field="model.trust_remote_code",
+        )
     return None

@@ -56,21 +56,32 @@ def figure(record, name: str, digits: int = 1) -> str:
 def _aligned(rows: list[list[str]], left: int) -> list[str]:
     """Rows of cells padded to their column's width: the first ``left`` columns left-aligned, the rest right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i < left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-            .rstrip() for row in rows]
+    return [
+        "  ".join(cell.ljust(w) if i < left else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
 
 
 def run_table_lines(records) -> list[str]:
     """One line per point: its headline figures (± the 95 % interval over launches where there are two or
     more), how many launches measured it and the gate's verdict; then why it failed, the gate's report or
     the launches' warnings (drift, a noisy machine)."""
-    rows = [["point", "status", *(metrics.get(name).label for name, _ in RUN_TABLE), "launches", "gate"],
-            ["", "", *(metrics.get(name).unit for name, _ in RUN_TABLE), "", ""]]
+    rows = [
+        ["point", "status", *(metrics.get(name).label for name, _ in RUN_TABLE), "launches", "gate"],
+        ["", "", *(metrics.get(name).unit for name, _ in RUN_TABLE), "", ""],
+    ]
     notes: list[list[str]] = []
     for r in records:
         launches = ok_launches(r)
-        rows.append([f"{r.scenario}::{r.point_id}", r.status, *(figure(r, name, digits) for name, digits in RUN_TABLE),
-                     "-" if launches is None else str(launches), r.verdict or "-"])
+        rows.append(
+            [
+                f"{r.scenario}::{r.point_id}",
+                r.status,
+                *(figure(r, name, digits) for name, digits in RUN_TABLE),
+                "-" if launches is None else str(launches),
+                r.verdict or "-",
+            ]
+        )
         below = []
         if r.status != "ok":
             below.append(str(r.reason))
@@ -110,14 +121,20 @@ def time_split_table(records) -> str:
         return f"{100 * value / total:.1f} %" if total > 0 else "-"
 
     rows = [["", "part", "seconds", "share"]]
-    rows += [["*" if field == TIMED else "", label, f"{seconds[field]:.2f}", share(seconds[field])]
-             for field, label in TIME_SPLIT]
+    rows += [
+        ["*" if field == TIMED else "", label, f"{seconds[field]:.2f}", share(seconds[field])]
+        for field, label in TIME_SPLIT
+    ]
     rows.append(["", "total", f"{total:.2f}", share(total)])
     body = _aligned(rows, left=2)
     timed_label = dict(TIME_SPLIT)[TIMED]
-    lines = [f"where the time went ({len(split)} point(s), summed over their launches):", *body[:-1],
-             "-" * len(body[0]), body[-1],
-             f"* {timed_label}: {share(seconds[TIMED])} of {total:.2f} s"]
+    lines = [
+        f"where the time went ({len(split)} point(s), summed over their launches):",
+        *body[:-1],
+        "-" * len(body[0]),
+        body[-1],
+        f"* {timed_label}: {share(seconds[TIMED])} of {total:.2f} s",
+    ]
     if missing:
         lines.append(f"note: {note}")
     return "\n".join(lines)

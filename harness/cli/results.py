@@ -6,20 +6,25 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness.cli.options import add_baseline_options, add_gate_options
 from harness.cli.output import gate_report
 from harness.errors import UsageError
-from harness.cli.options import add_baseline_options, add_gate_options
 from harness.regression.confirm import confirm
 
 
 def add_parsers(commands) -> None:
     report = commands.add_parser("report", help="render records as HTML (plots embedded), Markdown and CSV")
-    report.add_argument("sources", nargs="+", metavar="RESULTS",
-                        help="results directories, record files or pytest-benchmark JSON files")
+    report.add_argument(
+        "sources", nargs="+", metavar="RESULTS", help="results directories, record files or pytest-benchmark JSON files"
+    )
     report.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory, e.g. reports/nightly")
     report.add_argument("--title", default=None)
-    report.add_argument("--history", metavar="URL", default=None,
-                        help="add trend plots and open change points from a results history (harness history)")
+    report.add_argument(
+        "--history",
+        metavar="URL",
+        default=None,
+        help="add trend plots and open change points from a results history (harness history)",
+    )
 
     baseline = commands.add_parser("baseline", help="save records as a named baseline")
     baseline_commands = baseline.add_subparsers(dest="baseline_command", required=True)
@@ -38,20 +43,30 @@ def add_parsers(commands) -> None:
     add_baseline_options(compare.add_argument)
 
     merge = commands.add_parser("merge", help="combine records from many runners into one results directory")
-    merge.add_argument("sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files")
+    merge.add_argument(
+        "sources", nargs="+", metavar="RESULTS", help="results directories, record or benchmark JSON files"
+    )
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
     gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
     gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
     add_gate_options(gate.add_argument)
     add_baseline_options(gate.add_argument)
-    gate.add_argument("--present-only", action="store_true",
-                      help="judge only the points NEW has (one runner's shard, confirming on its own device); "
-                           "points missing from NEW are then the merged run's gate to report")
-    gate.add_argument("--confirm", type=int, default=0, metavar="K",
-                      help="rerun points that regressed (or passed a threshold without significance) K more "
-                           "launches and judge them again on those launches before failing; needs NEW to be "
-                           "one results directory, where the reruns are written")
+    gate.add_argument(
+        "--present-only",
+        action="store_true",
+        help="judge only the points NEW has (one runner's shard, confirming on its own device); "
+        "points missing from NEW are then the merged run's gate to report",
+    )
+    gate.add_argument(
+        "--confirm",
+        type=int,
+        default=0,
+        metavar="K",
+        help="rerun points that regressed (or passed a threshold without significance) K more "
+        "launches and judge them again on those launches before failing; needs NEW to be "
+        "one results directory, where the reruns are written",
+    )
 
     summary = commands.add_parser("summary", help="per engine and device: is it right, how fast, at what energy")
     summary.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
@@ -81,9 +96,9 @@ def _summary(args) -> int:
 
 
 def _export(args) -> int:
-    from harness.report import export
-    from harness.records import store as results
     from harness.io import check_writable_file
+    from harness.records import store as results
+    from harness.report import export
 
     check_writable_file(args.output, "export -o")
     count = export.write([record for _, record in results.iter_records(args.sources)], args.output, args.format)
@@ -92,8 +107,8 @@ def _export(args) -> int:
 
 
 def _baseline(args) -> int:
-    from harness.regression import baseline
     from harness.io import check_writable_dir
+    from harness.regression import baseline
 
     if args.baseline_command == "list":
         for manifest in sorted(Path(args.harness_baselines_dir).glob(f"*/{baseline.MANIFEST}")):
@@ -112,9 +127,9 @@ def _records(sources):
 
 
 def _compare(args) -> int:
+    from harness.io import check_writable_file
     from harness.regression import baseline
     from harness.report.compare import comparison, format_table
-    from harness.io import check_writable_file
 
     if args.csv:
         check_writable_file(args.csv, "compare --csv")
@@ -126,8 +141,8 @@ def _compare(args) -> int:
 
 
 def _merge(args) -> int:
-    from harness.records import store as results
     from harness.io import check_writable_dir
+    from harness.records import store as results
     from harness.run.shard import merge
 
     check_writable_dir(args.output, "merge -o")
@@ -143,13 +158,15 @@ def _merge(args) -> int:
     for record in merged:
         results.write(record, args.output)
     statuses = {s: sum(r.status == s for r in merged) for s in results.STATUSES}
-    print(f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})")
+    print(
+        f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})"
+    )
     return 0
 
 
 def _gate(args) -> int:
-    from harness.regression import baseline
     from harness.cli.options import gate_fdr
+    from harness.regression import baseline
     from harness.regression.check import check, key, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
@@ -174,8 +191,9 @@ def _relaunch(sources):
     from harness.cli.options import add_run_options, runner_from
 
     if len(sources) != 1 or not Path(sources[0]).is_dir():
-        raise UsageError(f"--confirm: expected NEW to be one results directory (reruns are written there), "
-                         f"got {' '.join(sources)}")
+        raise UsageError(
+            f"--confirm: expected NEW to be one results directory (reruns are written there), got {' '.join(sources)}"
+        )
     defaults = argparse.ArgumentParser(add_help=False)
     add_run_options(defaults.add_argument)
     options = defaults.parse_args([])
@@ -184,5 +202,12 @@ def _relaunch(sources):
     return lambda records, launches: relauncher.relaunch(records, launches=launches)
 
 
-HANDLERS = {"report": _report, "summary": _summary, "export": _export, "baseline": _baseline,
-            "compare": _compare, "merge": _merge, "gate": _gate}
+HANDLERS = {
+    "report": _report,
+    "summary": _summary,
+    "export": _export,
+    "baseline": _baseline,
+    "compare": _compare,
+    "merge": _merge,
+    "gate": _gate,
+}

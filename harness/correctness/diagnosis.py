@@ -77,8 +77,10 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
     a_named, b_named = _named(ours), _named(theirs)
     shared = min(len(a_named), len(b_named))  # a plain list lacks the final norm and logits: compare the rest
     if [n for n, _ in a_named[:shared]] != [n for n, _ in b_named[:shared]] or shared < 2:
-        return Diagnosis(not_run=f"device exposes {len(a_named)} components ({a_named[-1][0]} last), "
-                                 f"HF {len(b_named)} ({b_named[-1][0]} last)")
+        return Diagnosis(
+            not_run=f"device exposes {len(a_named)} components ({a_named[-1][0]} last), "
+            f"HF {len(b_named)} ({b_named[-1][0]} last)"
+        )
     components, departs, worst = [], None, 0.0
     for (name, a), (_, b) in zip(a_named[:shared], b_named[:shared]):
         if a.shape != b.shape:
@@ -86,8 +88,9 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
         a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
         norm = np.linalg.norm(b64) + 1e-30
         error = float(np.linalg.norm(a64 - b64) / norm)
-        components.append(Component(name, float(a64 @ b64 / (np.linalg.norm(a64) * norm)), error,
-                                    float(np.max(np.abs(a64 - b64)))))
+        components.append(
+            Component(name, float(a64 @ b64 / (np.linalg.norm(a64) * norm)), error, float(np.max(np.abs(a64 - b64))))
+        )
         if departs is None and error >= min_error and error >= jump * worst:
             departs = name
         worst = max(worst, error)
@@ -112,8 +115,11 @@ def first_failure(result: GateResult) -> tuple[int, Optional[int]]:
     None when only the KL tier failed (it says no position); the prompt is then the one of highest KL."""
     earliest: Optional[tuple[int, int]] = None
     for prompt in result.prompts:
-        positions = [p for p in (prompt.forced_first_violation,
-                                 prompt.free_divergence if prompt.free_ok is False else None) if p is not None]
+        positions = [
+            p
+            for p in (prompt.forced_first_violation, prompt.free_divergence if prompt.free_ok is False else None)
+            if p is not None
+        ]
         if positions and (earliest is None or min(positions) < earliest[0]):
             earliest = (min(positions), prompt.prompt)
     if earliest is not None:
@@ -135,8 +141,10 @@ def diagnose_failure(device, reference_engine, reference: Reference, result: Gat
         return found
     where = f"at generated position {position}" if position is not None else "on the KL tier only"
     if not device.supports_decode_hidden_states:
-        found.not_run = (f"the gate failed {where} of prompt {index}, the prefill's activations agree with "
-                         f"HF, and {device.name} cannot expose a decode step's hidden states")
+        found.not_run = (
+            f"the gate failed {where} of prompt {index}, the prefill's activations agree with "
+            f"HF, and {device.name} cannot expose a decode step's hidden states"
+        )
         return found
     step = diagnose(device, reference_engine, ref.prompt_ids + ref.tokens[:1], decode=True, **thresholds)
     step.prompt, step.position = index, position

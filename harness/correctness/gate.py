@@ -25,11 +25,18 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness import kl as kl_stats
-from harness.errors import Unsupported
 from harness.correctness.kl import MIN_FLOOR
+from harness.correctness.reference import (
+    PromptReference,
+    Reference,
+    coarse_kl,
+    coarse_kl_reverse,
+    forced_logprobs,
+    log_softmax,
+    top_ids,
+)
+from harness.errors import Unsupported
 from harness.records.record import GatePhases, KLDistribution
-from harness.correctness.reference import (PromptReference, Reference, coarse_kl, coarse_kl_reverse, forced_logprobs,
-                               log_softmax, top_ids)
 
 
 @dataclass(frozen=True)
@@ -94,18 +101,24 @@ class GateResult:
     distribution: Optional[KLDistribution] = None
 
     def to_dict(self) -> dict:
-        return asdict(self) | {name: part.model_dump() if part is not None else None
-                               for name, part in (("phases", self.phases), ("distribution", self.distribution))}
+        return asdict(self) | {
+            name: part.model_dump() if part is not None else None
+            for name, part in (("phases", self.phases), ("distribution", self.distribution))
+        }
 
 
-def _topk_pairs(ids: Sequence[int], logprobs: np.ndarray | Sequence[float], k: int, full: bool) -> list[tuple[int, float]]:
+def _topk_pairs(
+    ids: Sequence[int], logprobs: np.ndarray | Sequence[float], k: int, full: bool
+) -> list[tuple[int, float]]:
     if full:
         best = top_ids(logprobs, k)
         return [(int(i), round(float(logprobs[i]), 4)) for i in best]
     return [(int(i), round(float(lp), 4)) for i, lp in zip(ids[:k], logprobs[:k])]
 
 
-def free_running(adapter, index: int, ref: PromptReference, k: int, stop_ids: Sequence[int]) -> tuple[bool, Optional[int], int, Optional[Divergence]]:
+def free_running(
+    adapter, index: int, ref: PromptReference, k: int, stop_ids: Sequence[int]
+) -> tuple[bool, Optional[int], int, Optional[Divergence]]:
     """(ok, divergence position or None, tokens matched, divergence details)."""
     logits = adapter.prefill(ref.prompt_ids)
     for position, ref_token in enumerate(ref.tokens):
@@ -115,13 +128,25 @@ def free_running(adapter, index: int, ref: PromptReference, k: int, stop_ids: Se
             ref_top = ref.top_ids[position][:k]
             dev_top = top_ids(logprobs, k).tolist()
             ok = device_token in ref_top and ref_token in dev_top
-            why = "" if ok else (
-                f"device token {device_token} not in reference top-{k}" if device_token not in ref_top
-                else f"reference token {ref_token} not in device top-{k}"
+            why = (
+                ""
+                if ok
+                else (
+                    f"device token {device_token} not in reference top-{k}"
+                    if device_token not in ref_top
+                    else f"reference token {ref_token} not in device top-{k}"
+                )
             )
-            detail = Divergence(index, position, ref_token, device_token,
-                                _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
-                                _topk_pairs([], logprobs, k, True), ok, why)
+            detail = Divergence(
+                index,
+                position,
+                ref_token,
+                device_token,
+                _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
+                _topk_pairs([], logprobs, k, True),
+                ok,
+                why,
+            )
             return ok, position, position, detail
         if device_token in stop_ids or position == len(ref.tokens) - 1:
             break
@@ -149,11 +174,23 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
             result.forced_violations += 1
             if result.forced_first_violation is None:
                 result.forced_first_violation = position
-                why = (f"device token {device_token} not in reference top-{k}" if device_token not in ref_ids[:k]
-                       else f"reference token {ref_token} not in device top-{k}")
-                result.failures.append(Divergence(index, position, ref_token, device_token,
-                                                  _topk_pairs(ref_ids, ref_lps, k, False),
-                                                  _topk_pairs([], logprobs, k, True), False, f"teacher-forced: {why}"))
+                why = (
+                    f"device token {device_token} not in reference top-{k}"
+                    if device_token not in ref_ids[:k]
+                    else f"reference token {ref_token} not in device top-{k}"
+                )
+                result.failures.append(
+                    Divergence(
+                        index,
+                        position,
+                        ref_token,
+                        device_token,
+                        _topk_pairs(ref_ids, ref_lps, k, False),
+                        _topk_pairs([], logprobs, k, True),
+                        False,
+                        f"teacher-forced: {why}",
+                    )
+                )
     result.forced_ok = result.forced_violations == 0
     result.top1_match_rate = top1 / len(ref.tokens)
     result.kl_mean, result.kl_max = float(np.mean(kls)), float(np.max(kls))
@@ -200,7 +237,11 @@ def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) 
     for index, ref in enumerate(reference.prompts):
         if on_prompt:
             on_prompt(index + 1, len(reference.prompts))
-        result = teacher_forced(adapter, index, ref, config.k) if config.mode in ("forced", "both") else PromptResult(index, ref.kind)
+        result = (
+            teacher_forced(adapter, index, ref, config.k)
+            if config.mode in ("forced", "both")
+            else PromptResult(index, ref.kind)
+        )
         if config.mode in ("free", "both"):
             ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
@@ -224,14 +265,22 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=N
         result = PromptResult(index, ref.kind)
         chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
         for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
-            if device_token not in ref.top_ids[position][:config.k]:
+            if device_token not in ref.top_ids[position][: config.k]:
                 result.forced_violations += 1
                 if result.forced_first_violation is None:
                     result.forced_first_violation = position
-                    result.failures.append(Divergence(
-                        index, position, ref_token, device_token,
-                        _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], config.k, False), [],
-                        False, f"teacher-forced (top-1 only): device token {device_token} not in reference top-{config.k}"))
+                    result.failures.append(
+                        Divergence(
+                            index,
+                            position,
+                            ref_token,
+                            device_token,
+                            _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], config.k, False),
+                            [],
+                            False,
+                            f"teacher-forced (top-1 only): device token {device_token} not in reference top-{config.k}",
+                        )
+                    )
         result.forced_ok = result.forced_violations == 0
         result.top1_match_rate = sum(d == r for d, r in zip(chosen, ref.tokens)) / len(ref.tokens)
         result.position_top1 = [int(d == r) for d, r in zip(chosen, ref.tokens)]
@@ -252,7 +301,9 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     if forced_fail:
         reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
     forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
-    phases = kl_stats.phases(forward, reference.noise_floor, config.drift_factor, config.fail_factor) if forward else None
+    phases = (
+        kl_stats.phases(forward, reference.noise_floor, config.drift_factor, config.fail_factor) if forward else None
+    )
     fails, drifts = kl_stats.judge(kl_mean, ratio, floor, phases, config.drift_factor, config.fail_factor)
     reasons += fails
     verdict = "fail" if reasons else "pass"
@@ -265,11 +316,22 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
     return GateResult(
-        verdict=verdict, reasons=reasons, k=config.k, mode=mode, kl_mean=kl_mean, noise_floor=floor,
-        kl_ratio=ratio, top1_match_rate=float(np.mean(rates)) if rates else None,
-        free_divergence_index=min(divergences) if divergences else None, prompts=prompt_results, phases=phases,
-        distribution=kl_stats.distribution(forward, [r.position_kl_reverse or [] for r in prompt_results],
-                                           [r.position_top1 or [] for r in prompt_results]),
+        verdict=verdict,
+        reasons=reasons,
+        k=config.k,
+        mode=mode,
+        kl_mean=kl_mean,
+        noise_floor=floor,
+        kl_ratio=ratio,
+        top1_match_rate=float(np.mean(rates)) if rates else None,
+        free_divergence_index=min(divergences) if divergences else None,
+        prompts=prompt_results,
+        phases=phases,
+        distribution=kl_stats.distribution(
+            forward,
+            [r.position_kl_reverse or [] for r in prompt_results],
+            [r.position_top1 or [] for r in prompt_results],
+        ),
     )
 
 

@@ -19,20 +19,26 @@ from harness.records.record import GatePhase, GatePhases, KLDistribution, KLSpre
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
 PHASES = ("prefill", "decode")
-OLD_REFERENCE = ("reference stored before per-phase noise floors: both phases are judged against its overall "
-                 "floor (--refresh-reference recomputes it with per-phase floors)")
+OLD_REFERENCE = (
+    "reference stored before per-phase noise floors: both phases are judged against its overall "
+    "floor (--refresh-reference recomputes it with per-phase floors)"
+)
 
 
 def by_phase(per_prompt: Sequence[Sequence[float]]) -> dict[str, list[float]]:
     """Per-position values of every prompt split into the prefill position and the decode positions."""
-    return {"prefill": [v for values in per_prompt for v in values[:1]],
-            "decode": [v for values in per_prompt for v in values[1:]]}
+    return {
+        "prefill": [v for values in per_prompt for v in values[:1]],
+        "decode": [v for values in per_prompt for v in values[1:]],
+    }
 
 
 def phase_floors(per_prompt: Sequence[Sequence[float]]) -> dict[str, dict]:
     """The reference's per-phase noise floor, as stored: ``{phase: {kl_mean, positions}}``."""
-    return {phase: {"kl_mean": float(np.mean(values)) if values else None, "positions": len(values)}
-            for phase, values in by_phase(per_prompt).items()}
+    return {
+        phase: {"kl_mean": float(np.mean(values)) if values else None, "positions": len(values)}
+        for phase, values in by_phase(per_prompt).items()
+    }
 
 
 def floors_of(noise_floor: dict) -> dict[str, tuple[float, str]]:
@@ -41,8 +47,10 @@ def floors_of(noise_floor: dict) -> dict[str, tuple[float, str]]:
     overall = max(noise_floor["kl_mean"], MIN_FLOOR)
     stored = noise_floor.get("phases") or {}
     found = {phase: (stored.get(phase) or {}).get("kl_mean") for phase in PHASES}
-    return {phase: (overall, "overall") if value is None else (max(value, MIN_FLOOR), "phase")
-            for phase, value in found.items()}
+    return {
+        phase: (overall, "overall") if value is None else (max(value, MIN_FLOOR), "phase")
+        for phase, value in found.items()
+    }
 
 
 def tier(ratio: Optional[float], drift_factor: float, fail_factor: float) -> Optional[str]:
@@ -51,8 +59,9 @@ def tier(ratio: Optional[float], drift_factor: float, fail_factor: float) -> Opt
     return "fail" if ratio > fail_factor else "drift" if ratio > drift_factor else "pass"
 
 
-def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, drift_factor: float,
-           fail_factor: float) -> GatePhases:
+def phases(
+    per_prompt: Sequence[Sequence[float]], noise_floor: dict, drift_factor: float, fail_factor: float
+) -> GatePhases:
     """Each phase's mean KL, floor, ratio and KL tier (``fail_on_drift`` is applied by the caller)."""
     floors = floors_of(noise_floor)
     parts = {}
@@ -60,23 +69,43 @@ def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, drift_facto
         floor, source = floors[phase]
         mean = float(np.mean(values)) if values else None
         ratio = mean / floor if mean is not None else None
-        parts[phase] = GatePhase(kl_mean=mean, noise_floor=floor, kl_ratio=ratio, positions=len(values),
-                                 verdict=tier(ratio, drift_factor, fail_factor), floor_source=source)
+        parts[phase] = GatePhase(
+            kl_mean=mean,
+            noise_floor=floor,
+            kl_ratio=ratio,
+            positions=len(values),
+            verdict=tier(ratio, drift_factor, fail_factor),
+            floor_source=source,
+        )
     fallback = "phases" not in noise_floor
     return GatePhases(**parts, note=OLD_REFERENCE if fallback else None)
 
 
-def judge(kl_mean: Optional[float], ratio: Optional[float], floor: float, parts: Optional[GatePhases],
-          drift_factor: float, fail_factor: float) -> tuple[list[str], list[str]]:
+def judge(
+    kl_mean: Optional[float],
+    ratio: Optional[float],
+    floor: float,
+    parts: Optional[GatePhases],
+    drift_factor: float,
+    fail_factor: float,
+) -> tuple[list[str], list[str]]:
     """(fail reasons, drift reasons) of the KL tiers: the overall mean's (as before phases) and each phase's."""
     tiers = [("mean KL", kl_mean, ratio, "the noise floor", floor, tier(ratio, drift_factor, fail_factor))]
     if parts is not None:
-        tiers += [(f"{name}-phase mean KL", p.kl_mean, p.kl_ratio, "its noise floor", p.noise_floor, p.verdict)
-                  for name, p in (("prefill", parts.prefill), ("decode", parts.decode))]
-    fails = [f"{label} {kl:.3g} is {times:.0f}x {against} {base:.3g} (fail above {fail_factor:g}x)"
-             for label, kl, times, against, base, verdict in tiers if verdict == "fail"]
-    drifts = [f"{label} {kl:.3g} is {times:.1f}x {against} {base:.3g} (drift above {drift_factor:g}x)"
-              for label, kl, times, against, base, verdict in tiers if verdict == "drift"]
+        tiers += [
+            (f"{name}-phase mean KL", p.kl_mean, p.kl_ratio, "its noise floor", p.noise_floor, p.verdict)
+            for name, p in (("prefill", parts.prefill), ("decode", parts.decode))
+        ]
+    fails = [
+        f"{label} {kl:.3g} is {times:.0f}x {against} {base:.3g} (fail above {fail_factor:g}x)"
+        for label, kl, times, against, base, verdict in tiers
+        if verdict == "fail"
+    ]
+    drifts = [
+        f"{label} {kl:.3g} is {times:.1f}x {against} {base:.3g} (drift above {drift_factor:g}x)"
+        for label, kl, times, against, base, verdict in tiers
+        if verdict == "drift"
+    ]
     return fails, drifts
 
 
@@ -87,10 +116,14 @@ def spread(values: Sequence[float]) -> Optional[KLSpread]:
     return KLSpread(median=median, p90=p90, p99=p99, max=float(np.max(values)), positions=len(values))
 
 
-def distribution(forward: Sequence[Sequence[float]], reverse: Sequence[Sequence[float]],
-                 top1: Sequence[Sequence[int]]) -> KLDistribution:
+def distribution(
+    forward: Sequence[Sequence[float]], reverse: Sequence[Sequence[float]], top1: Sequence[Sequence[int]]
+) -> KLDistribution:
     """Pooled over every position of every prompt: both KL directions' spread and the top-1 agreement."""
     agree = [a for values in top1 for a in values]
-    return KLDistribution(forward=spread([v for values in forward for v in values]),
-                          reverse=spread([v for values in reverse for v in values]),
-                          top1_agreement=float(np.mean(agree)) if agree else None, top1_positions=len(agree))
+    return KLDistribution(
+        forward=spread([v for values in forward for v in values]),
+        reverse=spread([v for values in reverse for v in values]),
+        top1_agreement=float(np.mean(agree)) if agree else None,
+        top1_positions=len(agree),
+    )

@@ -24,10 +24,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.io import safe_name
-from harness.errors import HarnessError
-from harness.io import compute_once, read_json, write_json_atomic
 from harness.correctness.kl import phase_floors
+from harness.errors import HarnessError
+from harness.io import compute_once, read_json, safe_name, write_json_atomic
 
 SCHEMA_VERSION = 1
 
@@ -190,8 +189,9 @@ class ReferenceStore:
             )
         return reference
 
-    def get_or_compute(self, model, pairs: list[tuple[str, str]], settings: ReferenceSettings,
-                       refresh: bool = False) -> tuple[Reference, Path, bool]:
+    def get_or_compute(
+        self, model, pairs: list[tuple[str, str]], settings: ReferenceSettings, refresh: bool = False
+    ) -> tuple[Reference, Path, bool]:
         """(reference, its path, whether it was reused)."""
         from harness.models import prompts
 
@@ -201,8 +201,12 @@ class ReferenceStore:
         # Under a lock beside the file: runners sharing a reference directory compute it once, the
         # others wait and read it; the atomic write means no reader ever sees half a file.
         reference, reused = compute_once(
-            path, lambda p: self.load(p, model, prompt_ids), lambda: self.compute(model, pairs, prompt_ids, settings),
-            lambda p, ref: write_json_atomic(p, asdict(ref), indent=None), refresh=refresh)
+            path,
+            lambda p: self.load(p, model, prompt_ids),
+            lambda: self.compute(model, pairs, prompt_ids, settings),
+            lambda p, ref: write_json_atomic(p, asdict(ref), indent=None),
+            refresh=refresh,
+        )
         return reference, path, reused
 
 
@@ -215,8 +219,11 @@ def hf_engine(model, dtype: str, threads: Optional[int], device: str = "cpu"):
     from harness.scenario.sweep import Point
 
     engine = registry.get("hf")()
-    engine.load(model, Point(adapter="hf", device=device, id=f"hf-reference-{dtype}"),
-                LoadSettings(dtype=dtype, threads=threads))
+    engine.load(
+        model,
+        Point(adapter="hf", device=device, id=f"hf-reference-{dtype}"),
+        LoadSettings(dtype=dtype, threads=threads),
+    )
     try:
         yield engine
     finally:
@@ -247,11 +254,18 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
     return Reference(
         model={"name": model.name, "checksum": model.checksum, "tokenizer_sha256": tokenizer_sha256(model.hf_dir)},
         settings={**asdict(settings), "eos_ids": stop},
-        versions={"harness": harness.__version__, "transformers": describe["engine_version"],
-                  "torch": describe["torch_version"], "device_name": describe["device_name"]},
-        noise_floor={"kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
-                     "per_prompt": [float(np.mean(kls)) for kls in per_prompt], "phases": phase_floors(per_prompt),
-                     "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})"},
+        versions={
+            "harness": harness.__version__,
+            "transformers": describe["engine_version"],
+            "torch": describe["torch_version"],
+            "device_name": describe["device_name"],
+        },
+        noise_floor={
+            "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
+            "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
+            "phases": phase_floors(per_prompt),
+            "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
+        },
         prompts=references,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         compute_s=time.perf_counter() - start,

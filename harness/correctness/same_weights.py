@@ -28,9 +28,15 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from harness.io import safe_name
-from harness.io import compute_once, read_json, write_json_atomic
-from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch, coarse_kl, forced_logprobs, greedy_steps
+from harness.correctness.reference import (
+    PromptReference,
+    Reference,
+    ReferenceMismatch,
+    coarse_kl,
+    forced_logprobs,
+    greedy_steps,
+)
+from harness.io import compute_once, read_json, safe_name, write_json_atomic
 
 if TYPE_CHECKING:
     from harness.adapters.base import Adapter, Twin
@@ -55,9 +61,16 @@ def skip_reason(adapter: Adapter, point: Point, correctness: Correctness) -> Opt
 
 
 def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
-    identity = json.dumps({"twin": twin.key, "prompt_ids": [p.prompt_ids for p in hf.prompts],
-                           "tokens": hf.settings["tokens"], "top_m": hf.settings["top_m"],
-                           "eos_ids": hf.settings["eos_ids"]}, sort_keys=True)
+    identity = json.dumps(
+        {
+            "twin": twin.key,
+            "prompt_ids": [p.prompt_ids for p in hf.prompts],
+            "tokens": hf.settings["tokens"],
+            "top_m": hf.settings["top_m"],
+            "eos_ids": hf.settings["eos_ids"],
+        },
+        sort_keys=True,
+    )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return Path(root) / safe_name(hf.model["name"]) / "same-weights" / f"{digest}.json"
 
@@ -72,8 +85,9 @@ def compute(twin: Twin, hf: Reference) -> Reference:
     prompts = []
     with twin.open("reference") as engine:
         for ref in hf.prompts:
-            tokens, tops, lps = greedy_steps(engine, ref.prompt_ids, settings["tokens"], settings["eos_ids"],
-                                             settings["top_m"])
+            tokens, tops, lps = greedy_steps(
+                engine, ref.prompt_ids, settings["tokens"], settings["eos_ids"], settings["top_m"]
+            )
             prompts.append(PromptReference(ref.kind, ref.text, list(ref.prompt_ids), tokens, tops, lps))
     per_prompt = []
     with twin.open("floor") as engine:
@@ -81,18 +95,29 @@ def compute(twin: Twin, hf: Reference) -> Reference:
             device = forced_logprobs(engine, ref.prompt_ids, ref.tokens)
             per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
     measured = float(np.mean([np.mean(kls) for kls in per_prompt]))
-    phases = {phase: {**floor, "kl_mean": None if floor["kl_mean"] is None else max(floor["kl_mean"], MIN_FLOOR)}
-              for phase, floor in phase_floors(per_prompt).items()}
+    phases = {
+        phase: {**floor, "kl_mean": None if floor["kl_mean"] is None else max(floor["kl_mean"], MIN_FLOOR)}
+        for phase, floor in phase_floors(per_prompt).items()
+    }
     import harness
 
     return Reference(
         model={**hf.model, "engine": twin.engine, "weights": twin.weights, "key": twin.key},
-        settings={"tokens": settings["tokens"], "top_m": settings["top_m"], "eos_ids": settings["eos_ids"],
-                  "twin": twin.engine},
+        settings={
+            "tokens": settings["tokens"],
+            "top_m": settings["top_m"],
+            "eos_ids": settings["eos_ids"],
+            "twin": twin.engine,
+        },
         versions={"harness": harness.__version__, **twin.versions},
-        noise_floor={"kl_mean": max(measured, MIN_FLOOR), "measured_kl_mean": measured, "minimum": MIN_FLOOR,
-                     "per_prompt": [float(np.mean(kls)) for kls in per_prompt], "phases": phases,
-                     "method": twin.floor_method},
+        noise_floor={
+            "kl_mean": max(measured, MIN_FLOOR),
+            "measured_kl_mean": measured,
+            "minimum": MIN_FLOOR,
+            "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
+            "phases": phases,
+            "method": twin.floor_method,
+        },
         prompts=prompts,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         compute_s=time.perf_counter() - start,
@@ -111,16 +136,23 @@ def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
     if [p.prompt_ids for p in reference.prompts] != [p.prompt_ids for p in hf.prompts]:
         problems.append("prompt token ids differ")
     if problems:
-        raise ReferenceMismatch(f"stored same-weights reference {path} does not match this run "
-                                f"({'; '.join(problems)}); delete it or pass --refresh-reference to recompute")
+        raise ReferenceMismatch(
+            f"stored same-weights reference {path} does not match this run "
+            f"({'; '.join(problems)}); delete it or pass --refresh-reference to recompute"
+        )
     return reference
 
 
 def get_or_compute(root: Path, twin: Twin, hf: Reference, refresh: bool = False) -> tuple[Reference, Path, bool]:
     """(reference, its path, whether it was reused): computed once by whichever runner gets the lock."""
     path = path_for(root, hf, twin)
-    reference, reused = compute_once(path, lambda p: load(p, twin, hf), lambda: compute(twin, hf),
-                                     lambda p, ref: write_json_atomic(p, asdict(ref), indent=None), refresh=refresh)
+    reference, reused = compute_once(
+        path,
+        lambda p: load(p, twin, hf),
+        lambda: compute(twin, hf),
+        lambda p, ref: write_json_atomic(p, asdict(ref), indent=None),
+        refresh=refresh,
+    )
     return reference, path, reused
 
 
@@ -138,16 +170,28 @@ def combine(model_verdict: Optional[str], own_verdict: Optional[str]) -> tuple[O
         return model_verdict, None
     if model_verdict == "fail":
         return "fail", None
-    return "fail", (f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
-                    "disagree beyond their noise floor, a port bug rather than quantization")
+    return "fail", (
+        f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
+        "disagree beyond their noise floor, a port bug rather than quantization"
+    )
 
 
 def summary(result: GateResult, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:
     from harness.records.record import SameWeights
 
     return SameWeights(
-        verdict=result.verdict, model_verdict=model_verdict, reasons=result.reasons, mode=result.mode,
-        kl_mean=result.kl_mean, noise_floor=result.noise_floor, kl_ratio=result.kl_ratio,
-        top1_match_rate=result.top1_match_rate, free_divergence_index=result.free_divergence_index,
-        engine=reference.model.get("engine"), weights=reference.model.get("weights"),
-        floor_method=reference.noise_floor.get("method"), created_at=reference.created_at, report=report or None)
+        verdict=result.verdict,
+        model_verdict=model_verdict,
+        reasons=result.reasons,
+        mode=result.mode,
+        kl_mean=result.kl_mean,
+        noise_floor=result.noise_floor,
+        kl_ratio=result.kl_ratio,
+        top1_match_rate=result.top1_match_rate,
+        free_divergence_index=result.free_divergence_index,
+        engine=reference.model.get("engine"),
+        weights=reference.model.get("weights"),
+        floor_method=reference.noise_floor.get("method"),
+        created_at=reference.created_at,
+        report=report or None,
+    )

@@ -20,8 +20,9 @@ DEFAULT_URL = "sqlite:///results/history.sqlite"
 REQUIRES = ("sqlalchemy", "alembic", "ruptures")
 
 
-def add_records(records: Iterable[Record], url: str = DEFAULT_URL, source: str = "harness run",
-                commit: Optional[str] = None) -> Added:
+def add_records(
+    records: Iterable[Record], url: str = DEFAULT_URL, source: str = "harness run", commit: Optional[str] = None
+) -> Added:
     """Add the records of one run (e.g. the points ``harness run --history URL`` just measured) as one
     run; adding the same records again stores nothing."""
     from harness.history import ingest, store

@@ -82,15 +82,19 @@ def detect(values: Sequence[float], penalty: float = DEFAULT_PENALTY) -> list[Ch
     z = (x - np.median(x)) / noise(x)
     import ruptures
 
-    breaks = ruptures.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1).fit(z.reshape(-1, 1)) \
+    breaks = (
+        ruptures.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1)
+        .fit(z.reshape(-1, 1))
         .predict(pen=penalty * math.log(n))
+    )
     bounds = [0, *breaks]  # ruptures ends the list with n
     out = []
     for k in range(1, len(bounds) - 1):
         start, index, end = bounds[k - 1], bounds[k], bounds[k + 1]
         earliest, latest = _plausible(z, start, index, end)
-        out.append(ChangePoint(int(index), earliest, latest, float(np.median(x[start:index])),
-                               float(np.median(x[index:end]))))
+        out.append(
+            ChangePoint(int(index), earliest, latest, float(np.median(x[start:index])), float(np.median(x[index:end])))
+        )
     return out
 
 

@@ -40,12 +40,17 @@ class Finding:
 
     def describe(self) -> str:
         s, c = self.series, self.change
-        plausible = "" if (self.range_before.id, self.range_after.id) == (self.last_before.id, self.first_after.id) \
+        plausible = (
+            ""
+            if (self.range_before.id, self.range_after.id) == (self.last_before.id, self.first_after.id)
             else f" (plausible range {self.range_before.commit or '?'}..{self.range_after.commit or '?'})"
-        return (f"{s.point} {s.metric} [{s.fingerprint.label() or 'no fingerprint'}]: {c.before:.4g} -> {c.after:.4g} "
-                f"({c.relative:+.1%}, now {self.current:.4g}) from {self.first_after.label()}; last run before: "
-                f"{self.last_before.label()}; bisect {self.last_before.commit or '?'}..{self.first_after.commit or '?'}"
-                f"{plausible}")
+        )
+        return (
+            f"{s.point} {s.metric} [{s.fingerprint.label() or 'no fingerprint'}]: {c.before:.4g} -> {c.after:.4g} "
+            f"({c.relative:+.1%}, now {self.current:.4g}) from {self.first_after.label()}; last run before: "
+            f"{self.last_before.label()}; bisect {self.last_before.commit or '?'}..{self.first_after.commit or '?'}"
+            f"{plausible}"
+        )
 
 
 def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY) -> list[Finding]:
@@ -56,11 +61,19 @@ def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY) -> 
         changes = detect(series.values, penalty)
         for k, change in enumerate(changes):
             end = changes[k + 1].index if k + 1 < len(changes) else len(series.values)
-            out.append(Finding(series, change, direction,
-                               0.0 if direction is None else change.worsening(direction),
-                               last_level(series.values, changes), series.runs[change.index - 1],
-                               series.runs[change.index], series.runs[change.earliest - 1],
-                               series.runs[min(change.latest, end - 1)]))
+            out.append(
+                Finding(
+                    series,
+                    change,
+                    direction,
+                    0.0 if direction is None else change.worsening(direction),
+                    last_level(series.values, changes),
+                    series.runs[change.index - 1],
+                    series.runs[change.index],
+                    series.runs[change.earliest - 1],
+                    series.runs[min(change.latest, end - 1)],
+                )
+            )
     return out
 
 
@@ -72,8 +85,13 @@ class CheckResult:
     n_runs: int
 
 
-def check(all_series: list[SeriesData], runs: list[RunInfo], since: int = DEFAULT_SINCE,
-          threshold: float = DEFAULT_THRESHOLD, penalty: float = DEFAULT_PENALTY) -> CheckResult:
+def check(
+    all_series: list[SeriesData],
+    runs: list[RunInfo],
+    since: int = DEFAULT_SINCE,
+    threshold: float = DEFAULT_THRESHOLD,
+    penalty: float = DEFAULT_PENALTY,
+) -> CheckResult:
     """Regressions: open worsening change points whose first run after falls within the newest ``since`` runs."""
     recent = {run.id for run in runs[-since:]} if since > 0 else set()
     found = [f for f in findings(all_series, penalty) if f.is_open(threshold)]

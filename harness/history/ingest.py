@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+
 @dataclass(frozen=True)
 class FingerprintKey:
     """The hardware/software a series was measured on; a change here starts a new series."""
@@ -108,7 +109,8 @@ def _rows(record) -> PointRows:
         device=f"{device} ({name})" if device and name else (device or name),
         driver=adapter.get("driver") or adapter.get("driver_version"),
         engine=adapter.get("engine") or point.get("adapter"),
-        engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")))
+        engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")),
+    )
     rounds = round_values(record) if record.status == "ok" else {}
     launches = getattr(record.samples, "launches", None) or []
     intervals = getattr(record.samples, "ci", None) or {}
@@ -118,18 +120,33 @@ def _rows(record) -> PointRows:
         if value is None:
             continue
         ci = intervals.get(metric) or (None, None)
-        values.append(ValueRow(metric, value, _floats(rounds.get(metric)),
-                               _floats(launch.get(metric) for launch in launches if isinstance(launch, dict)),
-                               _finite(ci[0]), _finite(ci[1])))
+        values.append(
+            ValueRow(
+                metric,
+                value,
+                _floats(rounds.get(metric)),
+                _floats(launch.get(metric) for launch in launches if isinstance(launch, dict)),
+                _finite(ci[0]),
+                _finite(ci[1]),
+            )
+        )
     gate = record.correctness
     return PointRows(
-        scenario=record.scenario, point_id=record.point_id, fingerprint=fingerprint, status=record.status,
-        reason=record.reason, verdict=gate.verdict if gate else None,
+        scenario=record.scenario,
+        point_id=record.point_id,
+        fingerprint=fingerprint,
+        status=record.status,
+        reason=record.reason,
+        verdict=gate.verdict if gate else None,
         kl_ratio=_finite(gate.kl_ratio) if gate else None,
         # Per-item outcomes stay in the record files: history keeps scores, deltas and paired verdicts.
-        accuracy=record.accuracy.model_dump(mode="json", exclude_none=True,
-                                            exclude={"outcomes", "reference_outcomes"}) if record.accuracy else None,
-        started_at=_time(record.started_at), commit=(env.get("git") or {}).get("commit"), values=tuple(values))
+        accuracy=record.accuracy.model_dump(mode="json", exclude_none=True, exclude={"outcomes", "reference_outcomes"})
+        if record.accuracy
+        else None,
+        started_at=_time(record.started_at),
+        commit=(env.get("git") or {}).get("commit"),
+        values=tuple(values),
+    )
 
 
 def _digest(points: Iterable[PointRows]) -> str:
@@ -146,9 +163,14 @@ def run_rows(points: list[PointRows], source: str, commit: Optional[str] = None)
     commits = Counter(p.commit for p in points if p.commit)
     hosts = Counter(p.fingerprint.host for p in points if p.fingerprint.host)
     starts = [p.started_at for p in points if p.started_at]
-    return RunRows(content_hash=_digest(points), commit=commit or (commits.most_common(1)[0][0] if commits else None),
-                   started_at=min(starts) if starts else datetime.now(timezone.utc),
-                   host=hosts.most_common(1)[0][0] if hosts else None, source=source, points=tuple(points))
+    return RunRows(
+        content_hash=_digest(points),
+        commit=commit or (commits.most_common(1)[0][0] if commits else None),
+        started_at=min(starts) if starts else datetime.now(timezone.utc),
+        host=hosts.most_common(1)[0][0] if hosts else None,
+        source=source,
+        points=tuple(points),
+    )
 
 
 def read_run(path: str | Path, commit: Optional[str] = None) -> RunRows:
@@ -161,7 +183,8 @@ def read_run(path: str | Path, commit: Optional[str] = None) -> RunRows:
         rows = _rows(record)
         key = (rows.scenario, rows.point_id, rows.fingerprint)
         old = latest.get(key)
-        if old is None or (rows.started_at or datetime.min.replace(tzinfo=timezone.utc)) >= \
-                (old.started_at or datetime.min.replace(tzinfo=timezone.utc)):
+        if old is None or (rows.started_at or datetime.min.replace(tzinfo=timezone.utc)) >= (
+            old.started_at or datetime.min.replace(tzinfo=timezone.utc)
+        ):
             latest[key] = rows
     return run_rows(list(latest.values()), str(path), commit)

@@ -50,8 +50,11 @@ def runs(engine) -> list[RunInfo]:
     from harness.history.schema import Run
 
     with engine.connect() as connection:
-        rows = connection.execute(select(Run.id, Run.started_at, Run.commit, Run.host, Run.source, Run.n_points)
-                                  .order_by(Run.started_at, Run.id)).all()
+        rows = connection.execute(
+            select(Run.id, Run.started_at, Run.commit, Run.host, Run.source, Run.n_points).order_by(
+                Run.started_at, Run.id
+            )
+        ).all()
     return [RunInfo(r.id, i, r.started_at, r.commit, r.host, r.source, r.n_points) for i, r in enumerate(rows)]
 
 
@@ -65,8 +68,13 @@ def _spread(rounds, launches, low, high) -> tuple[Optional[float], Optional[floa
     return None, None
 
 
-def series(engine, scenario: Optional[str] = None, point_id: Optional[str] = None, metric: Optional[str] = None,
-           spread: bool = False) -> list[SeriesData]:
+def series(
+    engine,
+    scenario: Optional[str] = None,
+    point_id: Optional[str] = None,
+    metric: Optional[str] = None,
+    spread: bool = False,
+) -> list[SeriesData]:
     """Series (optionally of one point or metric) with their values in run order. ``spread`` also reads
     the per-round/per-launch values and the correctness verdicts (slower: JSON columns)."""
     from sqlalchemy import select
@@ -74,19 +82,38 @@ def series(engine, scenario: Optional[str] = None, point_id: Optional[str] = Non
     from harness.history.schema import Fingerprint, Measurement, PointResult, Series
 
     order = {run.id: run for run in runs(engine)}
-    where = [c == v for c, v in ((Series.scenario, scenario), (Series.point_id, point_id), (Series.metric, metric))
-             if v is not None]
+    where = [
+        c == v
+        for c, v in ((Series.scenario, scenario), (Series.point_id, point_id), (Series.metric, metric))
+        if v is not None
+    ]
     with engine.connect() as connection:
         found = {}
         for row in connection.execute(
-                select(Series.id, Series.scenario, Series.point_id, Series.metric, Fingerprint.host, Fingerprint.device,
-                       Fingerprint.driver, Fingerprint.engine, Fingerprint.engine_version)
-                .join(Fingerprint, Series.fingerprint_id == Fingerprint.id).where(*where)):
+            select(
+                Series.id,
+                Series.scenario,
+                Series.point_id,
+                Series.metric,
+                Fingerprint.host,
+                Fingerprint.device,
+                Fingerprint.driver,
+                Fingerprint.engine,
+                Fingerprint.engine_version,
+            )
+            .join(Fingerprint, Series.fingerprint_id == Fingerprint.id)
+            .where(*where)
+        ):
             found[row[0]] = SeriesData(row[0], row[1], row[2], row[3], FingerprintKey(*row[4:]))
         columns = [Measurement.series_id, PointResult.run_id, Measurement.value]
         if spread:
-            columns += [Measurement.rounds, Measurement.launches, Measurement.ci_low, Measurement.ci_high,
-                        PointResult.verdict]
+            columns += [
+                Measurement.rounds,
+                Measurement.launches,
+                Measurement.ci_low,
+                Measurement.ci_high,
+                PointResult.verdict,
+            ]
         query = select(*columns).join(PointResult, Measurement.result_id == PointResult.id)
         if where:
             query = query.join(Series, Measurement.series_id == Series.id).where(*where)
@@ -111,14 +138,35 @@ def frame(engine):
 
     from harness.history.schema import Fingerprint, Measurement, PointResult, Run, Series
 
-    query = (select(Run.id.label("run_id"), Run.started_at, Run.commit, PointResult.scenario, PointResult.point_id,
-                    Series.metric, Measurement.value, Measurement.rounds, Measurement.launches, Measurement.ci_low,
-                    Measurement.ci_high, PointResult.status, PointResult.verdict, PointResult.kl_ratio,
-                    Fingerprint.host, Fingerprint.device, Fingerprint.driver, Fingerprint.engine,
-                    Fingerprint.engine_version, Fingerprint.hash.label("fingerprint"))
-             .join(PointResult, Measurement.result_id == PointResult.id).join(Run, PointResult.run_id == Run.id)
-             .join(Series, Measurement.series_id == Series.id).join(Fingerprint, Series.fingerprint_id == Fingerprint.id)
-             .order_by(Run.started_at, Run.id, PointResult.scenario, PointResult.point_id, Series.metric))
+    query = (
+        select(
+            Run.id.label("run_id"),
+            Run.started_at,
+            Run.commit,
+            PointResult.scenario,
+            PointResult.point_id,
+            Series.metric,
+            Measurement.value,
+            Measurement.rounds,
+            Measurement.launches,
+            Measurement.ci_low,
+            Measurement.ci_high,
+            PointResult.status,
+            PointResult.verdict,
+            PointResult.kl_ratio,
+            Fingerprint.host,
+            Fingerprint.device,
+            Fingerprint.driver,
+            Fingerprint.engine,
+            Fingerprint.engine_version,
+            Fingerprint.hash.label("fingerprint"),
+        )
+        .join(PointResult, Measurement.result_id == PointResult.id)
+        .join(Run, PointResult.run_id == Run.id)
+        .join(Series, Measurement.series_id == Series.id)
+        .join(Fingerprint, Series.fingerprint_id == Fingerprint.id)
+        .order_by(Run.started_at, Run.id, PointResult.scenario, PointResult.point_id, Series.metric)
+    )
     with engine.connect() as connection:
         result = connection.execute(query)
         return pd.DataFrame(result.all(), columns=list(result.keys()))
@@ -132,8 +180,11 @@ def point_outcomes(engine, scenario: str, point_id: str) -> list[tuple[RunInfo, 
 
     order = {run.id: run for run in runs(engine)}
     with engine.connect() as connection:
-        rows = connection.execute(select(PointResult.run_id, PointResult.status, PointResult.verdict, PointResult.kl_ratio)
-                                  .where(PointResult.scenario == scenario, PointResult.point_id == point_id)).all()
+        rows = connection.execute(
+            select(PointResult.run_id, PointResult.status, PointResult.verdict, PointResult.kl_ratio).where(
+                PointResult.scenario == scenario, PointResult.point_id == point_id
+            )
+        ).all()
     return sorted(((order[r[0]], r[1], r[2], r[3]) for r in rows), key=lambda o: o[0].position)
 
 
@@ -147,5 +198,6 @@ def verdict_changes(engine) -> set[tuple[str, str]]:
         rows = connection.execute(
             select(PointResult.scenario, PointResult.point_id)
             .group_by(PointResult.scenario, PointResult.point_id, PointResult.fingerprint_id)
-            .having(func.count(func.distinct(func.coalesce(PointResult.verdict, "-"))) > 1)).all()
+            .having(func.count(func.distinct(func.coalesce(PointResult.verdict, "-"))) > 1)
+        ).all()
     return {(r[0], r[1]) for r in rows}

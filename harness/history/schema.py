@@ -76,8 +76,10 @@ class Measurement(Base):
     """One metric of one point in one run, with its spread: per-round values, per-launch values, CI."""
 
     __tablename__ = "measurements"
-    __table_args__ = (UniqueConstraint("result_id", "series_id", name="uq_measurement"),
-                      Index("ix_measurements_series", "series_id"))
+    __table_args__ = (
+        UniqueConstraint("result_id", "series_id", name="uq_measurement"),
+        Index("ix_measurements_series", "series_id"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("point_results.id", ondelete="CASCADE"))
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"))

@@ -55,8 +55,10 @@ def engine_for(url: str):
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise UsageError(f"--db: {url!r}: not a database URL (e.g. sqlite:///results/history.sqlite or "
-                         "postgresql+psycopg://user@host/db)") from None
+        raise UsageError(
+            f"--db: {url!r}: not a database URL (e.g. sqlite:///results/history.sqlite or "
+            "postgresql+psycopg://user@host/db)"
+        ) from None
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         from harness.io import check_writable_file  # issue 17: a one-line error, not a traceback
 
@@ -69,8 +71,10 @@ def engine_for(url: str):
         else:
             engine = create_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
-        raise UsageError(f"--db: {parsed.render_as_string(hide_password=True)}: no driver ({exc}); for "
-                         "PostgreSQL use postgresql+psycopg://... with `pip install psycopg[binary]`") from None
+        raise UsageError(
+            f"--db: {parsed.render_as_string(hide_password=True)}: no driver ({exc}); for "
+            "PostgreSQL use postgresql+psycopg://... with `pip install psycopg[binary]`"
+        ) from None
     return engine
 
 
@@ -96,8 +100,10 @@ def open_db(url: str):
     try:
         upgrade(engine)
     except OperationalError as exc:
-        raise UsageError(f"--db: {engine.url.render_as_string(hide_password=True)}: cannot open "
-                         f"({str(exc.orig).strip().splitlines()[0]})") from None
+        raise UsageError(
+            f"--db: {engine.url.render_as_string(hide_password=True)}: cannot open "
+            f"({str(exc.orig).strip().splitlines()[0]})"
+        ) from None
     return engine
 
 
@@ -127,8 +133,9 @@ def _fingerprint_ids(session, keys: Iterable[FingerprintKey]) -> dict[Fingerprin
     from harness.history.schema import Fingerprint
 
     by_hash = {key.hash: key for key in keys}
-    _insert_ignore(session, Fingerprint.__table__, [{"hash": h, **k.__dict__} for h, k in sorted(by_hash.items())],
-                   ["hash"])
+    _insert_ignore(
+        session, Fingerprint.__table__, [{"hash": h, **k.__dict__} for h, k in sorted(by_hash.items())], ["hash"]
+    )
     rows = session.execute(select(Fingerprint.hash, Fingerprint.id).where(Fingerprint.hash.in_(list(by_hash))))
     return {by_hash[h]: i for h, i in rows}
 
@@ -140,34 +147,84 @@ def _add_once(engine, run: RunRows) -> Added:
     from harness.history.schema import Measurement, PointResult, Run, Series
 
     with Session(engine) as session, session.begin():
-        _insert_ignore(session, Run.__table__, [{
-            "content_hash": run.content_hash, "commit": run.commit, "started_at": run.started_at,
-            "added_at": datetime.now(timezone.utc), "host": run.host, "source": run.source,
-            "n_points": len(run.points)}], ["content_hash"])
+        _insert_ignore(
+            session,
+            Run.__table__,
+            [
+                {
+                    "content_hash": run.content_hash,
+                    "commit": run.commit,
+                    "started_at": run.started_at,
+                    "added_at": datetime.now(timezone.utc),
+                    "host": run.host,
+                    "source": run.source,
+                    "n_points": len(run.points),
+                }
+            ],
+            ["content_hash"],
+        )
         # A run another writer committed first is found here too (read committed sees it after the wait).
         run_id = session.scalar(select(Run.id).where(Run.content_hash == run.content_hash))
         if session.scalar(select(PointResult.id).where(PointResult.run_id == run_id).limit(1)) is not None:
             return Added(run_id, False, len(run.points), 0)
         fingerprints = _fingerprint_ids(session, {p.fingerprint for p in run.points})
-        keys = sorted({(p.scenario, p.point_id, v.metric, fingerprints[p.fingerprint])
-                       for p in run.points for v in p.values})
-        _insert_ignore(session, Series.__table__, [dict(zip(("scenario", "point_id", "metric", "fingerprint_id"), k))
-                                                   for k in keys], ["scenario", "point_id", "metric", "fingerprint_id"])
+        keys = sorted(
+            {(p.scenario, p.point_id, v.metric, fingerprints[p.fingerprint]) for p in run.points for v in p.values}
+        )
+        _insert_ignore(
+            session,
+            Series.__table__,
+            [dict(zip(("scenario", "point_id", "metric", "fingerprint_id"), k)) for k in keys],
+            ["scenario", "point_id", "metric", "fingerprint_id"],
+        )
         wanted = sorted(set(fingerprints.values()))
-        series = {(s, p, m, f): i for i, s, p, m, f in session.execute(
-            select(Series.id, Series.scenario, Series.point_id, Series.metric, Series.fingerprint_id)
-            .where(Series.fingerprint_id.in_(wanted)))}
-        session.execute(insert(PointResult.__table__), [{
-            "run_id": run_id, "scenario": p.scenario, "point_id": p.point_id, "fingerprint_id": fingerprints[p.fingerprint],
-            "status": p.status, "reason": p.reason, "verdict": p.verdict, "kl_ratio": p.kl_ratio,
-            "accuracy": p.accuracy, "started_at": p.started_at} for p in run.points])
-        results = {(s, p, f): i for i, s, p, f in session.execute(
-            select(PointResult.id, PointResult.scenario, PointResult.point_id, PointResult.fingerprint_id)
-            .where(PointResult.run_id == run_id))}
-        values = [{"result_id": results[(p.scenario, p.point_id, fingerprints[p.fingerprint])],
-                   "series_id": series[(p.scenario, p.point_id, v.metric, fingerprints[p.fingerprint])],
-                   "value": v.value, "rounds": v.rounds, "launches": v.launches, "ci_low": v.ci_low,
-                   "ci_high": v.ci_high} for p in run.points for v in p.values]
+        series = {
+            (s, p, m, f): i
+            for i, s, p, m, f in session.execute(
+                select(Series.id, Series.scenario, Series.point_id, Series.metric, Series.fingerprint_id).where(
+                    Series.fingerprint_id.in_(wanted)
+                )
+            )
+        }
+        session.execute(
+            insert(PointResult.__table__),
+            [
+                {
+                    "run_id": run_id,
+                    "scenario": p.scenario,
+                    "point_id": p.point_id,
+                    "fingerprint_id": fingerprints[p.fingerprint],
+                    "status": p.status,
+                    "reason": p.reason,
+                    "verdict": p.verdict,
+                    "kl_ratio": p.kl_ratio,
+                    "accuracy": p.accuracy,
+                    "started_at": p.started_at,
+                }
+                for p in run.points
+            ],
+        )
+        results = {
+            (s, p, f): i
+            for i, s, p, f in session.execute(
+                select(PointResult.id, PointResult.scenario, PointResult.point_id, PointResult.fingerprint_id).where(
+                    PointResult.run_id == run_id
+                )
+            )
+        }
+        values = [
+            {
+                "result_id": results[(p.scenario, p.point_id, fingerprints[p.fingerprint])],
+                "series_id": series[(p.scenario, p.point_id, v.metric, fingerprints[p.fingerprint])],
+                "value": v.value,
+                "rounds": v.rounds,
+                "launches": v.launches,
+                "ci_low": v.ci_low,
+                "ci_high": v.ci_high,
+            }
+            for p in run.points
+            for v in p.values
+        ]
         if values:
             session.execute(insert(Measurement.__table__), values)
         return Added(run_id, True, len(run.points), len(values))

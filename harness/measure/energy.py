@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 SOURCES = ("cpu_package", "dram", "gpu", "soc")
-NPU_NOTE = ("Zeus cannot see Intel or AMD NPUs; cpu_package energy is the closest available figure "
-            "(it includes the host's share of the work, not the NPU's)")
+NPU_NOTE = (
+    "Zeus cannot see Intel or AMD NPUs; cpu_package energy is the closest available figure "
+    "(it includes the host's share of the work, not the NPU's)"
+)
 
 
 @dataclass
@@ -148,7 +150,9 @@ class CycleCounter:
             return
         self._proc = subprocess.Popen(
             [self.perf, "stat", "-x,", "-e", "cycles", "-p", str(os.getpid())],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         time.sleep(0.05)  # let perf attach before the window's work starts
 

@@ -23,15 +23,30 @@ DRIFT_TOTAL = 0.05  # a significant trend worth flagging moves the metric by mor
 FAILED = ("failed", "timeout")
 
 
-def launch(metrics: dict, rounds: Sequence, index: int = 0, machine: Optional[dict] = None,
-           started_at: Optional[str] = None, wall_s: Optional[float] = None, status: str = "ok",
-           reason: Optional[str] = None) -> Launch:
+def launch(
+    metrics: dict,
+    rounds: Sequence,
+    index: int = 0,
+    machine: Optional[dict] = None,
+    started_at: Optional[str] = None,
+    wall_s: Optional[float] = None,
+    status: str = "ok",
+    reason: Optional[str] = None,
+) -> Launch:
     """One launch's entry: its medians of ``metrics.LAUNCH`` (from the point's ``metrics``, which
     ``measure.summarize`` and the energy step filled from this launch's rounds), its round count and
     the drift of per-round TPOT. ``rounds`` are ``measure.Round`` or ``record.RoundSample``."""
-    return Launch(index=index, status=status, reason=reason, rounds=len(rounds),
-                  medians={name: metrics[name] for name in LAUNCH if metrics.get(name) is not None},
-                  drift=drift(rounds), machine=machine or {}, started_at=started_at, wall_s=wall_s)
+    return Launch(
+        index=index,
+        status=status,
+        reason=reason,
+        rounds=len(rounds),
+        medians={name: metrics[name] for name in LAUNCH if metrics.get(name) is not None},
+        drift=drift(rounds),
+        machine=machine or {},
+        started_at=started_at,
+        wall_s=wall_s,
+    )
 
 
 def drift(rounds: Sequence) -> list[Drift]:
@@ -53,9 +68,11 @@ def drift(rounds: Sequence) -> list[Drift]:
     flagged = p_value is not None and p_value < DRIFT_P and abs(total) > DRIFT_TOTAL
     why = None
     if flagged:
-        why = (f"tpot_ms {'rose' if total > 0 else 'fell'} {abs(total):.0%} over {len(tpot)} rounds "
-               f"(Theil-Sen {slope:+.2%} a round, Kendall p={p_value:.2g}): the machine changed during the "
-               "launch (throttling, a busy neighbour); see the launch's machine state")
+        why = (
+            f"tpot_ms {'rose' if total > 0 else 'fell'} {abs(total):.0%} over {len(tpot)} rounds "
+            f"(Theil-Sen {slope:+.2%} a round, Kendall p={p_value:.2g}): the machine changed during the "
+            "launch (throttling, a busy neighbour); see the launch's machine state"
+        )
     return [Drift(metric="tpot_ms", slope_per_round=slope, p_value=p_value, flagged=flagged, why=why)]
 
 
@@ -76,14 +93,24 @@ def interval(values: Sequence[Optional[float]], samples: int) -> Interval:
     if min(data) == max(data):  # no spread: scipy's intervals are undefined, the answer is not
         low = high = estimate
     elif len(data) >= 5:
-        found = stats.bootstrap((data,), np.median, confidence_level=CONFIDENCE, method="percentile",
-                                rng=np.random.default_rng(SEED)).confidence_interval
+        found = stats.bootstrap(
+            (data,), np.median, confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(SEED)
+        ).confidence_interval
         low, high = float(found.low), float(found.high)
     else:
-        low, high = (float(x) for x in stats.t.interval(CONFIDENCE, df=len(data) - 1, loc=statistics.fmean(data),
-                                                        scale=stats.sem(data)))
-    return Interval(estimate=estimate, low=low, high=high, cv=cv, launches=len(data), samples=samples,
-                    method="bootstrap" if len(data) >= 5 else "t")
+        low, high = (
+            float(x)
+            for x in stats.t.interval(CONFIDENCE, df=len(data) - 1, loc=statistics.fmean(data), scale=stats.sem(data))
+        )
+    return Interval(
+        estimate=estimate,
+        low=low,
+        high=high,
+        cv=cv,
+        launches=len(data),
+        samples=samples,
+        method="bootstrap" if len(data) >= 5 else "t",
+    )
 
 
 def rel_half_width(record: Record, metric: str = "tpot_ms") -> Optional[float]:
@@ -105,8 +132,9 @@ def combine(records: Sequence[Record]) -> Record:
     if not records:
         raise ValueError("combine: expected at least one record, got none")
     first = records[0]
-    strangers = [f"{r.scenario}::{r.point_id}" for r in records
-                 if (r.scenario, r.point_id) != (first.scenario, first.point_id)]
+    strangers = [
+        f"{r.scenario}::{r.point_id}" for r in records if (r.scenario, r.point_id) != (first.scenario, first.point_id)
+    ]
     if strangers:
         raise ValueError(f"combine: records of {first.scenario}::{first.point_id} expected, got {', '.join(strangers)}")
     if first.status == "skipped":
@@ -125,35 +153,67 @@ def combine(records: Sequence[Record]) -> Record:
     status, reason, failure = "ok", None, None
     if failed is not None:
         status, failure = launches[failed].status, owners[failed].failure
-        reason = launches[failed].reason if len(launches) == 1 else \
-            f"launch {failed + 1} of {len(launches)}: {launches[failed].reason}"
-    return source.model_copy(update=dict(
-        point=first.point, settings=first.settings, scenario_path=first.scenario_path,
-        status=status, reason=reason, failure=failure,
-        metrics=_metrics(good or [first], launches), units={k: v for r in records for k, v in r.units.items()},
-        samples=first.samples.model_copy(update=dict(
-            rounds=rounds, warmup_s=[w for r in records for w in r.samples.warmup_s],
-            rounds_ms=_rounds_ms(records), launches=launches, intervals=intervals(launches))),
-        time_split=_time_split(records), unavailable=_first_wins(r.unavailable for r in records),
-        log=[line for r in records for line in r.log],
-        started_at=first.started_at, finished_at=records[-1].finished_at))
+        reason = (
+            launches[failed].reason
+            if len(launches) == 1
+            else f"launch {failed + 1} of {len(launches)}: {launches[failed].reason}"
+        )
+    return source.model_copy(
+        update=dict(
+            point=first.point,
+            settings=first.settings,
+            scenario_path=first.scenario_path,
+            status=status,
+            reason=reason,
+            failure=failure,
+            metrics=_metrics(good or [first], launches),
+            units={k: v for r in records for k, v in r.units.items()},
+            samples=first.samples.model_copy(
+                update=dict(
+                    rounds=rounds,
+                    warmup_s=[w for r in records for w in r.samples.warmup_s],
+                    rounds_ms=_rounds_ms(records),
+                    launches=launches,
+                    intervals=intervals(launches),
+                )
+            ),
+            time_split=_time_split(records),
+            unavailable=_first_wins(r.unavailable for r in records),
+            log=[line for r in records for line in r.log],
+            started_at=first.started_at,
+            finished_at=records[-1].finished_at,
+        )
+    )
 
 
 def since(record: Record, first: int) -> Record:
     """The record restricted to its launches from index ``first`` on (re-indexed from 0): the fresh
     launches a ``harness gate --confirm`` rerun appended, tested apart from the ones that raised the
     alarm. Figures outside ``metrics.LAUNCH`` keep their values over all launches."""
-    kept = [entry.model_copy(update={"index": entry.index - first}) for entry in launches_of(record)
-            if entry.index >= first]
+    kept = [
+        entry.model_copy(update={"index": entry.index - first}) for entry in launches_of(record) if entry.index >= first
+    ]
     failed = next((entry for entry in kept if entry.status in FAILED), None)
     metrics = _metrics([record], kept)
-    return record.model_copy(update=dict(
-        status=failed.status if failed else "ok", reason=failed.reason if failed else None,
-        failure=record.failure if failed else None, metrics={**record.metrics, **metrics},
-        samples=record.samples.model_copy(update=dict(
-            rounds=[r.model_copy(update={"launch": r.launch - first})
-                    for r in record.samples.rounds if r.launch >= first],
-            launches=kept, intervals=intervals(kept)))))
+    return record.model_copy(
+        update=dict(
+            status=failed.status if failed else "ok",
+            reason=failed.reason if failed else None,
+            failure=record.failure if failed else None,
+            metrics={**record.metrics, **metrics},
+            samples=record.samples.model_copy(
+                update=dict(
+                    rounds=[
+                        r.model_copy(update={"launch": r.launch - first})
+                        for r in record.samples.rounds
+                        if r.launch >= first
+                    ],
+                    launches=kept,
+                    intervals=intervals(kept),
+                )
+            ),
+        )
+    )
 
 
 def intervals(launches: Sequence[Launch]) -> dict[str, Interval]:

@@ -113,11 +113,19 @@ def _cpu_pressure() -> float:
 
 
 def _cpu_mhz() -> tuple[Spread, str]:
-    source, values = "cpufreq", [int(_text(p)) / 1000 for p in glob.glob(
-        "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")]
+    source, values = (
+        "cpufreq",
+        [int(_text(p)) / 1000 for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")],
+    )
     if not values:
-        source, values = "cpuinfo", [float(line.partition(":")[2]) for line in _text("/proc/cpuinfo").splitlines()
-                                     if line.startswith("cpu MHz")]
+        source, values = (
+            "cpuinfo",
+            [
+                float(line.partition(":")[2])
+                for line in _text("/proc/cpuinfo").splitlines()
+                if line.startswith("cpu MHz")
+            ],
+        )
     if not values:
         raise LookupError("no cpufreq scaling_cur_freq and no 'cpu MHz' in /proc/cpuinfo")
     return Spread(mean=round(sum(values) / len(values), 1), min=min(values), max=max(values)), source
@@ -166,23 +174,34 @@ def _ask(fn, *args):
 
 def _gpus() -> list[Gpu]:
     nv, gpus = _nvml(), []
-    reasons = (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)  # the newer name
-               or nv.nvmlDeviceGetCurrentClocksThrottleReasons)
+    reasons = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)  # the newer name
+        or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
     for index in range(nv.nvmlDeviceGetCount()):
         handle = nv.nvmlDeviceGetHandleByIndex(index)
         name, power = _ask(nv.nvmlDeviceGetName, handle), _ask(nv.nvmlDeviceGetPowerUsage, handle)
-        gpus.append(Gpu(
-            index=index, name=name.decode() if isinstance(name, bytes) else name,
-            sm_mhz=_ask(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
-            memory_mhz=_ask(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_MEM),
-            pstate=_ask(nv.nvmlDeviceGetPerformanceState, handle),
-            temperature_c=_ask(nv.nvmlDeviceGetTemperature, handle, nv.NVML_TEMPERATURE_GPU),
-            power_w=power / 1000 if power is not None else None, clock_reasons=_ask(reasons, handle)))
+        gpus.append(
+            Gpu(
+                index=index,
+                name=name.decode() if isinstance(name, bytes) else name,
+                sm_mhz=_ask(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
+                memory_mhz=_ask(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_MEM),
+                pstate=_ask(nv.nvmlDeviceGetPerformanceState, handle),
+                temperature_c=_ask(nv.nvmlDeviceGetTemperature, handle, nv.NVML_TEMPERATURE_GPU),
+                power_w=power / 1000 if power is not None else None,
+                clock_reasons=_ask(reasons, handle),
+            )
+        )
     return gpus
 
 
-_GAUGES = (("cpu_mhz", _cpu_mhz), ("load", lambda: [round(v, 2) for v in os.getloadavg()]),
-           ("temperature_c", _temperature_c), ("gpus", _gpus))
+_GAUGES = (
+    ("cpu_mhz", _cpu_mhz),
+    ("load", lambda: [round(v, 2) for v in os.getloadavg()]),
+    ("temperature_c", _temperature_c),
+    ("gpus", _gpus),
+)
 _COUNTERS = (("cpu_time", _cpu_time), ("cpu_pressure", _cpu_pressure), ("own", _own_cpu_s), ("at", time.perf_counter))
 
 
@@ -221,10 +240,18 @@ def watch() -> Iterator[Watch]:
 def _build(begin: dict, end: dict, why: dict[str, str]) -> MachineState:
     window = end["at"] - begin["at"]
     own = max(0.0, end.get("own", 0.0) - begin.get("own", 0.0))
-    state = MachineState(window_s=round(window, 6), own_cpu_s=round(own, 3), governors=begin.get("governors", []),
-                         load_begin=begin.get("load"), load_end=end.get("load"),
-                         temperature_c_begin=begin.get("temperature_c"), temperature_c_end=end.get("temperature_c"),
-                         gpus_begin=begin.get("gpus", []), gpus_end=end.get("gpus", []), unavailable=why)
+    state = MachineState(
+        window_s=round(window, 6),
+        own_cpu_s=round(own, 3),
+        governors=begin.get("governors", []),
+        load_begin=begin.get("load"),
+        load_end=end.get("load"),
+        temperature_c_begin=begin.get("temperature_c"),
+        temperature_c_end=end.get("temperature_c"),
+        gpus_begin=begin.get("gpus", []),
+        gpus_end=end.get("gpus", []),
+        unavailable=why,
+    )
     if "cpu_mhz" in begin and "cpu_mhz" in end:
         (state.cpu_mhz_begin, state.cpu_mhz_source), (state.cpu_mhz_end, _) = begin["cpu_mhz"], end["cpu_mhz"]
     if "cpu_time" in begin and "cpu_time" in end:

@@ -42,8 +42,11 @@ def bandwidth(cache: Path) -> dict:
     known = json.loads(path.read_text()) if path.exists() else {}
     key = cpu_model()
     if key not in known:
-        known[key] = {"bytes_per_s": measure_bandwidth(), "method": "numpy triad, 3 x 256 MiB, best of 5",
-                      "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        known[key] = {
+            "bytes_per_s": measure_bandwidth(),
+            "method": "numpy triad, 3 x 256 MiB, best of 5",
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
         write_json_atomic(path, known)  # runners sharing a cache never read half a file
     return known[key]
 
@@ -59,8 +62,13 @@ def kv_bytes_per_token(config: dict, bytes_per_element: int = 2) -> Optional[int
     return 2 * layers * heads * head_dim * bytes_per_element
 
 
-def decode_bound(weight_bytes: Optional[int], config: dict, context_tokens: float, bandwidth_bytes_per_s: float,
-                 tpot_ms: Optional[float]) -> dict:
+def decode_bound(
+    weight_bytes: Optional[int],
+    config: dict,
+    context_tokens: float,
+    bandwidth_bytes_per_s: float,
+    tpot_ms: Optional[float],
+) -> dict:
     if not weight_bytes:
         return {"decode_bound_ms": None, "roofline_fraction": None}
     kv = kv_bytes_per_token(config) or 0

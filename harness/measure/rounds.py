@@ -151,4 +151,3 @@ def summarize_engine(figures: list[dict]) -> dict[str, float]:
     """Medians of the engine's own per-round figures (e.g. GenAI's perf_metrics), as ``engine_<name>``."""
     keys = sorted({key for f in figures for key in f})
     return {f"engine_{key}": statistics.median(f[key] for f in figures if key in f) for key in keys}
-

@@ -122,9 +122,7 @@ def convert(gguf_path: Path, out_dir: Path, dtype: str = "bf16") -> None:
     del reader
 
     # float32 dequantizes exactly; the requested dtype is applied after.
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
-    )
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
     model = model.to({"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype])
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id

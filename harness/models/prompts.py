@@ -57,8 +57,11 @@ def gate_prompt_set() -> dict[str, list[str]]:
 def select_gate_prompts(selection) -> list[tuple[str, str]]:
     """(kind, text) pairs: ``"ci"`` (one plain, one chat), ``"all"`` (16), an int n, or a list of texts."""
     prompt_set = gate_prompt_set()
-    interleaved = [pair for pairs in zip(prompt_set["plain"], prompt_set["chat"])
-                   for pair in (("plain", pairs[0]), ("chat", pairs[1]))]
+    interleaved = [
+        pair
+        for pairs in zip(prompt_set["plain"], prompt_set["chat"])
+        for pair in (("plain", pairs[0]), ("chat", pairs[1]))
+    ]
     if selection == "ci":
         return interleaved[:2]
     if selection == "all":
@@ -98,6 +101,8 @@ def render_chat(template: str, tokenizer, text: str) -> str:
     prefix = tokenizer.encode("").tokens  # the special prefix the post-processor adds, e.g. <bos>
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(template).render(
-        messages=[{"role": "user", "content": text}], add_generation_prompt=True,
-        bos_token=prefix[0] if prefix else "", eos_token="",
+        messages=[{"role": "user", "content": text}],
+        add_generation_prompt=True,
+        bos_token=prefix[0] if prefix else "",
+        eos_token="",
     )

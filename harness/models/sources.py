@@ -42,6 +42,7 @@ def _read_tokenizer(path: Path):
 
 _tokenizer = per_file(_read_tokenizer)
 
+
 @dataclass(frozen=True)
 class ResolvedModel:
     name: str
@@ -79,7 +80,7 @@ def check_source(spec: ModelSpec) -> str | None:
     if source.startswith(TINY_PREFIX):
         from harness.models.tiny import ARCHITECTURES
 
-        arch = source[len(TINY_PREFIX):].replace("-", "_")
+        arch = source[len(TINY_PREFIX) :].replace("-", "_")
         if arch not in ARCHITECTURES:
             return f"unknown tiny model {source!r}; known: " + ", ".join(
                 TINY_PREFIX + a.replace("_", "-") for a in ARCHITECTURES
@@ -87,10 +88,7 @@ def check_source(spec: ModelSpec) -> str | None:
         return None
     path = Path(source).expanduser()
     if not path.exists():
-        return (
-            f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) "
-            "nor an existing path"
-        )
+        return f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) nor an existing path"
     if path.is_dir() and not (path / "config.json").exists():
         return f"{source!r} is a directory without config.json (expected an HF checkpoint)"
     if path.is_file() and path.suffix != ".gguf":
@@ -113,8 +111,12 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     if path.is_file():
         checksum = _sha256(path)
         return _cached_build(
-            cache, f"gguf-{path.stem}-{checksum[:16]}-v{CONVERTER_VERSION}", source, checksum,
-            lambda out: _convert_gguf(path, out), gguf_path=path,
+            cache,
+            f"gguf-{path.stem}-{checksum[:16]}-v{CONVERTER_VERSION}",
+            source,
+            checksum,
+            lambda out: _convert_gguf(path, out),
+            gguf_path=path,
         )
     return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
 
@@ -129,21 +131,31 @@ def _resolve_default(cache: Path) -> ResolvedModel:
         package.assemble(gguf_path)  # checks its own sha256
     checksum = package.EXPECTED_SHA256
     return _cached_build(
-        cache, f"{DEFAULT_MODEL}-bf16-{checksum[:16]}-v{CONVERTER_VERSION}", DEFAULT_MODEL, checksum,
-        lambda out: _convert_gguf(gguf_path, out), gguf_path=gguf_path,
+        cache,
+        f"{DEFAULT_MODEL}-bf16-{checksum[:16]}-v{CONVERTER_VERSION}",
+        DEFAULT_MODEL,
+        checksum,
+        lambda out: _convert_gguf(gguf_path, out),
+        gguf_path=gguf_path,
     )
 
 
 def _resolve_tiny(source: str, seed: int, cache: Path) -> ResolvedModel:
     from harness.models import tiny
 
-    arch = source[len(TINY_PREFIX):].replace("-", "_")
-    recipe = json.dumps({"arch": tiny.ARCHITECTURES[arch], "seed": seed, "vocab": tiny.TOKENIZER_VOCAB,
-                         "corpus": hashlib.sha256(tiny.corpus_text().encode()).hexdigest()}, sort_keys=True)
+    arch = source[len(TINY_PREFIX) :].replace("-", "_")
+    recipe = json.dumps(
+        {
+            "arch": tiny.ARCHITECTURES[arch],
+            "seed": seed,
+            "vocab": tiny.TOKENIZER_VOCAB,
+            "corpus": hashlib.sha256(tiny.corpus_text().encode()).hexdigest(),
+        },
+        sort_keys=True,
+    )
     key = hashlib.sha256(recipe.encode()).hexdigest()
     # The checksum of a tiny model is that of its recipe: same recipe, same weights.
-    return _cached_build(cache, f"{source}-seed{seed}-{key[:12]}", source, key,
-                         lambda out: tiny.build(arch, seed, out))
+    return _cached_build(cache, f"{source}-seed{seed}-{key[:12]}", source, key, lambda out: tiny.build(arch, seed, out))
 
 
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
@@ -198,7 +210,9 @@ def _sha256(path: Path) -> str:
 def _dir_checksum(path: Path) -> str:
     """sha256 over the names and contents of a checkpoint's config, tokenizer and weight files."""
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".model")):
+    for file in sorted(
+        p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".model")
+    ):
         if file.name == _PROVENANCE:
             continue
         digest.update(file.name.encode())

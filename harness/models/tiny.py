@@ -27,8 +27,14 @@ ARCHITECTURES: dict[str, dict] = {
     "qwen2": dict(model_type="qwen2", **_COMMON),
     "gemma3_text": dict(model_type="gemma3_text", head_dim=16, sliding_window=32, **_COMMON),
     # Mixture-of-experts families (routing statistics, capacity studies): 8 experts, top-2.
-    "qwen2_moe": dict(model_type="qwen2_moe", num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
-                      shared_expert_intermediate_size=32, **_COMMON),
+    "qwen2_moe": dict(
+        model_type="qwen2_moe",
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=32,
+        **_COMMON,
+    ),
     "mixtral": dict(model_type="mixtral", num_local_experts=8, num_experts_per_tok=2, **_COMMON),
     "olmoe": dict(model_type="olmoe", num_experts=8, num_experts_per_tok=2, **_COMMON),
 }

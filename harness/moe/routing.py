@@ -118,8 +118,14 @@ def _capacities(policy: str, capacity: int, counts_calib: np.ndarray, n_experts:
     raise ValueError(f"unknown capacity policy {policy!r} (uniform, tiered)")
 
 
-def evaluate_capacity(trace: RoutingTrace, chunk: int, policy: str, capacity: int, group_size: int,
-                      calibration: Optional[RoutingTrace] = None) -> CapacityResult:
+def evaluate_capacity(
+    trace: RoutingTrace,
+    chunk: int,
+    policy: str,
+    capacity: int,
+    group_size: int,
+    calibration: Optional[RoutingTrace] = None,
+) -> CapacityResult:
     """Static capacities applied to each ``chunk``-token prefill chunk of ``trace``; tiers and expert
     groups follow the calibration trace's popularity (``trace`` itself when none is given)."""
     calib_counts = (calibration or trace).counts()
@@ -138,17 +144,34 @@ def evaluate_capacity(trace: RoutingTrace, chunk: int, policy: str, capacity: in
         used += kept.sum()
         for layer in range(trace.n_layers):
             grouped = counts[layer, order[layer]]
-            launches += sum(grouped[g * group_size:(g + 1) * group_size].sum() > 0 for g in range(n_groups))
+            launches += sum(grouped[g * group_size : (g + 1) * group_size].sum() > 0 for g in range(n_groups))
     per_layer_chunks = trace.n_layers * len(chunks)
-    return CapacityResult(policy, group_size, capacity, float(dropped / routed) if routed else 0.0,
-                          float(1 - used / slots) if slots else 0.0, float(launches / per_layer_chunks), n_groups)
+    return CapacityResult(
+        policy,
+        group_size,
+        capacity,
+        float(dropped / routed) if routed else 0.0,
+        float(1 - used / slots) if slots else 0.0,
+        float(launches / per_layer_chunks),
+        n_groups,
+    )
 
 
-def capacity_grid(trace: RoutingTrace, chunk: int, capacities: Sequence[int], group_sizes: Sequence[int],
-                  calibration: Optional[RoutingTrace] = None, policies: Sequence[str] = ("uniform", "tiered")):
+def capacity_grid(
+    trace: RoutingTrace,
+    chunk: int,
+    capacities: Sequence[int],
+    group_sizes: Sequence[int],
+    calibration: Optional[RoutingTrace] = None,
+    policies: Sequence[str] = ("uniform", "tiered"),
+):
     """The G x C table (NPUMoE Table 5 columns apart from device latency) as a DataFrame."""
     import pandas as pd
 
-    rows = [evaluate_capacity(trace, chunk, policy, c, g, calibration).__dict__
-            for policy in policies for g in group_sizes for c in capacities]
+    rows = [
+        evaluate_capacity(trace, chunk, policy, c, g, calibration).__dict__
+        for policy in policies
+        for g in group_sizes
+        for c in capacities
+    ]
     return pd.DataFrame(rows)

@@ -18,15 +18,23 @@ class Study:
     grid: pd.DataFrame  # policy, group_size, capacity, drop_rate, padded_share, launches_per_layer
 
 
-def run(model_source: str, prompt_len: int, prompts_per_set: int, chunk: int, capacities: Sequence[int],
-        group_sizes: Sequence[int], overlap_k: int, cache_dir=None) -> Study:
+def run(
+    model_source: str,
+    prompt_len: int,
+    prompts_per_set: int,
+    chunk: int,
+    capacities: Sequence[int],
+    group_sizes: Sequence[int],
+    overlap_k: int,
+    cache_dir=None,
+) -> Study:
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
+    from harness.models import prompts
     from harness.models import sources as models
     from harness.moe import routing as moe
-    from harness.models import prompts
     from harness.scenario.schema import ModelSpec
 
     hf_logging.disable_progress_bar()
@@ -40,16 +48,28 @@ def run(model_source: str, prompt_len: int, prompts_per_set: int, chunk: int, ca
     calib_counts, eval_counts = calibration.counts(), evaluation.counts()
     calib_rank, eval_rank = moe.popularity(calib_counts), moe.popularity(eval_counts)
     k = min(overlap_k, calibration.n_experts)
-    experts = pd.DataFrame([
-        {"layer": layer, "expert": expert, "calibration_tokens": int(calib_counts[layer, expert]),
-         "evaluation_tokens": int(eval_counts[layer, expert]),
-         "calibration_rank": int(list(calib_rank[layer]).index(expert)),
-         "evaluation_rank": int(list(eval_rank[layer]).index(expert))}
-        for layer in range(calibration.n_layers) for expert in range(calibration.n_experts)])
-    layers = pd.DataFrame({"layer": range(calibration.n_layers),
-                           "imbalance_calibration": moe.imbalance(calib_counts),
-                           "imbalance_evaluation": moe.imbalance(eval_counts),
-                           f"overlap_at_{k}": moe.overlap_at_k(calib_rank, eval_rank, k)})
+    experts = pd.DataFrame(
+        [
+            {
+                "layer": layer,
+                "expert": expert,
+                "calibration_tokens": int(calib_counts[layer, expert]),
+                "evaluation_tokens": int(eval_counts[layer, expert]),
+                "calibration_rank": int(list(calib_rank[layer]).index(expert)),
+                "evaluation_rank": int(list(eval_rank[layer]).index(expert)),
+            }
+            for layer in range(calibration.n_layers)
+            for expert in range(calibration.n_experts)
+        ]
+    )
+    layers = pd.DataFrame(
+        {
+            "layer": range(calibration.n_layers),
+            "imbalance_calibration": moe.imbalance(calib_counts),
+            "imbalance_evaluation": moe.imbalance(eval_counts),
+            f"overlap_at_{k}": moe.overlap_at_k(calib_rank, eval_rank, k),
+        }
+    )
     grid = moe.capacity_grid(evaluation, chunk, capacities, group_sizes, calibration=calibration)
     return Study(experts, layers, grid)
 

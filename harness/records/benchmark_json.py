@@ -17,12 +17,19 @@ KEY = "harness_record"
 
 
 def compact(record: Record) -> dict:
-    small = record.model_copy(update={
-        "samples": Samples(rounds_ms=round_values(record), launches=record.samples.launches,
-                           intervals=record.samples.intervals),
-        "outputs": {}, "prompt_lengths": [], "log": [], "failure": None,  # routing stays: the report plots it
-        "correctness": record.correctness and record.correctness.model_copy(update={"prompts": [], "reference": None}),
-    })
+    small = record.model_copy(
+        update={
+            "samples": Samples(
+                rounds_ms=round_values(record), launches=record.samples.launches, intervals=record.samples.intervals
+            ),
+            "outputs": {},
+            "prompt_lengths": [],
+            "log": [],
+            "failure": None,  # routing stays: the report plots it
+            "correctness": record.correctness
+            and record.correctness.model_copy(update={"prompts": [], "reference": None}),
+        }
+    )
     return small.to_dict()
 
 

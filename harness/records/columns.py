@@ -91,15 +91,22 @@ def _launch_name(launch: Launch, record: Record) -> str:
 
 
 def failed_launches(record: Record) -> list[str]:
-    return [f"{_launch_name(launch, record)} {launch.status}: {launch.reason or 'no reason given'}"
-            for launch in record.samples.launches if launch.status != "ok"]
+    return [
+        f"{_launch_name(launch, record)} {launch.status}: {launch.reason or 'no reason given'}"
+        for launch in record.samples.launches
+        if launch.status != "ok"
+    ]
 
 
 def drift_flags(record: Record) -> list[str]:
     """Figures that trended within a launch (throttling, a neighbour starting), as the drift check flagged them."""
-    return [f"{_launch_name(launch, record)}: "
-            + (drift.why or f"{drift.metric} drifts {drift.slope_per_round:+.1%} per round")
-            for launch in record.samples.launches for drift in launch.drift if drift.flagged]
+    return [
+        f"{_launch_name(launch, record)}: "
+        + (drift.why or f"{drift.metric} drifts {drift.slope_per_round:+.1%} per round")
+        for launch in record.samples.launches
+        for drift in launch.drift
+        if drift.flagged
+    ]
 
 
 def machine_noise(record: Record) -> list[str]:

@@ -13,8 +13,22 @@ import harness
 
 # CPU flags that decide which kernels engines pick.
 _INTERESTING_FLAGS = (
-    "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
-    "avx512_fp16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16", "neon", "asimd", "sve",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+    "neon",
+    "asimd",
+    "sve",
 )
 
 
@@ -46,12 +60,21 @@ def git_commit() -> dict:
     if not (root / ".git").exists():
         return {"commit": None, "dirty": None}
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10)
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return {"commit": None, "dirty": None}
-    return {"commit": commit.stdout.strip() or None, "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None}
+    return {
+        "commit": commit.stdout.strip() or None,
+        "dirty": bool(status.stdout.strip()) if status.returncode == 0 else None,
+    }
 
 
 def collect() -> dict:

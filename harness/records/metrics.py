@@ -43,8 +43,14 @@ CATALOGUE: tuple[Metric, ...] = (
     _m("batch_size", "sequences", NEITHER, "batch size"),
     _m("ttft_ms", "ms", LOWER, "first token", "median time to first token", alias="ttft"),
     _m("ttft_ms_p90", "ms", LOWER, "first token p90", "90th percentile of time to first token over rounds"),
-    _m("ttft_ms_p99", "ms", LOWER, "first token p99", "99th percentile of time to first token over rounds",
-       alias="ttft_p99"),
+    _m(
+        "ttft_ms_p99",
+        "ms",
+        LOWER,
+        "first token p99",
+        "99th percentile of time to first token over rounds",
+        alias="ttft_p99",
+    ),
     _m("e2e_ms", "ms", LOWER, "end to end", "median duration of a whole generation", alias="e2e"),
     _m("tpot_ms", "ms/token", LOWER, "next token", "median over rounds of (e2e - TTFT) / (n - 1)", alias="tpot"),
     _m("ms_per_token_mean", "ms/token", LOWER, "ms/token mean", "mean inter-token gap"),
@@ -83,8 +89,14 @@ CATALOGUE: tuple[Metric, ...] = (
     _m("bytes_per_decode_step", "bytes", NEITHER, "bytes per decode step", "weights plus the KV cache read per step"),
     _m("memory_bandwidth_gb_s", "GB/s", NEITHER, "memory bandwidth", "the machine's measured triad bandwidth"),
     _m("decode_bound_ms", "ms/token", NEITHER, "decode bound", "bytes per step over bandwidth: the fastest possible"),
-    _m("roofline_fraction", "ratio", HIGHER, "roofline fraction", "decode bound over measured ms/token",
-       alias="roofline"),
+    _m(
+        "roofline_fraction",
+        "ratio",
+        HIGHER,
+        "roofline fraction",
+        "decode bound over measured ms/token",
+        alias="roofline",
+    ),
     _m("prefill_compute_bound_ms", "ms", NEITHER, "prefill compute bound"),
     # runner: the point's life cycle
     _m("peak_rss_mb", "MiB", LOWER, "peak RSS", "peak resident memory of the process", alias="peak_rss"),
@@ -144,8 +156,10 @@ def resolve(user_name: str, what: str = "metric") -> Metric:
         return metric
     close = difflib.get_close_matches(user_name, [*BY_ALIAS, *BY_NAME], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise UsageError(f"unknown {what} {user_name!r}; {hint}use one of {', '.join(sorted(BY_ALIAS))}, "
-                     "or a metric name such as tpot_ms")
+    raise UsageError(
+        f"unknown {what} {user_name!r}; {hint}use one of {', '.join(sorted(BY_ALIAS))}, "
+        "or a metric name such as tpot_ms"
+    )
 
 
 def units(names: Iterable[str]) -> dict[str, str]:

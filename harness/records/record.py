@@ -11,7 +11,6 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.records.metrics import LAUNCH
 from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa: F401 - re-exported
 from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
@@ -23,6 +22,7 @@ from harness.records.correctness import (  # noqa: F401 - re-exported
     ReferenceInfo,
     SameWeights,
 )
+from harness.records.metrics import LAUNCH
 from harness.records.samples import Drift, Interval, Launch, RoundSample, Samples, TimeSplit  # noqa: F401 - re-exported
 
 SCHEMA_VERSION = 2
@@ -141,9 +141,26 @@ def describe_errors(exc: ValidationError, source: object = None) -> str:
     return "\n".join(lines)
 
 
-V1_FIELDS = {"scenario", "point_id", "point", "status", "reason", "settings", "model", "metrics", "units", "samples",
-             "correctness", "accuracy", "adapter", "environment", "scenario_path", "started_at", "finished_at",
-             "schema_version"}
+V1_FIELDS = {
+    "scenario",
+    "point_id",
+    "point",
+    "status",
+    "reason",
+    "settings",
+    "model",
+    "metrics",
+    "units",
+    "samples",
+    "correctness",
+    "accuracy",
+    "adapter",
+    "environment",
+    "scenario_path",
+    "started_at",
+    "finished_at",
+    "schema_version",
+}
 V1_UNAVAILABLE = {"cpu_cycles_unavailable": "cpu_cycles", "device_memory_unavailable": "device_memory_peak_mb"}
 
 
@@ -175,10 +192,17 @@ def _from_v1(data: dict) -> dict:
         failure["signal"] = _signal_name(-failure["exit_code"])
     samples = data.get("samples") or {}
     data = {k: v for k, v in data.items() if k in V1_FIELDS}  # version 1 passed unknown keys over
-    return {**data, "schema_version": SCHEMA_VERSION, "samples": samples,
-            "outputs": details.pop("outputs", {}), "prompt_lengths": details.pop("prompt_lengths", []),
-            "routing": details.pop("routing", None), "log": details.pop("log", []),
-            "failure": failure or None, "unavailable": unavailable}
+    return {
+        **data,
+        "schema_version": SCHEMA_VERSION,
+        "samples": samples,
+        "outputs": details.pop("outputs", {}),
+        "prompt_lengths": details.pop("prompt_lengths", []),
+        "routing": details.pop("routing", None),
+        "log": details.pop("log", []),
+        "failure": failure or None,
+        "unavailable": unavailable,
+    }
 
 
 def _signal_name(number: int) -> Optional[str]:
@@ -196,13 +220,23 @@ def launches_of(record: Record) -> list[Launch]:
     entries = list(record.samples.launches)
     if len(entries) > 1:
         return entries
-    first = entries[0] if entries else Launch(
-        index=0, rounds=len(record.samples.rounds), started_at=record.started_at,
-        medians={name: record.metrics[name] for name in LAUNCH if record.metrics.get(name) is not None})
+    first = (
+        entries[0]
+        if entries
+        else Launch(
+            index=0,
+            rounds=len(record.samples.rounds),
+            started_at=record.started_at,
+            medians={name: record.metrics[name] for name in LAUNCH if record.metrics.get(name) is not None},
+        )
+    )
     return [first.model_copy(update={"index": 0, "status": record.status, "reason": record.reason})]
 
 
 def launch_values(record: Record, metric: str) -> list[float]:
     """The metric's median in each ok launch that measured it: the values the regression gate tests."""
-    return [float(entry.medians[metric]) for entry in launches_of(record)
-            if entry.status == "ok" and entry.medians.get(metric) is not None]
+    return [
+        float(entry.medians[metric])
+        for entry in launches_of(record)
+        if entry.status == "ok" and entry.medians.get(metric) is not None
+    ]

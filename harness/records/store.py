@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
 from harness.io import read_json, safe_name, write_json_atomic
+from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
 from harness.records.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
 
 REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
@@ -34,8 +34,11 @@ def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     files: list[tuple[Path, bool]] = []
     for path in map(Path, paths):
         if path.is_dir():  # records only: the gate's reference store may live inside a results directory
-            files += [(p, False) for p in sorted(path.rglob("*.json")) if not p.name.startswith(".")
-                      and REFERENCE_DIR not in p.relative_to(path).parts]
+            files += [
+                (p, False)
+                for p in sorted(path.rglob("*.json"))
+                if not p.name.startswith(".") and REFERENCE_DIR not in p.relative_to(path).parts
+            ]
         elif path.exists():
             files.append((path, True))
         else:
@@ -65,8 +68,10 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
             for record in benchmark_json.records(data, source=file):
                 yield file, record
         elif explicit:
-            raise ValueError(f"{file}: neither a harness result record nor a pytest-benchmark JSON "
-                             "file written with the harness plugin")
+            raise ValueError(
+                f"{file}: neither a harness result record nor a pytest-benchmark JSON "
+                "file written with the harness plugin"
+            )
 
 
 def row(record: Record, path: Optional[Path] = None) -> dict:

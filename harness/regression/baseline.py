@@ -12,10 +12,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from harness.io import safe_name
-from harness.records import store as results
 from harness.errors import UsageError
-from harness.io import make_dir_like_mkdir, write_json_atomic
+from harness.io import make_dir_like_mkdir, safe_name, write_json_atomic
+from harness.records import store as results
 
 MANIFEST = "baseline.json"
 DEFAULT_DIR = Path("baselines")
@@ -82,8 +81,9 @@ def resolve(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> Path:
         return Path(name_or_path)
     known = sorted(p.parent.name for p in Path(baselines_dir).glob(f"*/{MANIFEST}"))
     hint = f"saved baselines in {baselines_dir}: {', '.join(known)}" if known else f"none saved in {baselines_dir}"
-    raise UsageError(f"no baseline {name_or_path!r} ({hint}); save one with "
-                     f"`harness baseline save RESULTS --name {name_or_path}`")
+    raise UsageError(
+        f"no baseline {name_or_path!r} ({hint}); save one with `harness baseline save RESULTS --name {name_or_path}`"
+    )
 
 
 def load(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> list[results.Record]:

@@ -25,16 +25,15 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from harness.records import metrics
-from harness.measure import launches as stats
-from harness.regression import significance
 from harness.errors import UsageError
+from harness.measure import launches as stats
+from harness.records import metrics
 from harness.records.store import Record
+from harness.regression import significance
 from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
 from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
 
 Point = tuple[str, str]
-
 
 
 @dataclass
@@ -116,8 +115,10 @@ def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
     out: dict[Point, Record] = {}
     for record in records:
         if key(record) in out:
-            raise UsageError(f"{label}: point {record.scenario}::{record.point_id} appears twice; "
-                             "combine records from several runners with `harness merge` first")
+            raise UsageError(
+                f"{label}: point {record.scenario}::{record.point_id} appears twice; "
+                "combine records from several runners with `harness merge` first"
+            )
         out[key(record)] = record
     return out
 
@@ -132,10 +133,19 @@ def launch_test(threshold: Threshold, base: Record, new: Record) -> Optional[Met
     before, after = statistics.median(before_values), statistics.median(after_values)
     if before <= 0:
         return None
-    return MetricTest(base.scenario, base.point_id, threshold.metric, threshold.limit, tuple(before_values),
-                      tuple(after_values), before, after, threshold.change(before, after),
-                      significance.min_p_value(len(before_values), len(after_values)),
-                      higher_is_better=threshold.higher_is_better)
+    return MetricTest(
+        base.scenario,
+        base.point_id,
+        threshold.metric,
+        threshold.limit,
+        tuple(before_values),
+        tuple(after_values),
+        before,
+        after,
+        threshold.change(before, after),
+        significance.min_p_value(len(before_values), len(after_values)),
+        higher_is_better=threshold.higher_is_better,
+    )
 
 
 def _scenarios(points) -> str:
@@ -146,19 +156,28 @@ def _refuse_nothing_to_compare(base: dict, now: dict, scope: Optional[set[Point]
     """A gate that compared nothing has not passed: an empty baseline, or one that shares no point with
     the new records (another scenario's baseline, a deselected run), is a usage error."""
     if not base:
-        raise UsageError("the baseline holds no records, so nothing can be compared; save one from a "
-                         "complete run with `harness baseline save`")
+        raise UsageError(
+            "the baseline holds no records, so nothing can be compared; save one from a "
+            "complete run with `harness baseline save`"
+        )
     common = set(base) & set(now)
     if scope is not None:
         common &= scope
     if not common:
-        raise UsageError(f"the baseline has no records in common with the results, so nothing can be "
-                         f"compared (baseline: {len(base)} point(s) of scenarios {_scenarios(base)}; "
-                         f"results: {len(now)} point(s) of scenarios {_scenarios(now)})")
+        raise UsageError(
+            f"the baseline has no records in common with the results, so nothing can be "
+            f"compared (baseline: {len(base)} point(s) of scenarios {_scenarios(base)}; "
+            f"results: {len(now)} point(s) of scenarios {_scenarios(now)})"
+        )
 
 
-def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Threshold],
-          scope: Optional[set[Point]] = None, fdr: float = DEFAULT_FDR) -> GateOutcome:
+def check(
+    baseline: Iterable[Record],
+    new: Iterable[Record],
+    thresholds: list[Threshold],
+    scope: Optional[set[Point]] = None,
+    fdr: float = DEFAULT_FDR,
+) -> GateOutcome:
     """Gate ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
     (pytest passes the points it selected; the command line checks all of them); ``fdr`` is the false
     discovery rate over the run's launch-level tests."""
@@ -175,8 +194,9 @@ def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Th
             continue
         if record.verdict == "fail":
             reasons = "; ".join(record.correctness.reasons) or "see the record"
-            outcome.findings.append(Finding(scenario, pid, "agreement", f"top-{record.correctness.k} "
-                                            f"agreement fails: {reasons}"))
+            outcome.findings.append(
+                Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
+            )
     for point, before in base.items():
         scenario, pid = point
         if scope is not None and point not in scope:
@@ -188,7 +208,9 @@ def check(baseline: Iterable[Record], new: Iterable[Record], thresholds: list[Th
             outcome.findings.append(Finding(scenario, pid, "missing", "ran in the baseline, no record now"))
             continue
         if after.status == "skipped":
-            outcome.findings.append(Finding(scenario, pid, "skipped", f"ran in the baseline, skipped now: {after.reason}"))
+            outcome.findings.append(
+                Finding(scenario, pid, "skipped", f"ran in the baseline, skipped now: {after.reason}")
+            )
             continue
         if after.status != "ok":
             continue  # already reported above
@@ -224,8 +246,9 @@ def _judge(outcome: GateOutcome, threshold: Threshold, before: Record, after: Re
 def _decide(outcome: GateOutcome) -> None:
     """Benjamini-Hochberg over every launch-level test, then findings and notes."""
     fdr, tests = outcome.fdr, outcome.tests
-    for test, p_value in zip(tests, significance.worse_p_values([(t.base_values, t.new_values, t.higher_is_better)
-                                                          for t in tests])):
+    for test, p_value in zip(
+        tests, significance.worse_p_values([(t.base_values, t.new_values, t.higher_is_better) for t in tests])
+    ):
         test.p_value = p_value
     for test, q_value in zip(tests, significance.fdr_adjust([t.p_value for t in tests], fdr)):
         test.q_value = q_value
@@ -240,39 +263,52 @@ def _decide(outcome: GateOutcome) -> None:
             test.ratio_low, test.ratio_high = significance.ratio_interval(test.base_values, test.new_values)
             outcome.findings.append(Finding(*point, "regression", _message(test), metric=test.metric, test=test))
         elif test.min_p > lone:
-            outcome.notes.append(f"{name} but too few launches to show it ({test.launches[0]} vs {test.launches[1]} "
-                                 f"launches reach p >= {test.min_p:.2g}; a lone regression among {len(tests)} tests "
-                                 f"needs p <= {lone:.2g}); rerun it with more launches (measurement.launches) or "
-                                 "`harness gate --confirm K`")
+            outcome.notes.append(
+                f"{name} but too few launches to show it ({test.launches[0]} vs {test.launches[1]} "
+                f"launches reach p >= {test.min_p:.2g}; a lone regression among {len(tests)} tests "
+                f"needs p <= {lone:.2g}); rerun it with more launches (measurement.launches) or "
+                "`harness gate --confirm K`"
+            )
         else:
-            outcome.notes.append(f"{name} but not significant over {test.launches[0]} vs {test.launches[1]} "
-                                 f"launches (p={test.p_value:.2g}, q={test.q_value:.2g} > {fdr:g}): within "
-                                 "launch-to-launch noise")
+            outcome.notes.append(
+                f"{name} but not significant over {test.launches[0]} vs {test.launches[1]} "
+                f"launches (p={test.p_value:.2g}, q={test.q_value:.2g} > {fdr:g}): within "
+                "launch-to-launch noise"
+            )
     if tests:
-        outcome.notes.append(f"launch-level test of {len(tests)} metric(s): one-sided Mann-Whitney U, "
-                             f"Benjamini-Hochberg FDR {fdr:g}")
+        outcome.notes.append(
+            f"launch-level test of {len(tests)} metric(s): one-sided Mann-Whitney U, Benjamini-Hochberg FDR {fdr:g}"
+        )
         weakest = max(tests, key=lambda t: t.min_p)
         if weakest.min_p > lone:
-            outcome.notes.append(f"power: {_power(weakest.launches, len(tests), fdr)}, so only regressions "
-                                 "shared by several points can show")
+            outcome.notes.append(
+                f"power: {_power(weakest.launches, len(tests), fdr)}, so only regressions "
+                "shared by several points can show"
+            )
     if outcome.single_launch:
         names = ", ".join(f"{s}::{p}" for s, p in outcome.single_launch[:5])
         more = f" and {len(outcome.single_launch) - 5} more" if len(outcome.single_launch) > 5 else ""
-        outcome.notes.append(f"{len(outcome.single_launch)} point(s) judged without launch statistics (under two "
-                             f"launches measured a metric on a side): {names}{more}; threshold and per-round spread only, which "
-                             "launch-to-launch noise can trip; set measurement.launches: 5 (baseline and new run) "
-                             "for a launch-level test")
+        outcome.notes.append(
+            f"{len(outcome.single_launch)} point(s) judged without launch statistics (under two "
+            f"launches measured a metric on a side): {names}{more}; threshold and per-round spread only, which "
+            "launch-to-launch noise can trip; set measurement.launches: 5 (baseline and new run) "
+            "for a launch-level test"
+        )
 
 
 def _power(launches: tuple[int, int], tests: int, fdr: float) -> str:
     lone = fdr / tests
-    return (f"with {launches[0]} vs {launches[1]} launches the smallest attainable p is "
-            f"{significance.min_p_value(*launches):.2g}, and {tests} test(s) at FDR {fdr:g} need p <= {lone:.2g} for a lone "
-            f"regression ({significance.launches_needed(lone)} launches a side would do)")
+    return (
+        f"with {launches[0]} vs {launches[1]} launches the smallest attainable p is "
+        f"{significance.min_p_value(*launches):.2g}, and {tests} test(s) at FDR {fdr:g} need p <= {lone:.2g} for a lone "
+        f"regression ({significance.launches_needed(lone)} launches a side would do)"
+    )
 
 
 def _message(test: MetricTest) -> str:
     interval = "" if test.ratio_low is None else f" [95% CI {test.ratio_low:.3f}, {test.ratio_high:.3f}]"
-    return (f"{test.metric} {test.before:.4g} -> {test.after:.4g} ({test.change:+.1%} worse; limit {test.limit:.0%}; "
-            f"{test.launches[0]} vs {test.launches[1]} launches, Mann-Whitney p={test.p_value:.2g}, "
-            f"q={test.q_value:.2g}; ratio {test.ratio:.3f}{interval})")
+    return (
+        f"{test.metric} {test.before:.4g} -> {test.after:.4g} ({test.change:+.1%} worse; limit {test.limit:.0%}; "
+        f"{test.launches[0]} vs {test.launches[1]} launches, Mann-Whitney p={test.p_value:.2g}, "
+        f"q={test.q_value:.2g}; ratio {test.ratio:.3f}{interval})"
+    )

@@ -9,8 +9,14 @@ if TYPE_CHECKING:
     from harness.regression.check import GateOutcome, Threshold
 
 
-def confirm(outcome: GateOutcome, baseline: Iterable[Record], current: Iterable[Record], thresholds: list[Threshold],
-            rerun: Callable[[list[Record], int], list[Record]], launches: int) -> GateOutcome:
+def confirm(
+    outcome: GateOutcome,
+    baseline: Iterable[Record],
+    current: Iterable[Record],
+    thresholds: list[Threshold],
+    rerun: Callable[[list[Record], int], list[Record]],
+    launches: int,
+) -> GateOutcome:
     """``harness gate --confirm K``: rerun the flagged points (``GateOutcome.flagged``) ``launches`` more
     times with ``rerun(records, launches)`` (``Runner.relaunch``: each record comes back with the new
     launches appended after its own), then judge those points again on the new launches alone, with the
@@ -33,17 +39,29 @@ def confirm(outcome: GateOutcome, baseline: Iterable[Record], current: Iterable[
         if key(record) in before and len(stats.launches_of(record)) > before[key(record)]:
             fresh[key(record)] = stats.since(record, before[key(record)])
     if not fresh:
-        return replace(outcome, notes=[*outcome.notes, f"--confirm {launches}: the rerun returned no new launches, "
-                                       "so nothing was confirmed"])
+        return replace(
+            outcome,
+            notes=[
+                *outcome.notes,
+                f"--confirm {launches}: the rerun returned no new launches, so nothing was confirmed",
+            ],
+        )
     second = check(baseline, fresh.values(), thresholds, scope=set(fresh), fdr=outcome.fdr)
     kept = [f for f in outcome.findings if f.kind != "regression" or (f.scenario, f.point_id) not in fresh]
-    verdicts = {(f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind
-                for f in second.findings}
+    verdicts = {
+        (f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind for f in second.findings
+    }
     names = ", ".join(f"{s}::{p} ({verdicts.get((s, p), 'cleared')})" for s, p in fresh)
     return GateOutcome(
-        findings=kept + second.findings, compared=outcome.compared, fdr=outcome.fdr,
-        notes=[*outcome.notes, *(f"confirmation: {n}" for n in second.notes),
-               f"--confirm {launches}: reran {names} and judged the new launches alone against the baseline"],
+        findings=kept + second.findings,
+        compared=outcome.compared,
+        fdr=outcome.fdr,
+        notes=[
+            *outcome.notes,
+            *(f"confirmation: {n}" for n in second.notes),
+            f"--confirm {launches}: reran {names} and judged the new launches alone against the baseline",
+        ],
         tests=[t for t in outcome.tests if (t.scenario, t.point_id) not in fresh] + second.tests,
         beyond_limit=[p for p in outcome.beyond_limit if p not in fresh] + second.beyond_limit,
-        single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch)
+        single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch,
+    )

@@ -70,6 +70,12 @@ def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[Optiona
     def ratio(x, y, axis=-1):
         return np.median(x, axis=axis) / np.median(y, axis=axis)
 
-    found = bootstrap((list(new), list(base)), ratio, confidence_level=CONFIDENCE, method="percentile",
-                      n_resamples=2000, rng=np.random.default_rng(SEED)).confidence_interval
+    found = bootstrap(
+        (list(new), list(base)),
+        ratio,
+        confidence_level=CONFIDENCE,
+        method="percentile",
+        n_resamples=2000,
+        rng=np.random.default_rng(SEED),
+    ).confidence_interval
     return float(found.low), float(found.high)

@@ -33,7 +33,11 @@ def metric_check(threshold: Threshold, base: Record, new: Record) -> tuple[Optio
     if threshold.metric not in round_values(base):
         note = f"{base.scenario}::{base.point_id}: {threshold.metric} has one value per run, so no spread to compare"
     if worse <= spread:
-        return None, (f"{base.scenario}::{base.point_id}: {threshold.metric} {relative:+.1%} is within the measured "
-                      f"spread ({spread:.3g})")
-    return (f"{threshold.metric} {before:.4g} -> {after:.4g} ({relative:+.1%} worse; limit {threshold.limit:.0%}, "
-            f"measured spread {spread:.3g})"), note
+        return None, (
+            f"{base.scenario}::{base.point_id}: {threshold.metric} {relative:+.1%} is within the measured "
+            f"spread ({spread:.3g})"
+        )
+    return (
+        f"{threshold.metric} {before:.4g} -> {after:.4g} ({relative:+.1%} worse; limit {threshold.limit:.0%}, "
+        f"measured spread {spread:.3g})"
+    ), note

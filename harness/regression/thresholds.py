@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.records import metrics
 from harness.errors import UsageError
+from harness.records import metrics
 
 DEFAULT_THRESHOLDS = "tpot=5%,ttft=10%,energy_per_token=10%"
 DEFAULT_FDR = 0.05
@@ -39,10 +39,13 @@ def parse_thresholds(text: str) -> list[Threshold]:
         except UsageError as exc:
             raise UsageError(f"--max-regression: {entry!r}: {exc}") from None
         if metric.higher_is_better is None:
-            raise UsageError(f"--max-regression: {entry!r}: {metric.name} has no better direction "
-                             f"({metric.label or metric.name}, {metric.unit}), so it cannot regress")
-        out.append(Threshold(name, metric.name, float(number) / 100 if percent else float(number),
-                             metric.higher_is_better))
+            raise UsageError(
+                f"--max-regression: {entry!r}: {metric.name} has no better direction "
+                f"({metric.label or metric.name}, {metric.unit}), so it cannot regress"
+            )
+        out.append(
+            Threshold(name, metric.name, float(number) / 100 if percent else float(number), metric.higher_is_better)
+        )
     if not out:
         raise UsageError("--max-regression: no thresholds given")
     return out

@@ -30,16 +30,27 @@ def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFra
                 paired = (part.paired or {}).get(task, {}).get(metric)
                 better = (part.outcomes or {}).get(task)
                 better = better.higher_is_better.get(metric) if better else None
-                rows.append({"scenario": record.scenario, "point_id": record.point_id,
-                             "quantization": record.point.get("quantization"), "task": task, "metric": metric,
-                             "value": value, "stderr": metrics.get(f"{metric}_stderr"),
-                             "reference": reference.get(task, {}).get(metric),
-                             "delta": deltas.get(task, {}).get(metric),
-                             "delta_low": paired.low if paired else None, "delta_high": paired.high if paired else None,
-                             "p_value": paired.p_value if paired else None, "test": paired.test if paired else None,
-                             "non_inferior": _verdict(paired), "items": metrics.get("items"),
-                             "unpaired": (part.unpaired or {}).get(task, {}).get(metric),
-                             "higher_is_better": metric not in LOWER_IS_BETTER if better is None else better})
+                rows.append(
+                    {
+                        "scenario": record.scenario,
+                        "point_id": record.point_id,
+                        "quantization": record.point.get("quantization"),
+                        "task": task,
+                        "metric": metric,
+                        "value": value,
+                        "stderr": metrics.get(f"{metric}_stderr"),
+                        "reference": reference.get(task, {}).get(metric),
+                        "delta": deltas.get(task, {}).get(metric),
+                        "delta_low": paired.low if paired else None,
+                        "delta_high": paired.high if paired else None,
+                        "p_value": paired.p_value if paired else None,
+                        "test": paired.test if paired else None,
+                        "non_inferior": _verdict(paired),
+                        "items": metrics.get("items"),
+                        "unpaired": (part.unpaired or {}).get(task, {}).get(metric),
+                        "higher_is_better": metric not in LOWER_IS_BETTER if better is None else better,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -62,8 +73,9 @@ def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
     plt = plots.pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4.2), squeeze=False)
     for ax, ((task, metric), data) in zip(axes[0], panels):
-        labels = [f"{s}::{p}" if shown["scenario"].nunique() > 1 else p
-                  for s, p in zip(data["scenario"], data["point_id"])]
+        labels = [
+            f"{s}::{p}" if shown["scenario"].nunique() > 1 else p for s, p in zip(data["scenario"], data["point_id"])
+        ]
         ax.bar(range(len(data)), data["value"], yerr=data["stderr"].fillna(0), color="#1565c0", capsize=3)
         reference = data["reference"].dropna()
         if not reference.empty:
@@ -74,9 +86,13 @@ def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
         ax.set_title(f"{task}: {metric}", fontsize=9)
     fig.suptitle("Task accuracy (lm-eval)")
     fig.tight_layout()
-    return plots.Plot("accuracy", "Task accuracy against the HF reference", fig,
-                      "Error bars: lm-eval's standard error. Dashed: the HF reference on the same items. "
-                      "The table's delta_low/delta_high and p_value pair each item with the reference's.")
+    return plots.Plot(
+        "accuracy",
+        "Task accuracy against the HF reference",
+        fig,
+        "Error bars: lm-eval's standard error. Dashed: the HF reference on the same items. "
+        "The table's delta_low/delta_high and p_value pair each item with the reference's.",
+    )
 
 
 def build(pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:
@@ -86,4 +102,3 @@ def build(pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:
     table = table.sort_values(["task", "metric", "scenario", "point_id"]).reset_index(drop=True)
     plot = accuracy_plot(table)
     return {"accuracy": table}, [plot] if plot else []
-

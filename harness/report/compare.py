@@ -6,9 +6,9 @@ from typing import Iterable, Optional
 
 from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches
-from harness.report.readable import plus_minus
-from harness.regression.check import index
 from harness.records.store import Record
+from harness.regression.check import index
+from harness.report.readable import plus_minus
 
 
 def _ratio(numerator, denominator):
@@ -21,8 +21,11 @@ def improvement(metric: str, before: Optional[float], after: Optional[float]) ->
 
 
 # (ratio column, metric, ratio of the two runs)
-RATIOS = (("speedup", "tpot_ms", improvement), ("ttft_speedup", "ttft_ms", improvement),
-          ("energy_ratio", "energy_per_token_mj", lambda metric, before, after: _ratio(after, before)))
+RATIOS = (
+    ("speedup", "tpot_ms", improvement),
+    ("ttft_speedup", "ttft_ms", improvement),
+    ("energy_ratio", "energy_per_token_mj", lambda metric, before, after: _ratio(after, before)),
+)
 
 
 def _interval(record: Optional[Record], metric: str) -> tuple[Optional[float], Optional[float]]:
@@ -46,22 +49,27 @@ def comparison(baseline: Iterable[Record], new: Iterable[Record]):
         before, after = base.get(point), now.get(point)
         b = before.metrics if before else {}
         a = after.metrics if after else {}
-        row = {"scenario": point[0], "point_id": point[1],
-               "status_base": before.status if before else "missing",
-               "status_new": after.status if after else "missing",
-               "launches_base": ok_launches(before) if before else None,
-               "launches_new": ok_launches(after) if after else None}
+        row = {
+            "scenario": point[0],
+            "point_id": point[1],
+            "status_base": before.status if before else "missing",
+            "status_new": after.status if after else "missing",
+            "launches_base": ok_launches(before) if before else None,
+            "launches_new": ok_launches(after) if after else None,
+        }
         for column, metric, ratio in RATIOS:
             row[f"{metric}_base"], row[f"{metric}_new"] = b.get(metric), a.get(metric)
             row[f"{metric}_ci_low_base"], row[f"{metric}_ci_high_base"] = _interval(before, metric)
             row[f"{metric}_ci_low_new"], row[f"{metric}_ci_high_new"] = _interval(after, metric)
             row[column] = ratio(metric, b.get(metric), a.get(metric))
-        row.update({
-            "gate_base": before.verdict if before else None,
-            "gate_new": after.verdict if after else None,
-            "top1_match_base": before.correctness.top1_match_rate if before and before.correctness else None,
-            "top1_match_new": after.correctness.top1_match_rate if after and after.correctness else None,
-        })
+        row.update(
+            {
+                "gate_base": before.verdict if before else None,
+                "gate_new": after.verdict if after else None,
+                "top1_match_base": before.correctness.top1_match_rate if before and before.correctness else None,
+                "top1_match_new": after.correctness.top1_match_rate if after and after.correctness else None,
+            }
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -73,8 +81,12 @@ def _with_interval(table, metric: str, side: str):
     def bare(v):
         return None if pd.isna(v) else v
 
-    return [plus_minus(bare(v), bare(lo), bare(hi)) for v, lo, hi in
-            zip(table[f"{metric}_{side}"], table[f"{metric}_ci_low_{side}"], table[f"{metric}_ci_high_{side}"])]
+    return [
+        plus_minus(bare(v), bare(lo), bare(hi))
+        for v, lo, hi in zip(
+            table[f"{metric}_{side}"], table[f"{metric}_ci_low_{side}"], table[f"{metric}_ci_high_{side}"]
+        )
+    ]
 
 
 def format_table(table) -> str:
@@ -84,9 +96,23 @@ def format_table(table) -> str:
 
     if table.empty:
         return "no points in either run"
-    shown = table[["scenario", "point_id", "status_base", "status_new", "tpot_ms_base", "tpot_ms_new",
-                   "launches_base", "launches_new", "speedup", "ttft_speedup", "energy_ratio", "gate_base",
-                   "gate_new"]].copy()
+    shown = table[
+        [
+            "scenario",
+            "point_id",
+            "status_base",
+            "status_new",
+            "tpot_ms_base",
+            "tpot_ms_new",
+            "launches_base",
+            "launches_new",
+            "speedup",
+            "ttft_speedup",
+            "energy_ratio",
+            "gate_base",
+            "gate_new",
+        ]
+    ].copy()
     for side in ("base", "new"):
         shown[f"tpot_ms_{side}"] = _with_interval(table, "tpot_ms", side)
         shown[f"launches_{side}"] = [("-" if pd.isna(v) else str(int(v))) for v in table[f"launches_{side}"]]

@@ -20,19 +20,46 @@ from harness.errors import UsageError
 from harness.records.record import Record
 
 FORMATS = ("parquet", "jsonl")
-COLUMNS = ("kind", "scenario", "point", "launch", "round", "prompt", "position", "offset_ms", "gap_ms", "kl",
-           "top1_match")
+COLUMNS = (
+    "kind",
+    "scenario",
+    "point",
+    "launch",
+    "round",
+    "prompt",
+    "position",
+    "offset_ms",
+    "gap_ms",
+    "kl",
+    "top1_match",
+)
 
 
 def token_rows(record: Record) -> Iterator[dict]:
     for index, sample in enumerate(record.samples.rounds):
         offset = sample.ttft_s * 1e3
-        yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index, position=0,
-                   offset_ms=offset, gap_ms=offset)
+        yield _row(
+            "token",
+            record,
+            launch=sample.launch,
+            round=index,
+            prompt=sample.prompt_index,
+            position=0,
+            offset_ms=offset,
+            gap_ms=offset,
+        )
         for position, gap in enumerate(sample.gaps_s, start=1):
             offset += gap * 1e3
-            yield _row("token", record, launch=sample.launch, round=index, prompt=sample.prompt_index,
-                       position=position, offset_ms=offset, gap_ms=gap * 1e3)
+            yield _row(
+                "token",
+                record,
+                launch=sample.launch,
+                round=index,
+                prompt=sample.prompt_index,
+                position=position,
+                offset_ms=offset,
+                gap_ms=gap * 1e3,
+            )
 
 
 def gate_rows(record: Record) -> Iterator[dict]:
@@ -42,14 +69,22 @@ def gate_rows(record: Record) -> Iterator[dict]:
         kls = prompt.get("position_kl") or []
         matches = prompt.get("position_top1") or []
         for position in range(max(len(kls), len(matches))):
-            yield _row("gate", record, prompt=prompt.get("prompt"), position=position,
-                       kl=kls[position] if position < len(kls) else None,
-                       top1_match=matches[position] if position < len(matches) else None)
+            yield _row(
+                "gate",
+                record,
+                prompt=prompt.get("prompt"),
+                position=position,
+                kl=kls[position] if position < len(kls) else None,
+                top1_match=matches[position] if position < len(matches) else None,
+            )
 
 
 def _row(kind: str, record: Record, **values) -> dict:
-    return {column: None for column in COLUMNS} | {"kind": kind, "scenario": record.scenario,
-                                                    "point": record.point_id} | values
+    return (
+        {column: None for column in COLUMNS}
+        | {"kind": kind, "scenario": record.scenario, "point": record.point_id}
+        | values
+    )
 
 
 def rows(records: Iterable[Record]) -> Iterator[dict]:
@@ -99,10 +134,21 @@ def _parquet(table: list[dict]) -> bytes:
         raise UsageError("export --format parquet needs pyarrow: pip install pyarrow (or use --format jsonl)") from None
     import io
 
-    schema = pa.schema([("kind", pa.string()), ("scenario", pa.string()), ("point", pa.string()),
-                        ("launch", pa.int32()), ("round", pa.int32()), ("prompt", pa.int32()), ("position", pa.int32()),
-                        ("offset_ms", pa.float64()), ("gap_ms", pa.float64()), ("kl", pa.float64()),
-                        ("top1_match", pa.int8())])
+    schema = pa.schema(
+        [
+            ("kind", pa.string()),
+            ("scenario", pa.string()),
+            ("point", pa.string()),
+            ("launch", pa.int32()),
+            ("round", pa.int32()),
+            ("prompt", pa.int32()),
+            ("position", pa.int32()),
+            ("offset_ms", pa.float64()),
+            ("gap_ms", pa.float64()),
+            ("kl", pa.float64()),
+            ("top1_match", pa.int8()),
+        ]
+    )
     arrow = pa.Table.from_pylist(table, schema=schema)
     buffer = io.BytesIO()
     pq.write_table(arrow, buffer)

@@ -22,10 +22,20 @@ def routing_frame(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFram
         for layer, counts in enumerate(routing.counts):
             total = sum(counts) or 1
             for expert, tokens in enumerate(counts):
-                rows.append({"scenario": record.scenario, "point_id": record.point_id, "layer": layer,
-                             "expert": expert, "tokens": tokens, "load_share": tokens / total,
-                             "imbalance": routing.imbalance[layer], "layer_dropped": dropped[layer],
-                             "layer_drop_rate": dropped[layer] / total, "capacity": routing.capacity})
+                rows.append(
+                    {
+                        "scenario": record.scenario,
+                        "point_id": record.point_id,
+                        "layer": layer,
+                        "expert": expert,
+                        "tokens": tokens,
+                        "load_share": tokens / total,
+                        "imbalance": routing.imbalance[layer],
+                        "layer_dropped": dropped[layer],
+                        "layer_drop_rate": dropped[layer] / total,
+                        "capacity": routing.capacity,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -34,8 +44,12 @@ def layer_table(routing: pd.DataFrame) -> pd.DataFrame:
     if routing.empty:
         return routing
     grouped = routing.groupby(["scenario", "point_id", "layer"], sort=True)
-    return grouped.agg(imbalance=("imbalance", "first"), busiest_share=("load_share", "max"),
-                       drop_rate=("layer_drop_rate", "first"), tokens=("tokens", "sum")).reset_index()
+    return grouped.agg(
+        imbalance=("imbalance", "first"),
+        busiest_share=("load_share", "max"),
+        drop_rate=("layer_drop_rate", "first"),
+        tokens=("tokens", "sum"),
+    ).reset_index()
 
 
 def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
@@ -47,7 +61,7 @@ def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     layers = layer_table(routing)
-    series = list(layers.groupby(["scenario", "point_id"]))[:plots.MAX_SERIES]
+    series = list(layers.groupby(["scenario", "point_id"]))[: plots.MAX_SERIES]
     for (scenario, point_id), data in series:
         left.plot(data["layer"], data["imbalance"], marker="o", label=f"{scenario}::{point_id}")
     left.axhline(1.0, color="#9e9e9e", linestyle=":")
@@ -66,18 +80,28 @@ def layer_load_plot(routing: pd.DataFrame) -> Optional[plots.Plot]:
     fig.colorbar(image, ax=right)
     fig.suptitle("Expert load per layer")
     fig.tight_layout()
-    return plots.Plot("moe_layer_load", "MoE expert load and imbalance per layer", fig,
-                      "Tokens routed per expert over a prefill of the point's prompts (NPUMoE's r_l). "
-                      "Balanced routing sits at r_l = 1.")
+    return plots.Plot(
+        "moe_layer_load",
+        "MoE expert load and imbalance per layer",
+        fig,
+        "Tokens routed per expert over a prefill of the point's prompts (NPUMoE's r_l). "
+        "Balanced routing sits at r_l = 1.",
+    )
 
 
 def capacity_plot(df: pd.DataFrame) -> Optional[plots.Plot]:
     """Drop rate and gate KL (x noise floor) against the static expert capacity."""
-    return plots.panels(df, "moe_capacity", ["moe_drop_rate", "gate_kl_ratio"],
-                        "moe_capacity", "What a static expert capacity costs",
-                        "Capacity = tokens each expert takes per forward pass; overflow dropped, least "
-                        "salient first. Unlimited-capacity points have no x value.", log_x=True,
-                        labels={"gate_kl_ratio": "gate mean KL / noise floor"})
+    return plots.panels(
+        df,
+        "moe_capacity",
+        ["moe_drop_rate", "gate_kl_ratio"],
+        "moe_capacity",
+        "What a static expert capacity costs",
+        "Capacity = tokens each expert takes per forward pass; overflow dropped, least "
+        "salient first. Unlimited-capacity points have no x value.",
+        log_x=True,
+        labels={"gate_kl_ratio": "gate mean KL / noise floor"},
+    )
 
 
 def build(df: pd.DataFrame, pairs) -> tuple[dict[str, pd.DataFrame], list[plots.Plot]]:

@@ -9,8 +9,8 @@ from typing import Callable, Optional
 import pandas as pd
 
 from harness.records import metrics
-from harness.report import tables
 from harness.records.columns import TIME_SPLIT, TIMED
+from harness.report import tables
 
 MAX_SERIES = 16  # beyond this a legend is unreadable: the series with the most points are kept
 VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
@@ -106,8 +106,12 @@ def tpot_vs_max_seq_len(df: pd.DataFrame) -> Optional[Plot]:
     note = _lines(ax, df, "max_seq_len", "tpot_ms", log_x=True)
     ax.set_ylabel(metrics.label("tpot_ms"))
     ax.set_title("ms/token vs max sequence length")
-    return Plot("tpot_vs_max_seq_len", "ms/token vs max_seq_len", fig,
-                "Median decode latency per device and engine as the static context grows (NITRO Fig. 6)." + note)
+    return Plot(
+        "tpot_vs_max_seq_len",
+        "ms/token vs max_seq_len",
+        fig,
+        "Median decode latency per device and engine as the static context grows (NITRO Fig. 6)." + note,
+    )
 
 
 def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
@@ -125,24 +129,51 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
             rows = group[group["quantization"].astype(str) == level]
             if rows.empty:
                 continue
-            verdict = rows["gate_verdict"].dropna().iloc[0] if "gate_verdict" in rows and rows["gate_verdict"].notna().any() else None
-            ax.bar(i - 0.4 + width * (g + 0.5), rows["tpot_ms"].median(), width,
-                   color=VERDICT_COLOURS.get(verdict, NO_VERDICT_COLOUR), edgecolor="black",
-                   hatch="//" if verdict == "fail" else None)
-            ax.annotate(verdict or "no gate", (i - 0.4 + width * (g + 0.5), rows["tpot_ms"].median()),
-                        ha="center", va="bottom", fontsize=6, rotation=90)
+            verdict = (
+                rows["gate_verdict"].dropna().iloc[0]
+                if "gate_verdict" in rows and rows["gate_verdict"].notna().any()
+                else None
+            )
+            ax.bar(
+                i - 0.4 + width * (g + 0.5),
+                rows["tpot_ms"].median(),
+                width,
+                color=VERDICT_COLOURS.get(verdict, NO_VERDICT_COLOUR),
+                edgecolor="black",
+                hatch="//" if verdict == "fail" else None,
+            )
+            ax.annotate(
+                verdict or "no gate",
+                (i - 0.4 + width * (g + 0.5), rows["tpot_ms"].median()),
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+            )
         ax.plot([], [], " ", label=f"{g + 1}: {label}")
     ax.set_xticks(range(len(levels)), levels, rotation=20)
     ax.set_ylabel(metrics.label("tpot_ms"))
     ax.set_title("ms/token per quantization level (colour: gate verdict)")
     ax.legend(fontsize=7, title="bars left to right", title_fontsize=7, loc="upper right")
-    return Plot("tpot_by_quantization", "ms/token per quantization level", fig,
-                "Bars are coloured by the top-k gate verdict: green pass, orange drift, red (hatched) fail, "
-                "grey no gate (NITRO Fig. 7)." + note)
+    return Plot(
+        "tpot_by_quantization",
+        "ms/token per quantization level",
+        fig,
+        "Bars are coloured by the top-k gate verdict: green pass, orange drift, red (hatched) fail, "
+        "grey no gate (NITRO Fig. 7)." + note,
+    )
 
 
-def panels(df: pd.DataFrame, x: str, columns: list[str], slug: str, title: str, caption: str,
-           log_x: bool = False, labels: Optional[dict[str, str]] = None) -> Optional[Plot]:
+def panels(
+    df: pd.DataFrame,
+    x: str,
+    columns: list[str],
+    slug: str,
+    title: str,
+    caption: str,
+    log_x: bool = False,
+    labels: Optional[dict[str, str]] = None,
+) -> Optional[Plot]:
     """One panel per column against ``x``; y labels from the metric catalogue unless ``labels`` names them
     (columns that are not metrics, such as the gate's)."""
     df = sweeps_over(df, x)
@@ -165,21 +196,38 @@ def panels(df: pd.DataFrame, x: str, columns: list[str], slug: str, title: str, 
 
 
 def latency_vs_prompt_len(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "prompt_len", ["ttft_ms", "tpot_ms"],
-                  "latency_vs_prompt_len", "First- and next-token latency vs prompt length",
-                  "Intel GPU paper Fig. 7 axes.", log_x=True)
+    return panels(
+        df,
+        "prompt_len",
+        ["ttft_ms", "tpot_ms"],
+        "latency_vs_prompt_len",
+        "First- and next-token latency vs prompt length",
+        "Intel GPU paper Fig. 7 axes.",
+        log_x=True,
+    )
 
 
 def latency_vs_beam_width(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "beam_width", ["ttft_ms", "tpot_ms"],
-                  "latency_vs_beam_width", "First- and next-token latency vs beam width",
-                  "Intel GPU paper Fig. 8 axes.")
+    return panels(
+        df,
+        "beam_width",
+        ["ttft_ms", "tpot_ms"],
+        "latency_vs_beam_width",
+        "First- and next-token latency vs beam width",
+        "Intel GPU paper Fig. 8 axes.",
+    )
 
 
 def chunk_size(df: pd.DataFrame) -> Optional[Plot]:
-    return panels(df, "moe_chunk_size", ["ttft_ms", "energy_per_token_mj", "cpu_utilization"],
-                  "chunk_size", "TTFT, energy per token and CPU use vs prefill chunk size",
-                  "NPUMoE Figs. 14-16 axes.", log_x=True)
+    return panels(
+        df,
+        "moe_chunk_size",
+        ["ttft_ms", "energy_per_token_mj", "cpu_utilization"],
+        "chunk_size",
+        "TTFT, energy per token and CPU use vs prefill chunk size",
+        "NPUMoE Figs. 14-16 axes.",
+        log_x=True,
+    )
 
 
 def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
@@ -200,8 +248,12 @@ def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
     ax.set_title("Latency-energy trade-off")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
-    return Plot("latency_energy_pareto", "Latency-energy Pareto front", fig,
-                "Points no other point beats on both ms/token and energy per token (NPUMoE Fig. 13).")
+    return Plot(
+        "latency_energy_pareto",
+        "Latency-energy Pareto front",
+        fig,
+        "Points no other point beats on both ms/token and energy per token (NPUMoE Fig. 13).",
+    )
 
 
 def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
@@ -222,9 +274,13 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     more = f" The {limit} noisiest of {len(table)} points." if len(table) > limit else ""
-    return Plot("percentile_spread", "Per-point percentile spread", fig,
-                "Each line runs from the median to the 99th percentile of inter-token gaps; a long line is a "
-                "noisy figure." + more)
+    return Plot(
+        "percentile_spread",
+        "Per-point percentile spread",
+        fig,
+        "Each line runs from the median to the 99th percentile of inter-token gaps; a long line is a "
+        "noisy figure." + more,
+    )
 
 
 def time_split(df: pd.DataFrame) -> Optional[Plot]:
@@ -240,8 +296,15 @@ def time_split(df: pd.DataFrame) -> Optional[Plot]:
     left = pd.Series(0.0, index=table.index)
     for field, label in TIME_SPLIT:
         colour = TIMED_COLOUR if field == TIMED else next(muted)
-        ax.barh(y, table[field], left=left, color=colour, edgecolor="white", label=label,
-                hatch="//" if field == TIMED else None)
+        ax.barh(
+            y,
+            table[field],
+            left=left,
+            color=colour,
+            edgecolor="white",
+            label=label,
+            hatch="//" if field == TIMED else None,
+        )
         left = left + table[field]
     for row, total, share in zip(y, table["total_s"], table["timed_share"]):
         ax.annotate(f" timed {share:.0%}" if pd.notna(share) else " -", (total, row), va="center", fontsize=7)
@@ -254,14 +317,23 @@ def time_split(df: pd.DataFrame) -> Optional[Plot]:
     fig.tight_layout()
     missing = tables.time_split_missing(df)
     note = f" {missing} point(s) without a time split are left out." if missing else ""
-    return Plot("time_split", "Where the time went", fig,
-                "Process start, imports, conversion, load, warm-up, the timed rounds (the measured inference, "
-                "green), the gate and task accuracy, per scenario." + note)
+    return Plot(
+        "time_split",
+        "Where the time went",
+        fig,
+        "Process start, imports, conversion, load, warm-up, the timed rounds (the measured inference, "
+        "green), the gate and task accuracy, per scenario." + note,
+    )
 
 
 BUILDERS: list[Callable[[pd.DataFrame], Optional[Plot]]] = [
-    tpot_vs_max_seq_len, tpot_by_quantization, latency_vs_prompt_len, latency_vs_beam_width, chunk_size,
-    latency_energy_pareto, percentile_spread,
+    tpot_vs_max_seq_len,
+    tpot_by_quantization,
+    latency_vs_prompt_len,
+    latency_vs_beam_width,
+    chunk_size,
+    latency_energy_pareto,
+    percentile_spread,
 ]
 
 

@@ -7,8 +7,8 @@ from typing import Iterable, Optional
 
 from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches, warnings
-from harness.report.readable import number, plus_minus, times_floor
 from harness.records.record import Record
+from harness.report.readable import number, plus_minus, times_floor
 
 ENERGY_REASONS = ("energy_per_token_mj", "energy_j", "energy_cpu_package_j")  # the first one that says why
 
@@ -37,8 +37,10 @@ def _over_launches(record: Record, name: str) -> Optional[str]:
     if not has_interval(interval):
         return None
     value = interval.estimate if value is None else value
-    return f"{plus_minus(value, interval.low, interval.high)} {metrics.get(name).unit} " \
-           f"(95 % CI, {ok_launches(record)} launches)"
+    return (
+        f"{plus_minus(value, interval.low, interval.high)} {metrics.get(name).unit} "
+        f"(95 % CI, {ok_launches(record)} launches)"
+    )
 
 
 def speed(record: Record) -> tuple[str, str]:
@@ -90,8 +92,15 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         return "no records"
     ok = [r for r in records if r.status == "ok"]
     first_tpot = next((r.metrics.get("tpot_ms") for r in ok if r.metrics.get("tpot_ms")), None)
-    head = ["engine", "device", "is it right (gate)", metrics.get("ttft_ms").label,
-            metrics.get("tpot_ms").label, "speed-up", metrics.get("energy_per_token_mj").label]
+    head = [
+        "engine",
+        "device",
+        "is it right (gate)",
+        metrics.get("ttft_ms").label,
+        metrics.get("tpot_ms").label,
+        "speed-up",
+        metrics.get("energy_per_token_mj").label,
+    ]
     rows = [head]
     for record in ok:
         ttft, tpot = speed(record)
@@ -102,15 +111,21 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
     counts = {}
     for record in records:
         counts[record.status] = counts.get(record.status, 0) + 1
-    lines = [f"{', '.join(scenarios)}: {len(records)} points ("
-             + ", ".join(f"{n} {status}" for status, n in counts.items()) + ")", ""]
+    lines = [
+        f"{', '.join(scenarios)}: {len(records)} points ("
+        + ", ".join(f"{n} {status}" for status, n in counts.items())
+        + ")",
+        "",
+    ]
     if ok:
         lines += _table(rows)
         lines.append("")
-        lines.append(f"{metrics.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
-                     "inter-token gaps (with a 95 % CI: ± its half-width over independent launches); speed-up: "
-                     "the first row's ms/token over each row's; KL: the gate's mean "
-                     "KL(reference || engine) as a multiple of the HF noise floor (drift above 5x by default).")
+        lines.append(
+            f"{metrics.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
+            "inter-token gaps (with a 95 % CI: ± its half-width over independent launches); speed-up: "
+            "the first row's ms/token over each row's; KL: the gate's mean "
+            "KL(reference || engine) as a multiple of the HF noise floor (drift above 5x by default)."
+        )
     for record in records:
         if record.status != "ok":
             lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")

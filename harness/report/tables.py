@@ -9,8 +9,20 @@ from harness.records.columns import TIME_PREFIX, TIME_SPLIT
 
 VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
 # Columns that tell points apart in a table or a plot's legend, in the order they are named.
-IDENTITY = ["scenario", "host", "model", "adapter", "device", "quantization", "max_seq_len", "prompt_len",
-            "beam_width", "batch_size", "moe_chunk_size", "moe_capacity"]
+IDENTITY = [
+    "scenario",
+    "host",
+    "model",
+    "adapter",
+    "device",
+    "quantization",
+    "max_seq_len",
+    "prompt_len",
+    "beam_width",
+    "batch_size",
+    "moe_chunk_size",
+    "moe_capacity",
+]
 OUTPUT_TOKENS_FOR_OVERALL = 32  # "overall = first + 31 x next" is the Intel CPU runtime paper's 32-token summary
 
 
@@ -75,16 +87,21 @@ def engines(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     if "started_at" in ok:
         ok = ok.sort_values("started_at", kind="stable", na_position="last")
-    keys = [c for c in ("adapter", "device", "quantization") if c in ok and (c != "quantization" or ok[c].nunique() > 1)]
+    keys = [
+        c for c in ("adapter", "device", "quantization") if c in ok and (c != "quantization" or ok[c].nunique() > 1)
+    ]
     ok = ok.assign(**{c: ok[c].fillna("-") for c in keys})
     grouped = ok.groupby(keys, sort=False, dropna=False)
-    table = grouped.agg(points=("point_id", "size"),
-                        **{c: (c, "median") for c in ("ttft_ms", "tpot_ms", "energy_per_token_mj") if c in ok})
+    table = grouped.agg(
+        points=("point_id", "size"),
+        **{c: (c, "median") for c in ("ttft_ms", "tpot_ms", "energy_per_token_mj") if c in ok},
+    )
     if "engine" in ok:
         table.insert(0, "engine", grouped["engine"].first())
     first = table["tpot_ms"].dropna()
-    table.insert(table.columns.get_loc("tpot_ms") + 1, "speedup",
-                 first.iloc[0] / table["tpot_ms"] if not first.empty else None)
+    table.insert(
+        table.columns.get_loc("tpot_ms") + 1, "speedup", first.iloc[0] / table["tpot_ms"] if not first.empty else None
+    )
     table["gate"] = grouped["gate_verdict"].agg(_verdict_summary) if "gate_verdict" in ok else "-"
     if "gate_kl_ratio" in ok:
         table["kl_over_floor"] = grouped["gate_kl_ratio"].median()
@@ -103,8 +120,21 @@ def correctness(df: pd.DataFrame) -> pd.DataFrame:
     """Per point: verdict, divergence position, top-1 match rate, KL; failures first."""
     if df.empty:
         return pd.DataFrame()
-    cols = ["scenario", "point_id", "status", "gate_verdict", "gate_k", "gate_mode", "gate_divergence_index",
-            "gate_top1_match_rate", "gate_kl_mean", "gate_kl_ratio", "gate_reasons", "gate_skipped", "reason"]
+    cols = [
+        "scenario",
+        "point_id",
+        "status",
+        "gate_verdict",
+        "gate_k",
+        "gate_mode",
+        "gate_divergence_index",
+        "gate_top1_match_rate",
+        "gate_kl_mean",
+        "gate_kl_ratio",
+        "gate_reasons",
+        "gate_skipped",
+        "reason",
+    ]
     table = df[[c for c in cols if c in df]].copy()
     failed_run = table["status"].isin(["failed", "timeout"]).map({True: -1, False: 0})
     rank = _col(table, "gate_verdict").map(lambda v: VERDICT_ORDER.get(v, 3)) + failed_run
@@ -129,8 +159,22 @@ def first_next(df: pd.DataFrame) -> pd.DataFrame:
     ok = ok_points(df)
     if ok.empty or "ttft_ms" not in ok:
         return pd.DataFrame()
-    cols = [c for c in ("scenario", "point_id", "adapter", "device", "quantization", "prompt_len", "beam_width",
-                        "generated_tokens", "ttft_ms", "tpot_ms") if c in ok]
+    cols = [
+        c
+        for c in (
+            "scenario",
+            "point_id",
+            "adapter",
+            "device",
+            "quantization",
+            "prompt_len",
+            "beam_width",
+            "generated_tokens",
+            "ttft_ms",
+            "tpot_ms",
+        )
+        if c in ok
+    ]
     table = ok[cols].rename(columns={"ttft_ms": "first_token_ms", "tpot_ms": "next_token_ms"}).copy()
     is_32 = _col(table, "generated_tokens") == OUTPUT_TOKENS_FOR_OVERALL
     overall = table["first_token_ms"] + (OUTPUT_TOKENS_FOR_OVERALL - 1) * _col(table, "next_token_ms")
@@ -157,7 +201,8 @@ def launches(df: pd.DataFrame) -> pd.DataFrame:
             cols += [name, *ends]
     table = ok[cols].copy()
     table["warnings"] = ok[[c for c in notes if c in ok]].apply(
-        lambda row: "; ".join(str(v) for v in row if isinstance(v, str)) or None, axis=1)
+        lambda row: "; ".join(str(v) for v in row if isinstance(v, str)) or None, axis=1
+    )
     return table.sort_values(["scenario", "point_id"])
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from harness.report.plots import Plot, pyplot
 from harness.records.record import Record
+from harness.report.plots import Plot, pyplot
 
 MAX_POINTS = 10  # lines per plot beyond which colours stop telling points apart
 KL_LINES = {"noise floor": (1.0, "#616161"), "drift": (5.0, "#ef6c00"), "fail": (100.0, "#c62828")}
@@ -39,8 +39,14 @@ def token_timeline(records: list[Record]) -> Optional[Plot]:
         first.scatter([index] * len(rounds), [s.ttft_s * 1e3 for s in rounds], color=colour, s=12, alpha=0.7)
         for number, sample in enumerate(rounds):
             positions = range(1, len(sample.gaps_s) + 1)
-            rest.plot(positions, [g * 1e3 for g in sample.gaps_s], color=colour, alpha=0.75, linewidth=1.1,
-                      label=f"{_name(record, several)} ({len(rounds)} rounds)" if number == 0 else None)
+            rest.plot(
+                positions,
+                [g * 1e3 for g in sample.gaps_s],
+                color=colour,
+                alpha=0.75,
+                linewidth=1.1,
+                label=f"{_name(record, several)} ({len(rounds)} rounds)" if number == 0 else None,
+            )
     first.set_xticks(range(len(timed)), [str(i + 1) for i in range(len(timed))])
     first.set_xlim(-0.6, len(timed) - 0.4)
     first.set_xlabel("point")
@@ -54,16 +60,20 @@ def token_timeline(records: list[Record]) -> Optional[Plot]:
     for ax in (first, rest):
         ax.set_ylim(bottom=0)
     fig.tight_layout()
-    return Plot("token_timeline", "Per-token timeline", fig,
-                "Each line is one timed round: the time each generated token took after the one before it "
-                "(left: the first token, one dot per round). Warm-up effects show as a rising or falling start, "
-                "KV-cache growth as a slope, jitter as spread between the rounds.")
+    return Plot(
+        "token_timeline",
+        "Per-token timeline",
+        fig,
+        "Each line is one timed round: the time each generated token took after the one before it "
+        "(left: the first token, one dot per round). Warm-up effects show as a rising or falling start, "
+        "KV-cache growth as a slope, jitter as spread between the rounds.",
+    )
 
 
 def _kl_series(record: Record):
     gate = record.correctness
     floor = gate.noise_floor if gate and gate.noise_floor else None
-    for prompt in (gate.prompts if gate else []):
+    for prompt in gate.prompts if gate else []:
         kls = prompt.get("position_kl")
         if not kls or not floor:
             continue
@@ -90,16 +100,39 @@ def gate_kl(records: list[Record]) -> Optional[Plot]:
         colour = colours[index % len(colours)]
         for number, (prompt, kind, ratios, diverge) in enumerate(_kl_series(record)):
             shown = [max(r, smallest) for r in ratios]
-            ax.plot(range(len(shown)), shown, color=colour, linestyle=styles[number % len(styles)], linewidth=1.2,
-                    label=f"{_name(record, several)} prompt {prompt} ({kind})")
+            ax.plot(
+                range(len(shown)),
+                shown,
+                color=colour,
+                linestyle=styles[number % len(styles)],
+                linewidth=1.2,
+                label=f"{_name(record, several)} prompt {prompt} ({kind})",
+            )
             if diverge is not None and diverge < len(shown):
-                ax.plot([diverge], [shown[diverge]], marker="X", markersize=9, color=colour, markeredgecolor="black",
-                        linestyle="none", label=None if marked else "first divergence")
+                ax.plot(
+                    [diverge],
+                    [shown[diverge]],
+                    marker="X",
+                    markersize=9,
+                    color=colour,
+                    markeredgecolor="black",
+                    linestyle="none",
+                    label=None if marked else "first divergence",
+                )
                 marked = True
     for name, (level, colour) in KL_LINES.items():
         ax.axhline(level, color=colour, linestyle=":", linewidth=1)
-        ax.annotate(f"{name} ({level:g}x)", (1.0, level), xycoords=("axes fraction", "data"), xytext=(-4, 2),
-                    textcoords="offset points", ha="right", va="bottom", fontsize=7, color=colour)
+        ax.annotate(
+            f"{name} ({level:g}x)",
+            (1.0, level),
+            xycoords=("axes fraction", "data"),
+            xytext=(-4, 2),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color=colour,
+        )
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -111,11 +144,15 @@ def gate_kl(records: list[Record]) -> Optional[Plot]:
     ax.grid(alpha=0.3, which="both")
     _legend_outside(ax)
     fig.tight_layout()
-    return Plot("gate_kl", "Gate: per-position KL against the noise floor", fig,
-                "KL between the HF reference and the engine at every generated position, as a multiple of the "
-                "noise floor (HF bf16 vs fp32). The gate drifts above 5x on average and fails above 100x; X marks "
-                "where a prompt's free-running tokens first differ from the reference's (or its first top-k "
-                "violation). Engines with top-1 tokens only (static NPU pipelines) have no KL and are not drawn.")
+    return Plot(
+        "gate_kl",
+        "Gate: per-position KL against the noise floor",
+        fig,
+        "KL between the HF reference and the engine at every generated position, as a multiple of the "
+        "noise floor (HF bf16 vs fp32). The gate drifts above 5x on average and fails above 100x; X marks "
+        "where a prompt's free-running tokens first differ from the reference's (or its first top-k "
+        "violation). Engines with top-1 tokens only (static NPU pipelines) have no KL and are not drawn.",
+    )
 
 
 def build(records: list[Record]) -> list[Plot]:

@@ -47,8 +47,13 @@ class Worker:
     """One isolated worker process serving points one at a time (see the module docstring). Use as a
     context manager, or call ``close``: the process group is killed on every way out."""
 
-    def __init__(self, session_options: dict, adapter: str, limits: Limits = Limits(),
-                 log: Callable[[str], None] = lambda message: None):
+    def __init__(
+        self,
+        session_options: dict,
+        adapter: str,
+        limits: Limits = Limits(),
+        log: Callable[[str], None] = lambda message: None,
+    ):
         self.session_options, self.adapter, self.limits, self.log = session_options, adapter, limits, log
         self.progress: Callable[[str], None] = lambda phase: None
         self.process: Optional[subprocess.Popen] = None
@@ -68,8 +73,12 @@ class Worker:
     def start(self) -> None:
         _sweep_once()
         self.work = Path(tempfile.mkdtemp(prefix=lifecycle.work_prefix()))
-        config = {"session": self.session_options, "adapter": self.adapter, "adapters": _in_process_adapters(),
-                  "memory_limit_mb": self.limits.memory_limit_mb}
+        config = {
+            "session": self.session_options,
+            "adapter": self.adapter,
+            "adapters": _in_process_adapters(),
+            "memory_limit_mb": self.limits.memory_limit_mb,
+        }
         (self.work / "worker.json").write_text(json.dumps(config))
         self.output_path = self.work / "output.log"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
@@ -82,10 +91,24 @@ class Worker:
         with lifecycle.shielded(), self.output_path.open("ab") as output:  # no signal between start and knowing it
             try:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", "harness.run.worker", "--serve", str(self.work), "--watch-fd", str(watch_read),
-                     "--reply-fd", str(reply_write)],
-                    pass_fds=(watch_read, reply_write), stdin=subprocess.PIPE, stdout=output,
-                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                    [
+                        sys.executable,
+                        "-m",
+                        "harness.run.worker",
+                        "--serve",
+                        str(self.work),
+                        "--watch-fd",
+                        str(watch_read),
+                        "--reply-fd",
+                        str(reply_write),
+                    ],
+                    pass_fds=(watch_read, reply_write),
+                    stdin=subprocess.PIPE,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
             finally:
                 os.close(watch_read)
                 os.close(reply_write)
@@ -171,7 +194,11 @@ class Worker:
         for message in record.log:  # the worker's progress lines, in order
             self.log(message)
         record.log = []
-        if self.limits.memory_limit_mb and record.status == "failed" and (record.reason or "").startswith("MemoryError"):
+        if (
+            self.limits.memory_limit_mb
+            and record.status == "failed"
+            and (record.reason or "").startswith("MemoryError")
+        ):
             separator = ": " if record.reason.rstrip().endswith(":") else "; "
             record.reason = f"{record.reason.rstrip().rstrip(':')}{separator}{_memory_limit(self.limits)}"
         return record
@@ -183,8 +210,14 @@ class Worker:
         if outcome == "timeout":
             lifecycle.kill_group(self.process.pid)
         code = self.process.wait()
-        record = Record(scenario=scenario.name, point_id=point.id, point=point.axes(), status="failed",
-                        scenario_path=scenario.path, environment={})
+        record = Record(
+            scenario=scenario.name,
+            point_id=point.id,
+            point=point.axes(),
+            status="failed",
+            scenario_path=scenario.path,
+            environment={},
+        )
         limits = self.limits
         if outcome == "timeout":
             record.status, record.reason = "timeout", f"no result within {limits.timeout_s:g} s; the process was killed"
@@ -197,8 +230,11 @@ class Worker:
                 record.reason += f"; {_memory_limit(limits)}, or the OOM killer"
         else:
             record.reason = f"the engine process exited with code {code} before writing a result"
-        record.failure = Failure(exit_code=code, output_tail=_tail(self.output_path, offset),
-                                 signal=signal.Signals(-code).name if code < 0 and outcome != "timeout" else None)
+        record.failure = Failure(
+            exit_code=code,
+            output_tail=_tail(self.output_path, offset),
+            signal=signal.Signals(-code).name if code < 0 and outcome != "timeout" else None,
+        )
         return record
 
     def _account(self, record, first: bool, elapsed: float) -> None:
@@ -213,12 +249,14 @@ class Worker:
         else:
             process_start, imports = self.startup if first else (0.0, 0.0)
             handover = max(0.0, elapsed - inside - process_start - imports)
-        record.time_split = split.model_copy(update={
-            "process_start_s": process_start, "imports_s": imports, "other_s": split.other_s + handover})
+        record.time_split = split.model_copy(
+            update={"process_start_s": process_start, "imports_s": imports, "other_s": split.other_s + handover}
+        )
 
 
-def run_in_child(session_options: dict, scenario, point, limits: Limits, log=lambda message: None,
-                 progress=lambda phase: None):
+def run_in_child(
+    session_options: dict, scenario, point, limits: Limits, log=lambda message: None, progress=lambda phase: None
+):
     """The point's record, produced by a worker of its own (``--isolation point``)."""
     with Worker(session_options, point.adapter, limits, log) as worker:
         worker.progress = progress
@@ -262,8 +300,11 @@ def _in_process_adapters() -> dict[str, str]:
     register too. Only module-level classes can cross; others stay unknown there."""
     from harness.adapters import registry
 
-    return {name: f"{cls.__module__}:{cls.__qualname__}" for name, cls in registry.in_process().items()
-            if cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__}
+    return {
+        name: f"{cls.__module__}:{cls.__qualname__}"
+        for name, cls in registry.in_process().items()
+        if cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__
+    }
 
 
 def _tail(path: Path, offset: int = 0) -> str:

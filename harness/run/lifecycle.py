@@ -158,7 +158,7 @@ def sweep_stale(results_dir: Optional[Path] = None, temp_dir: Optional[Path] = N
     removed = []
     temp_dir = Path(temp_dir or tempfile.gettempdir())
     for path in temp_dir.glob(f"{WORK_PREFIX}*-*"):
-        owner = path.name[len(WORK_PREFIX):].split("-", 1)[0]
+        owner = path.name[len(WORK_PREFIX) :].split("-", 1)[0]
         try:
             mine = path.lstat().st_uid == os.getuid()
         except OSError:

@@ -7,11 +7,11 @@ import difflib
 from pathlib import Path
 from typing import Iterable, Optional
 
-from harness.models import sources as models
 from harness.adapters import registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
-from harness.scenario.schema import AXES, Scenario
+from harness.models import sources as models
 from harness.scenario.file import line_of, parse, read
+from harness.scenario.schema import AXES, Scenario
 from harness.scenario.sweep import DEFAULT_MAX_POINTS, Point, count, expand
 
 
@@ -21,8 +21,9 @@ def load(path: str | Path, max_points: int = DEFAULT_MAX_POINTS) -> Scenario:
     return loads(read(path), str(path), default_name=path.stem, max_points=max_points)
 
 
-def loads(text: str, path: str = "<string>", default_name: str = "scenario",
-          max_points: int = DEFAULT_MAX_POINTS) -> Scenario:
+def loads(
+    text: str, path: str = "<string>", default_name: str = "scenario", max_points: int = DEFAULT_MAX_POINTS
+) -> Scenario:
     scenario, root = parse(text, path, default_name)
     check(scenario, root, path, max_points)
     return scenario
@@ -33,12 +34,18 @@ def size_error(scenario: Scenario, root, path: str, max_points: int) -> Optional
     points = count(scenario)
     if points <= max_points:
         return None
-    axes = " x ".join(f"{len(getattr(scenario.sweep, axis))} {axis}" for axis in AXES
-                      if len(getattr(scenario.sweep, axis)) > 1)
-    return ScenarioError(path, f"the sweep expands to {points:,} points ({axes or 'one combination'}"
-                         f"{f' + {len(scenario.include)} include' if scenario.include else ''}), more than "
-                         f"the limit of {max_points:,}; split the sweep or raise the limit with --max-points "
-                         "(pytest: --harness-max-points)", line_of(root, ("sweep",)), "sweep")
+    axes = " x ".join(
+        f"{len(getattr(scenario.sweep, axis))} {axis}" for axis in AXES if len(getattr(scenario.sweep, axis)) > 1
+    )
+    return ScenarioError(
+        path,
+        f"the sweep expands to {points:,} points ({axes or 'one combination'}"
+        f"{f' + {len(scenario.include)} include' if scenario.include else ''}), more than "
+        f"the limit of {max_points:,}; split the sweep or raise the limit with --max-points "
+        "(pytest: --harness-max-points)",
+        line_of(root, ("sweep",)),
+        "sweep",
+    )
 
 
 def check_unique(scenarios: Iterable[Scenario], seen: Optional[dict[str, str]] = None) -> None:
@@ -52,9 +59,15 @@ def check_unique(scenarios: Iterable[Scenario], seen: Optional[dict[str, str]] =
         name, where = safe_name(scenario.name), str(Path(scenario.path or "<string>").resolve())
         first = seen.setdefault(name, where)
         if first != where:
-            errors.append(ScenarioError(scenario.path or "<string>", f"scenario name {scenario.name!r} is also "
-                                        f"the name of {first}; records of both would go to the same place. "
-                                        "Rename one file or set a distinct `name:`", field="name"))
+            errors.append(
+                ScenarioError(
+                    scenario.path or "<string>",
+                    f"scenario name {scenario.name!r} is also "
+                    f"the name of {first}; records of both would go to the same place. "
+                    "Rename one file or set a distinct `name:`",
+                    field="name",
+                )
+            )
     if errors:
         raise ScenarioErrors(errors)
 
@@ -77,15 +90,20 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
             try:
                 adapter_classes[name] = registry.get(str(name))
             except HarnessError as exc:
-                errors.append(ScenarioError(path, str(exc), line_of(root, ("include", i, "adapter")),
-                                            f"include.{i}.adapter"))
+                errors.append(
+                    ScenarioError(path, str(exc), line_of(root, ("include", i, "adapter")), f"include.{i}.adapter")
+                )
     for i, device in enumerate(scenario.sweep.device):
         if adapter_classes and not any(cls.knows_device(device) for cls in adapter_classes.values()):
             known = sorted({d for cls in adapter_classes.values() for d in cls.devices})
-            errors.append(ScenarioError(
-                path, f"no adapter in this sweep has device {device!r} (known: {', '.join(known)})",
-                line_of(root, ("sweep", "device", i)), f"sweep.device.{i}",
-            ))
+            errors.append(
+                ScenarioError(
+                    path,
+                    f"no adapter in this sweep has device {device!r} (known: {', '.join(known)})",
+                    line_of(root, ("sweep", "device", i)),
+                    f"sweep.device.{i}",
+                )
+            )
     patterns = [(("exclude", i), entry) for i, entry in enumerate(scenario.exclude)]
     patterns += [(("include", i), entry) for i, entry in enumerate(scenario.include)]
     patterns += [(("known_failures", i, "match"), known.match) for i, known in enumerate(scenario.known_failures)]
@@ -94,17 +112,23 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
             if key not in AXES:
                 close = difflib.get_close_matches(str(key), AXES, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                errors.append(ScenarioError(
-                    path, f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
-                    line_of(root, (*loc, key)), ".".join(map(str, (*loc, key))),
-                ))
+                errors.append(
+                    ScenarioError(
+                        path,
+                        f"unknown axis {key!r}; {hint}axes: {', '.join(AXES)}",
+                        line_of(root, (*loc, key)),
+                        ".".join(map(str, (*loc, key))),
+                    )
+                )
     problem = models.check_source(scenario.model)
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
     if not errors:
         points = expand(scenario)
         if not points:
-            errors.append(ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep"))
+            errors.append(
+                ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep")
+            )
         errors += _contradictions(scenario, points, adapter_classes, root, path)
     if errors:
         raise ScenarioErrors(errors)
@@ -132,8 +156,12 @@ def _contradictions(scenario: Scenario, points: list[Point], adapter_classes, ro
         for i, value in enumerate(getattr(scenario.sweep, axis)):
             matching = [p for p in points if getattr(p, axis) == value]
             if matching and all(reasons[p.id] for p in matching):
-                errors.append(ScenarioError(
-                    path, f"no point with {axis}={value} can run: {reasons[matching[0].id]}",
-                    line_of(root, ("sweep", axis, i)), f"sweep.{axis}.{i}",
-                ))
+                errors.append(
+                    ScenarioError(
+                        path,
+                        f"no point with {axis}={value} can run: {reasons[matching[0].id]}",
+                        line_of(root, ("sweep", axis, i)),
+                        f"sweep.{axis}.{i}",
+                    )
+                )
     return errors

@@ -17,13 +17,32 @@ from harness.accuracy.lm_eval_model import HarnessLM
 
 @register_model("harness")
 class PointLM(HarnessLM):
-    def __init__(self, scenario: Optional[str] = None, point: Optional[str] = None, model: Optional[str] = None,
-                 adapter: str = "hf", device: str = "cpu", quantization: str = "none", dtype: str = "bf16",
-                 threads: Optional[int] = None, cache_dir: Optional[str] = None, **_ignored) -> None:
+    def __init__(
+        self,
+        scenario: Optional[str] = None,
+        point: Optional[str] = None,
+        model: Optional[str] = None,
+        adapter: str = "hf",
+        device: str = "cpu",
+        quantization: str = "none",
+        dtype: str = "bf16",
+        threads: Optional[int] = None,
+        cache_dir: Optional[str] = None,
+        **_ignored,
+    ) -> None:
         from harness.run.load_point import load_point
 
-        loaded = load_point(scenario=scenario, point=point, model=model, adapter=adapter, device=device,
-                            quantization=quantization, dtype=dtype, threads=threads, cache_dir=cache_dir)
+        loaded = load_point(
+            scenario=scenario,
+            point=point,
+            model=model,
+            adapter=adapter,
+            device=device,
+            quantization=quantization,
+            dtype=dtype,
+            threads=threads,
+            cache_dir=cache_dir,
+        )
         super().__init__(loaded.adapter, loaded.tokenizer, loaded.eos_ids, loaded.name)
 
     # lm-eval adds its own --device / --batch_size (default cuda:0) to the model's arguments; here the

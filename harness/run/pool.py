@@ -14,9 +14,15 @@ from harness.run.isolation import Limits, Worker
 
 
 class WorkerPool:
-    def __init__(self, session_options: Callable[[], dict], mode: str = "worker", limits: Limits = Limits(),
-                 log: Callable[[str], None] = lambda message: None):
-        self.session_options, self.mode, self.limits, self.log = session_options, mode, limits, log
+    def __init__(
+        self,
+        session_options: Callable[[], dict],
+        mode: str = "worker",
+        limits: Optional[Limits] = None,
+        log: Callable[[str], None] = lambda message: None,
+    ):
+        self.session_options, self.mode, self.log = session_options, mode, log
+        self.limits = limits if limits is not None else Limits()
         self.worker: Optional[Worker] = None
         self.key: Optional[tuple] = None
         self.started = 0  # workers started, for the isolation benchmark and tests

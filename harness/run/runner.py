@@ -10,17 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from harness.run import lifecycle
 from harness.adapters import registry
-from harness.records import store as results
-from harness.measure import launches as stats
-from harness.run import steps
 from harness.errors import HarnessError
+from harness.measure import launches as stats
+from harness.records import store as results
+from harness.records.record import Record
+from harness.run import lifecycle, steps
 from harness.run.isolation import MODES, Limits
 from harness.run.pool import WorkerPool
-from harness.records.record import Record
-from harness.scenario.schema import Scenario
 from harness.run.steps.session import Session, now_iso
+from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point, expand
 
 
@@ -54,9 +53,16 @@ class Runner:
         self.isolation = self.isolation or ("worker" if self.isolate else "none")
         if self.isolation not in MODES:
             raise ValueError(f"isolation: expected one of {', '.join(MODES)}, got {self.isolation!r}")
-        self.session = Session(cache_dir=self.cache_dir, reference_dir=self.reference_dir, timing=self.timing,
-                               gate_prompts=self.gate_prompts, refresh_reference=self.refresh_reference,
-                               allow_remote_code=self.allow_remote_code, energy=self.energy, log=self.log)
+        self.session = Session(
+            cache_dir=self.cache_dir,
+            reference_dir=self.reference_dir,
+            timing=self.timing,
+            gate_prompts=self.gate_prompts,
+            refresh_reference=self.refresh_reference,
+            allow_remote_code=self.allow_remote_code,
+            energy=self.energy,
+            log=self.log,
+        )
         self.pool = WorkerPool(self.session.options, self.isolation, self.limits, self.log)
 
     def close(self) -> None:
@@ -128,8 +134,14 @@ class Runner:
 
     # --- sweeps ----------------------------------------------------------------------------------
 
-    def run(self, scenarios: Iterable[Scenario], progress: bool = True,
-            select: Optional[Callable[[Point], bool]] = None, resume: bool = False, shard=None) -> list[Record]:
+    def run(
+        self,
+        scenarios: Iterable[Scenario],
+        progress: bool = True,
+        select: Optional[Callable[[Point], bool]] = None,
+        resume: bool = False,
+        shard=None,
+    ) -> list[Record]:
         """Run every (selected) point of every scenario, with a progress bar on stderr; the records come
         back in sweep order.
 
@@ -153,8 +165,10 @@ class Runner:
             work = shard_select(work, shard)
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
-        order = sorted((i for i in range(len(work)) if i not in done),
-                       key=lambda i: groups.setdefault(_group(*work[i]), len(groups)))
+        order = sorted(
+            (i for i in range(len(work)) if i not in done),
+            key=lambda i: groups.setdefault(_group(*work[i]), len(groups)),
+        )
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.launches_of(work[i][0]) for i in order)
         try:
@@ -166,13 +180,17 @@ class Runner:
                         scenario, point = work[i]
                         bar.set_postfix_str(f"{scenario.name}::{point.id}")
                         if progress:  # the point's phase (loading, timing round i/n, gate prompt j/m) on the bar
-                            self.session.progress = lambda phase, name=scenario.name: bar.set_postfix_str(f"{name}::{phase}")
+                            self.session.progress = lambda phase, name=scenario.name: bar.set_postfix_str(
+                                f"{name}::{phase}"
+                            )
                         launched[i].append(self._launch(scenario, point, len(launched[i])))
                         done[i] = self._merged(launched[i])
                         bar.update()
                         if launched[i][-1].status != "ok" and progress:
-                            bar.write(f"{done[i].status.upper()} {scenario.name}::{point.id}: {done[i].reason}",
-                                      file=sys.stderr)
+                            bar.write(
+                                f"{done[i].status.upper()} {scenario.name}::{point.id}: {done[i].reason}",
+                                file=sys.stderr,
+                            )
                     self.pool.close()  # the next pass starts fresh workers
                     pending = [i for i in pending if self._wants_launch(work[i][0], launched[i])]
                     bar.total = bar.n + sum(max(1, self.launches_of(work[i][0]) - len(launched[i])) for i in pending)
@@ -194,8 +212,10 @@ class Runner:
         try:
             for record in records:
                 if not record.scenario_path:
-                    raise HarnessError(f"{record.scenario}::{record.point_id}: the record names no scenario file "
-                                       "to rerun (scenario_path)")
+                    raise HarnessError(
+                        f"{record.scenario}::{record.point_id}: the record names no scenario file "
+                        "to rerun (scenario_path)"
+                    )
                 scenario = planning.load(Path(record.scenario_path))
                 point = next((p for p in expand(scenario) if p.id == record.point_id), None)
                 if point is None:
@@ -221,16 +241,18 @@ class Runner:
         configuration matches."""
         if self.results_dir is None:
             return None
-        path = results.record_path(self.results_dir, Record(scenario=scenario.name, point_id=point.id,
-                                                            point={}, status="ok"))
+        path = results.record_path(
+            self.results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
+        )
         try:
             record = results.read(path)
         except (OSError, ValueError):
             return None
         settings = json.loads(json.dumps(self.session.settings_of(scenario)))
         same = record.point == point.axes() and record.settings == settings
-        complete = record.status == "skipped" or (record.status == "ok" and (
-            not self.timing or len(record.samples.launches) >= self.launches_of(scenario)))
+        complete = record.status == "skipped" or (
+            record.status == "ok" and (not self.timing or len(record.samples.launches) >= self.launches_of(scenario))
+        )
         return record if same and complete else None
 
 

@@ -76,6 +76,8 @@ def merge(records: Iterable[tuple[object, Record]]) -> tuple[list[Record], list[
         if kept.status == "skipped":
             chosen[key] = (source, record)
         elif kept.to_dict() != record.to_dict():
-            conflicts.append(f"{record.scenario}::{record.point_id}: {kept.status} in {kept_source} "
-                             f"(started {kept.started_at}) and {record.status} in {source} (started {record.started_at})")
+            conflicts.append(
+                f"{record.scenario}::{record.point_id}: {kept.status} in {kept_source} "
+                f"(started {kept.started_at}) and {record.status} in {source} (started {record.started_at})"
+            )
     return [record for _, record in chosen.values()], conflicts

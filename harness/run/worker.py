@@ -52,10 +52,10 @@ def serve(work: Path, reply_fd: int) -> int:
         limit = config["memory_limit_mb"] * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     start = time.perf_counter()
-    from harness.run import steps
     from harness.io import write_json_atomic
-    from harness.scenario.schema import Scenario
+    from harness.run import steps
     from harness.run.steps.session import Session
+    from harness.scenario.schema import Scenario
     from harness.scenario.sweep import Point
 
     _register_in_process_adapters(config["adapters"])

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.scenario import yaml_load
 from harness.errors import ScenarioError, ScenarioErrors
+from harness.scenario import yaml_load
 from harness.scenario.schema import Scenario
 
 

@@ -21,7 +21,6 @@ from pydantic import (
     model_validator,
 )
 
-
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
@@ -59,11 +58,14 @@ class Measurement(_Strict):
     min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
     max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
     threads: Optional[PositiveInt] = Field(None, description="engine threads; default: the engine's own")
-    launches: PositiveInt = Field(1, description="independent launches per point (fresh worker and load each), "
-                                                 "interleaved across the sweep")
+    launches: PositiveInt = Field(
+        1, description="independent launches per point (fresh worker and load each), interleaved across the sweep"
+    )
     target_rel_ci: Optional[PositiveFloat] = Field(
-        None, description="adaptive: stop adding launches to a point once the 95 % interval of its median "
-                          "tpot is within +-this fraction (0.02 = 2 %); needs max_launches")
+        None,
+        description="adaptive: stop adding launches to a point once the 95 % interval of its median "
+        "tpot is within +-this fraction (0.02 = 2 %); needs max_launches",
+    )
     max_launches: Optional[PositiveInt] = Field(None, description="with target_rel_ci: at most this many launches")
 
     @model_validator(mode="after")
@@ -90,12 +92,14 @@ class Gate(_Strict):
     k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
     tokens: Tokens = Field(32, description="greedy tokens per prompt")
     prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
-        "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts")
+        "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts"
+    )
     mode: Literal["free", "forced", "both"] = "both"
     drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
     fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
     fail_on_drift: Union[bool, Literal["auto"]] = Field(
-        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones")
+        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones"
+    )
     reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
 
     @model_validator(mode="after")
@@ -108,16 +112,24 @@ class Gate(_Strict):
 class Accuracy(_Strict):
     """Task accuracy through lm-evaluation-harness (see harness.accuracy.evaluate)."""
 
-    tasks: list[str] = Field(min_length=1, description="lm-eval tasks: the shipped harness_cloze and "
-                             "harness_choice, or any task whose dataset is cached on this machine")
+    tasks: list[str] = Field(
+        min_length=1,
+        description="lm-eval tasks: the shipped harness_cloze and "
+        "harness_choice, or any task whose dataset is cached on this machine",
+    )
     limit: Optional[PositiveInt] = Field(None, description="items per task (all when unset)")
     num_fewshot: NonNegativeInt = 0
-    reference: bool = Field(True, description="also score the HF reference (gate.reference_dtype, else bf16) "
-                            "on the same tasks and record each point's delta")
+    reference: bool = Field(
+        True,
+        description="also score the HF reference (gate.reference_dtype, else bf16) "
+        "on the same tasks and record each point's delta",
+    )
     non_inferiority: dict[str, Union[float, dict[str, float]]] = Field(
-        default_factory=dict, description="per task, the fraction of the reference's score a point must keep "
+        default_factory=dict,
+        description="per task, the fraction of the reference's score a point must keep "
         "(0.99 = 99 %, MLPerf style), for all its metrics or per metric ({task: {metric: fraction}}): the "
-        "delta's 95 % interval may fall short of the reference by at most (1 - fraction) x reference")
+        "delta's 95 % interval may fall short of the reference by at most (1 - fraction) x reference",
+    )
 
     @field_validator("non_inferiority", mode="before")
     @classmethod
@@ -125,19 +137,23 @@ class Accuracy(_Strict):
         if not isinstance(value, dict):
             raise ValueError(f"expected a mapping of task to fraction, e.g. {{harness_choice: 0.99}}, got {value!r}")
         for task, margin in value.items():
-            for where, fraction in (margin.items() if isinstance(margin, dict) else [(None, margin)]):
+            for where, fraction in margin.items() if isinstance(margin, dict) else [(None, margin)]:
                 name = f"{task}.{where}" if where is not None else task
                 if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-                    raise ValueError(f"{name}: expected the fraction of the reference's score to keep, "
-                                     f"0 < fraction <= 1 (0.99 = keep 99 %), got {fraction!r}")
+                    raise ValueError(
+                        f"{name}: expected the fraction of the reference's score to keep, "
+                        f"0 < fraction <= 1 (0.99 = keep 99 %), got {fraction!r}"
+                    )
         return value
 
     @model_validator(mode="after")
     def _margins_name_tasks(self):
         unknown = [task for task in self.non_inferiority if task not in self.tasks]
         if unknown:
-            raise ValueError(f"non_inferiority names {', '.join(map(repr, unknown))}, not in accuracy.tasks "
-                             f"({', '.join(self.tasks)})")
+            raise ValueError(
+                f"non_inferiority names {', '.join(map(repr, unknown))}, not in accuracy.tasks "
+                f"({', '.join(self.tasks)})"
+            )
         if self.non_inferiority and not self.reference:
             raise ValueError("non_inferiority needs reference: true (margins are relative to the HF reference)")
         return self
@@ -163,7 +179,9 @@ AXES: tuple[str, ...] = tuple(Sweep.model_fields)
 class KnownFailure(_Strict):
     """A failure the scenario expects: under pytest its points are xfail instead of failed."""
 
-    match: dict[str, Any] = Field(description="axis values a point must have, e.g. {device: NPU, quantization: int4_sym}")
+    match: dict[str, Any] = Field(
+        description="axis values a point must have, e.g. {device: NPU, quantization: int4_sym}"
+    )
     reason: str
 
 
@@ -177,7 +195,8 @@ class Scenario(_Strict):
     measurement: Measurement = Field(default_factory=Measurement)
     quantization_options: QuantizationOptions = Field(default_factory=QuantizationOptions)
     adapter_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)")
+        default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)"
+    )
     gate: Optional[Gate] = None
     accuracy: Optional[Accuracy] = None
     sweep: Sweep
@@ -199,8 +218,9 @@ class Scenario(_Strict):
 
         size = len(json.dumps(value, default=str))
         if size > MAX_OPTIONS_BYTES:
-            raise ValueError(f"{size:,} bytes as JSON; at most {MAX_OPTIONS_BYTES // 1024} KiB (every record "
-                             "copies these options)")
+            raise ValueError(
+                f"{size:,} bytes as JSON; at most {MAX_OPTIONS_BYTES // 1024} KiB (every record copies these options)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -208,8 +228,10 @@ class Scenario(_Strict):
         swept = set(self.sweep.adapter) | {entry.get("adapter") for entry in self.include}
         for name in self.adapter_options:
             if name not in swept:
-                raise ValueError(f"adapter_options names {name!r}, which no point of this sweep uses "
-                                 f"(adapters: {', '.join(sorted(a for a in swept if a))})")
+                raise ValueError(
+                    f"adapter_options names {name!r}, which no point of this sweep uses "
+                    f"(adapters: {', '.join(sorted(a for a in swept if a))})"
+                )
         return self
 
     @property

@@ -60,14 +60,18 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise _error(name, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_BYTES:
-        raise _error(name, f"file is larger than {MAX_BYTES // 1024} KiB; scenario files are small "
-                           "(put long prompt lists in a prompt file)")
+        raise _error(
+            name,
+            f"file is larger than {MAX_BYTES // 1024} KiB; scenario files are small "
+            "(put long prompt lists in a prompt file)",
+        )
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _error(name, f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start}; "
-                           "save the file as UTF-8", line) from None
+        raise _error(
+            name, f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start}; save the file as UTF-8", line
+        ) from None
 
 
 def compose(text: str, path: str = "<string>") -> tuple[Node | None, Any]:
@@ -123,8 +127,12 @@ class _Loader(_Parser, Composer, yaml.constructor.SafeConstructor, yaml.resolver
         anchor = getattr(event, "anchor", None)  # an alias names one too
         if anchor is not None:
             kind = "alias *" if isinstance(event, AliasEvent) else "anchor &"
-            raise _Refused(line, self._field(), f"YAML anchors and aliases are not allowed in scenario files "
-                                                f"(found {kind}{anchor}); write the value out")
+            raise _Refused(
+                line,
+                self._field(),
+                f"YAML anchors and aliases are not allowed in scenario files "
+                f"(found {kind}{anchor}); write the value out",
+            )
         if depth > MAX_DEPTH:
             raise _Refused(line, None, f"nested deeper than {MAX_DEPTH} levels")
         self._nodes += 1
@@ -141,14 +149,17 @@ class _Loader(_Parser, Composer, yaml.constructor.SafeConstructor, yaml.resolver
             if isinstance(key, ScalarNode):
                 seen = first.setdefault((key.tag, key.value), key)
                 if seen is not key:
-                    raise _Refused(key.start_mark.line + 1, self._field(key.value),
-                                   f"duplicate key (first on line {seen.start_mark.line + 1}); "
-                                   "YAML would silently keep the last")
+                    raise _Refused(
+                        key.start_mark.line + 1,
+                        self._field(key.value),
+                        f"duplicate key (first on line {seen.start_mark.line + 1}); YAML would silently keep the last",
+                    )
         return node
 
     def construct_object(self, node, deep=False):
         try:
             return super().construct_object(node, deep)
         except (ValueError, OverflowError) as exc:  # e.g. a date 2024-13-01, an int of 5,000 digits
-            raise _Refused(node.start_mark.line + 1, None,
-                           f"cannot read {str(node.value)[:40]!r}: {str(exc).split(';')[0]}") from None
+            raise _Refused(
+                node.start_mark.line + 1, None, f"cannot read {str(node.value)[:40]!r}: {str(exc).split(';')[0]}"
+            ) from None

@@ -47,8 +47,10 @@ def convert(hf_dir: str | Path, max_seq_len: int, chunk: int, out: str | Path) -
     hf = AutoModelForCausalLM.from_pretrained(str(hf_dir), dtype=torch.float32).eval()
     module = StaticLlama(hf, max_seq_len, cache_dtype=torch.float16).eval()
     cache_shape = tuple(module.k_cache.shape)
-    states = [ct.StateType(wrapped_type=ct.TensorType(shape=cache_shape, dtype=np.float16), name=name)
-              for name in ("k_cache", "v_cache")]
+    states = [
+        ct.StateType(wrapped_type=ct.TensorType(shape=cache_shape, dtype=np.float16), name=name)
+        for name in ("k_cache", "v_cache")
+    ]
     out = Path(out)
     with tempfile.TemporaryDirectory() as tmp:
         parts = {}
@@ -59,12 +61,16 @@ def convert(hf_dir: str | Path, max_seq_len: int, chunk: int, out: str | Path) -
                 traced = torch.jit.trace(module, example)
             mlmodel = ct.convert(
                 traced,
-                inputs=[ct.TensorType("input_ids", shape=(1, width), dtype=np.int32),
-                        ct.TensorType("positions", shape=(width,), dtype=np.int32),
-                        ct.TensorType("causal_mask", shape=(1, 1, width, max_seq_len), dtype=np.float16)],
+                inputs=[
+                    ct.TensorType("input_ids", shape=(1, width), dtype=np.int32),
+                    ct.TensorType("positions", shape=(width,), dtype=np.int32),
+                    ct.TensorType("causal_mask", shape=(1, 1, width, max_seq_len), dtype=np.float16),
+                ],
                 outputs=[ct.TensorType("logits", dtype=np.float16)],
-                states=states, minimum_deployment_target=ct.target.iOS18,
-                compute_precision=ct.precision.FLOAT16, convert_to="mlprogram",
+                states=states,
+                minimum_deployment_target=ct.target.iOS18,
+                compute_precision=ct.precision.FLOAT16,
+                convert_to="mlprogram",
             )
             parts[function] = Path(tmp) / f"{function}.mlpackage"
             mlmodel.save(str(parts[function]))
@@ -97,15 +103,21 @@ class CoreMLRunner:
 
         positions = np.arange(self.position, self.position + len(tokens), dtype=np.int32)
         mask = np.where(np.arange(self.max_seq_len)[None, :] <= positions[:, None], 0.0, -np.inf)
-        out = model.predict({"input_ids": np.asarray([tokens], dtype=np.int32), "positions": positions,
-                             "causal_mask": mask[None, None].astype(np.float16)}, state=self.state)
+        out = model.predict(
+            {
+                "input_ids": np.asarray([tokens], dtype=np.int32),
+                "positions": positions,
+                "causal_mask": mask[None, None].astype(np.float16),
+            },
+            state=self.state,
+        )
         return np.asarray(out["logits"], dtype=np.float32)[0]
 
     def prefill(self, tokens: list[int]):
         self.reset()
         last = None
         for start in range(0, len(tokens), self.chunk):
-            part = tokens[start:start + self.chunk]
+            part = tokens[start : start + self.chunk]
             logits = self._call(self.prefill_model, part + [self.pad] * (self.chunk - len(part)))
             self.position += len(part)
             last = logits[len(part) - 1]
@@ -140,8 +152,10 @@ class CoreMLAdapter(Adapter):
             return None
         version = macos_version()
         if version is None:
-            return (f"Core ML prediction runs on macOS {MIN_MACOS[0]}+ only (this is {platform.system()}); "
-                    "conversion is tested here, and device torch-static runs the converted model's PyTorch source")
+            return (
+                f"Core ML prediction runs on macOS {MIN_MACOS[0]}+ only (this is {platform.system()}); "
+                "conversion is tested here, and device torch-static runs the converted model's PyTorch source"
+            )
         if version < MIN_MACOS:
             return f"stateful Core ML models need macOS {MIN_MACOS[0]}+ (this is macOS {'.'.join(map(str, version))})"
         return None
@@ -155,8 +169,8 @@ class CoreMLAdapter(Adapter):
     def load(self, model, point, settings: LoadSettings) -> None:
         import json
 
-        from harness.models.sources import build_once, cache_dir
         from harness.io import safe_name
+        from harness.models.sources import build_once, cache_dir
 
         family = json.loads((Path(model.hf_dir) / "config.json").read_text()).get("model_type")
         from harness.adapters.coreml.static import FAMILIES
@@ -176,14 +190,22 @@ class CoreMLAdapter(Adapter):
             if settings.threads:
                 torch.set_num_threads(settings.threads)
             hf = AutoModelForCausalLM.from_pretrained(str(model.hf_dir), dtype=torch.float32).eval()
-            self.runner = StaticRunner(StaticLlama(hf, point.max_seq_len, cache_dtype=torch.float32).eval(),
-                                       self.chunk, pad)
+            self.runner = StaticRunner(
+                StaticLlama(hf, point.max_seq_len, cache_dtype=torch.float32).eval(), self.chunk, pad
+            )
             self.package = None
         else:
             cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
-            target = cache / "coreml" / f"{safe_name(model.name)}-{model.checksum[:16]}-seq{point.max_seq_len}-chunk{self.chunk}"
-            build_once(target, lambda out: convert(model.hf_dir, point.max_seq_len, self.chunk, out / "model.mlpackage"),
-                       "model.mlpackage")
+            target = (
+                cache
+                / "coreml"
+                / f"{safe_name(model.name)}-{model.checksum[:16]}-seq{point.max_seq_len}-chunk{self.chunk}"
+            )
+            build_once(
+                target,
+                lambda out: convert(model.hf_dir, point.max_seq_len, self.chunk, out / "model.mlpackage"),
+                "model.mlpackage",
+            )
             self.package = target / "model.mlpackage"
             self.runner = CoreMLRunner(self.package, COMPUTE_UNITS[point.device], point.max_seq_len, self.chunk, pad)
         self._load_s = (now_ns() - start) / 1e9
@@ -191,8 +213,17 @@ class CoreMLAdapter(Adapter):
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         prompt = list(prompts[0])
         padded = -(-len(prompt) // self.chunk) * self.chunk
-        return greedy_trace(self.runner.prefill, self.runner.decode, prompt, max_new_tokens, {
-            "prefill_real_tokens": len(prompt), "prefill_padded_tokens": padded, "padding_waste": 1 - len(prompt) / padded})
+        return greedy_trace(
+            self.runner.prefill,
+            self.runner.decode,
+            prompt,
+            max_new_tokens,
+            {
+                "prefill_real_tokens": len(prompt),
+                "prefill_padded_tokens": padded,
+                "padding_waste": 1 - len(prompt) / padded,
+            },
+        )
 
     def prefill(self, tokens: Sequence[int]):
         return self.runner.prefill(list(tokens))

@@ -107,15 +107,16 @@ class StaticRunner:
         positions = torch.arange(self.position, self.position + n, dtype=torch.int32)
         if int(positions[-1]) >= self.module.max_seq_len:
             raise RuntimeError(f"context full: {self.module.max_seq_len} positions")
-        logits = self.module(torch.tensor([tokens], dtype=torch.int32), positions,
-                             causal_mask(positions, self.module.max_seq_len))
+        logits = self.module(
+            torch.tensor([tokens], dtype=torch.int32), positions, causal_mask(positions, self.module.max_seq_len)
+        )
         return logits[0]
 
     def prefill(self, tokens: list[int]):
         self.reset()
         last = None
         for start in range(0, len(tokens), self.chunk):
-            part = tokens[start:start + self.chunk]
+            part = tokens[start : start + self.chunk]
             real = len(part)
             padded = part + [self.pad] * (self.chunk - real)
             logits = self._call(padded)  # a padded chunk must fit the context too

@@ -71,10 +71,16 @@ class HFAdapter(Adapter):
         self.point, self.settings = point, settings
         self.device = torch.device(point.device)
         self.dtype = getattr(torch, _DTYPES[settings.dtype])
-        self.model = AutoModelForCausalLM.from_pretrained(
-            str(model.hf_dir), dtype=self.dtype, attn_implementation="sdpa",
-            trust_remote_code=settings.trust_remote_code,
-        ).to(self.device).eval()
+        self.model = (
+            AutoModelForCausalLM.from_pretrained(
+                str(model.hf_dir),
+                dtype=self.dtype,
+                attn_implementation="sdpa",
+                trust_remote_code=settings.trust_remote_code,
+            )
+            .to(self.device)
+            .eval()
+        )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
         self._step_cache = None
         self.monitor = self._capacity_monitor(model, point)
@@ -101,8 +107,8 @@ class HFAdapter(Adapter):
         self._clock_cls = StepClock
 
     def _capacity_monitor(self, model, point):
-        from harness.moe.routing import expert_config
         from harness.adapters.hf.moe_capacity import RoutingMonitor
+        from harness.moe.routing import expert_config
 
         try:
             self.n_experts, _ = expert_config(self.model.config)
@@ -111,8 +117,10 @@ class HFAdapter(Adapter):
         if point.moe_capacity is None:
             return None
         if self.n_experts is None:
-            raise PointSkipped(f"moe_capacity={point.moe_capacity} needs a mixture-of-experts model; "
-                               f"{model.name} ({self.model.config.model_type}) is dense")
+            raise PointSkipped(
+                f"moe_capacity={point.moe_capacity} needs a mixture-of-experts model; "
+                f"{model.name} ({self.model.config.model_type}) is dense"
+            )
         return RoutingMonitor(self.model, self.n_experts, point.moe_capacity)
 
     def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
@@ -131,10 +139,9 @@ class HFAdapter(Adapter):
                 for ids in prompts:
                     cache, step = DynamicCache(config=self.model.config), self.point.moe_chunk_size or len(ids)
                     for start in range(0, len(ids), step):
-                        chunk = torch.tensor([list(ids[start:start + step])], dtype=torch.long, device=self.device)
+                        chunk = torch.tensor([list(ids[start : start + step])], dtype=torch.long, device=self.device)
                         self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            return {**monitor.summary(), "tokens": sum(len(p) for p in prompts),
-                    "chunk": self.point.moe_chunk_size}
+            return {**monitor.summary(), "tokens": sum(len(p) for p in prompts), "chunk": self.point.moe_chunk_size}
         finally:
             if monitor is not self.monitor:
                 monitor.remove()
@@ -225,10 +232,14 @@ class HFAdapter(Adapter):
             def hook(module, args, output):
                 tensor = output[0] if isinstance(output, tuple) else output
                 captured[key] = tensor[0].float().cpu().numpy()
+
             return hook
 
-        modules = [("embedding", self.model.get_input_embeddings()), ("norm", base.norm),
-                   *((index, layer) for index, layer in enumerate(base.layers))]
+        modules = [
+            ("embedding", self.model.get_input_embeddings()),
+            ("norm", base.norm),
+            *((index, layer) for index, layer in enumerate(base.layers)),
+        ]
         handles = [module.register_forward_hook(keep(key)) for key, module in modules]
         try:
             if decode:

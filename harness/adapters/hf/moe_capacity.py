@@ -18,8 +18,7 @@ import numpy as np
 
 def moe_layers(model) -> list:
     """Decoder layers whose MLP is a routed mixture of experts (dense layers of mixed models skipped)."""
-    return [m for m in model.modules()
-            if hasattr(m, "self_attn") and hasattr(getattr(m, "mlp", None), "experts")]
+    return [m for m in model.modules() if hasattr(m, "self_attn") and hasattr(getattr(m, "mlp", None), "experts")]
 
 
 class RoutingMonitor:
@@ -36,8 +35,9 @@ class RoutingMonitor:
         for index, layer in enumerate(self.layers):
             if capacity is not None:  # saliency only orders drops
                 self._handles.append(layer.self_attn.register_forward_hook(self._saliency_hook(index)))
-            self._handles.append(layer.mlp.experts.register_forward_pre_hook(self._routing_hook(index),
-                                                                             with_kwargs=True))
+            self._handles.append(
+                layer.mlp.experts.register_forward_pre_hook(self._routing_hook(index), with_kwargs=True)
+            )
 
     def reset(self) -> None:
         # per layer, on the model's device: counting in a timed pass must not sync it with the host
@@ -72,6 +72,7 @@ class RoutingMonitor:
         def hook(module, args, output):
             attn = output[0] if isinstance(output, tuple) else output
             self._saliency[index] = attn.reshape(-1, attn.shape[-1]).float().norm(dim=-1)
+
         return hook
 
     def _routing_hook(self, index: int):
@@ -79,7 +80,7 @@ class RoutingMonitor:
 
         def hook(module, args, kwargs):
             names = ("hidden_states", "top_k_index", "top_k_weights")
-            values = list(args) + [kwargs[n] for n in names[len(args):]]
+            values = list(args) + [kwargs[n] for n in names[len(args) :]]
             hidden, top_index, top_weights = values[:3]
             flat = top_index.reshape(-1)
             self._counts[index] = self._counts[index] + torch.bincount(flat, minlength=self.n_experts)
@@ -91,7 +92,8 @@ class RoutingMonitor:
             self._dropped[index] = self._dropped[index] + (~keep).sum()
             weights = (top_weights.reshape(-1) * keep.to(top_weights.dtype)).reshape(top_weights.shape)
             new = [hidden, top_index, weights]
-            return tuple(new[:len(args)]), {**kwargs, **{n: v for n, v in zip(names[len(args):], new[len(args):])}}
+            return tuple(new[: len(args)]), {**kwargs, **{n: v for n, v in zip(names[len(args) :], new[len(args) :])}}
+
         return hook
 
     def _keep(self, flat, top_k: int, saliency):
@@ -109,7 +111,7 @@ class RoutingMonitor:
             slots = torch.nonzero(flat == expert).flatten()
             # stable sort on -saliency: equal saliency keeps token order, so drops are deterministic
             order = torch.sort(-saliency[tokens[slots]], stable=True).indices
-            keep[slots[order[self.capacity:]]] = False
+            keep[slots[order[self.capacity :]]] = False
         return keep
 
     def summary(self) -> dict:

@@ -27,7 +27,11 @@ from typing import Optional, Sequence
 from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 from harness.adapters.llamacpp.twin import LlamaSteps
 
-FTYPES = {"int8_sym": ("MOSTLY_Q8_0", "Q8_0"), "int4_sym": ("MOSTLY_Q4_0", "Q4_0"), "int4_asym": ("MOSTLY_Q4_1", "Q4_1")}
+FTYPES = {
+    "int8_sym": ("MOSTLY_Q8_0", "Q8_0"),
+    "int4_sym": ("MOSTLY_Q4_0", "Q4_0"),
+    "int4_asym": ("MOSTLY_Q4_1", "Q4_1"),
+}
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
 
 
@@ -71,8 +75,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
 
     def can_serve(self, loaded, point, settings: LoadSettings) -> bool:
         # The KV cache is sized at load: reuse only when a fresh load would size it the same.
-        return (self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
-                and self._context(loaded, settings) == self._context(point, settings))
+        return self.differs_only_in(loaded, point, frozenset({"prompt_len"})) and self._context(
+            loaded, settings
+        ) == self._context(point, settings)
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -105,8 +110,8 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if model.gguf_path is not None:
             return Path(model.gguf_path)
         from harness.adapters.llamacpp import gguf_export
-        from harness.models.sources import build_once
         from harness.io import safe_name
+        from harness.models.sources import build_once
 
         target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16"
         try:
@@ -125,7 +130,8 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if not gguf_export.is_full_precision(source):
             raise PointSkipped(
                 f"{source.name} is already quantized ({gguf_export.file_type(source)}); llama.cpp's quantizer needs an "
-                f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source")
+                f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source"
+            )
         target = cache / "llamacpp" / f"{source.stem}-{source.stat().st_size}-{short}"
 
         def quantize(out: Path) -> None:
@@ -160,9 +166,15 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         start = now_ns()
         with _model_params(self.extra_buffer_types[0]):
             self.llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=self._context(point, settings), n_batch=batch, n_ubatch=batch,
-                n_threads=settings.threads, n_threads_batch=settings.threads,
-                n_gpu_layers=-1 if point.device == "gpu" else 0, seed=0, verbose=False,
+                model_path=str(path),
+                n_ctx=self._context(point, settings),
+                n_batch=batch,
+                n_ubatch=batch,
+                n_threads=settings.threads,
+                n_threads_batch=settings.threads,
+                n_gpu_layers=-1 if point.device == "gpu" else 0,
+                seed=0,
+                verbose=False,
             )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
@@ -203,8 +215,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         kernels with extra buffer types must agree with up to rounding."""
         from harness.adapters.llamacpp import twin
 
-        return twin.twin(self.path, self.llm.n_ctx(), self.llm.context_params.n_threads or None,
-                         lambda: _model_params(False))
+        return twin.twin(
+            self.path, self.llm.n_ctx(), self.llm.context_params.n_threads or None, lambda: _model_params(False)
+        )
 
     def weight_bytes(self) -> int:
         return self.path.stat().st_size  # tensor data dominates a GGUF file

@@ -27,7 +27,9 @@ def _stack_experts(weights: dict, n_layers: int, n_experts: int) -> dict:
         for hf, kind in _EXPERT_PROJECTIONS.items():
             name = gguf.TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, kind)].format(bid=layer) + ".weight"
             out[name] = np.stack([weights.pop(f"{prefix}.experts.{e}.{hf}.weight") for e in range(n_experts)])
-        out[gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.FFN_GATE_INP].format(bid=layer) + ".weight"] = weights.pop(f"{prefix}.gate.weight")
+        out[gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.FFN_GATE_INP].format(bid=layer) + ".weight"] = weights.pop(
+            f"{prefix}.gate.weight"
+        )
     return out
 
 
@@ -51,8 +53,9 @@ def _tokenizer_fields(writer, hf_dir: Path, config: dict) -> None:
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
-    writer.add_token_types([gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
-                            for i in range(len(tokens))])
+    writer.add_token_types(
+        [gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL for i in range(len(tokens))]
+    )
     writer.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in data["model"]["merges"]])
     for name, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"), ("pad", "pad_token_id")):
         if config.get(key) is not None:
@@ -143,7 +146,7 @@ def _read_header(path: Path) -> tuple[dict, dict[str, int]]:
 
         def string(at: int) -> tuple[str, int]:
             (length,) = struct.unpack_from("<Q", data, at)
-            return data[at + 8:at + 8 + length].decode("utf-8", "replace"), at + 8 + length
+            return data[at + 8 : at + 8 + length].decode("utf-8", "replace"), at + 8 + length
 
         def skip(kind: int, at: int) -> int:
             if kind == _STRING:

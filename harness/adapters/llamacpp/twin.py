@@ -46,9 +46,17 @@ class GGUFSteps(LlamaSteps):
         import llama_cpp
 
         with plain_params():
-            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_batch=batch, n_ubatch=batch,
-                                       n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, seed=0,
-                                       verbose=False)
+            self.llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=batch,
+                n_ubatch=batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=0,
+                seed=0,
+                verbose=False,
+            )
 
 
 def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable) -> Twin:
@@ -67,6 +75,11 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
     # Cached GGUFs are named by their source and level (``{stem}-{size}-{Q8_0}``, ``{model}-{checksum}-f16``),
     # so the file name and size identify the weights on every runner that builds them.
     key = f"{path.parent.name}/{path.name}/{path.stat().st_size}/cpu"
-    return Twin(engine="llama.cpp CPU backend, no extra buffer types, step-wise", weights=str(path), key=key,
-                floor_method="teacher-forced KL(twin, prompt in one batch || twin, prompt one token per batch)",
-                versions={"llama_cpp_python": llama_cpp.__version__}, open=open_steps)
+    return Twin(
+        engine="llama.cpp CPU backend, no extra buffer types, step-wise",
+        weights=str(path),
+        key=key,
+        floor_method="teacher-forced KL(twin, prompt in one batch || twin, prompt one token per batch)",
+        versions={"llama_cpp_python": llama_cpp.__version__},
+        open=open_steps,
+    )

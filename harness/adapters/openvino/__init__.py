@@ -46,12 +46,17 @@ class OpenVINOAdapter(Adapter):
 
     def can_serve(self, loaded, point, settings: LoadSettings) -> bool:
         # Dynamic pipelines take any prompt per call; the NPU's static pipeline is compiled for its shapes.
-        return point.device not in ("NPU", EMULATED_NPU) and self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
+        return point.device not in ("NPU", EMULATED_NPU) and self.differs_only_in(
+            loaded, point, frozenset({"prompt_len"})
+        )
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
-        missing = [m for m in ("openvino", "openvino_genai", "openvino_tokenizers", "optimum.intel", "nncf")
-                   if find_spec(m.split(".")[0]) is None]
+        missing = [
+            m
+            for m in ("openvino", "openvino_genai", "openvino_tokenizers", "optimum.intel", "nncf")
+            if find_spec(m.split(".")[0]) is None
+        ]
         if missing:
             return False, f"{', '.join(missing)} not installed: pip install 'harness[openvino]'"
         return True, "OpenVINO GenAI"
@@ -66,14 +71,18 @@ class OpenVINOAdapter(Adapter):
         present = ov.Core().available_devices
         wanted = "CPU" if device == EMULATED_NPU else device
         if not any(d.split(".")[0] == wanted for d in present):
-            return f"OpenVINO {ov.__version__.split('-')[0]} lists no {device} (available_devices: {', '.join(present)})"
+            return (
+                f"OpenVINO {ov.__version__.split('-')[0]} lists no {device} (available_devices: {', '.join(present)})"
+            )
         return None
 
     @classmethod
     def capability_reason(cls, point) -> Optional[str]:
         static = point.device in _STATIC
         if static and point.beam_width > 1:
-            return f"OpenVINO GenAI's static {point.device} pipeline refuses beam search (beam_width={point.beam_width})"
+            return (
+                f"OpenVINO GenAI's static {point.device} pipeline refuses beam search (beam_width={point.beam_width})"
+            )
         if static and point.max_seq_len is None:
             return f"the static {point.device} pipeline needs max_seq_len (its KV cache size)"
         if not static and point.max_seq_len is not None:
@@ -94,8 +103,11 @@ class OpenVINOAdapter(Adapter):
         self.supports_forced_top1 = static
         cache = cache_dir(settings.cache_dir)
         start = now_ns()
-        self.compression = (export.compression_options(point.quantization, settings.quantization)
-                            if point.quantization != "none" else {})
+        self.compression = (
+            export.compression_options(point.quantization, settings.quantization)
+            if point.quantization != "none"
+            else {}
+        )
         self.ir_dir = export.artefact(model, point.quantization, self.compression, cache)
         self.convert_s = (now_ns() - start) / 1e9
         compile_cache = cache / "openvino" / "compiled"
@@ -115,8 +127,10 @@ class OpenVINOAdapter(Adapter):
             self.prefill_chunk = scheduler.max_num_batched_tokens if scheduler.dynamic_split_fuse else None
             config["scheduler_config"] = scheduler
         elif point.moe_chunk_size:
-            raise PointSkipped(f"GenAI's static {point.device} pipeline prefills whole prompts here; "
-                               f"moe_chunk_size={point.moe_chunk_size} needs a dynamic device (CPU, GPU)")
+            raise PointSkipped(
+                f"GenAI's static {point.device} pipeline prefills whole prompts here; "
+                f"moe_chunk_size={point.moe_chunk_size} needs a dynamic device (CPU, GPU)"
+            )
         if point.device in _STATIC:
             self.min_response = settings.max_new_tokens
             self.max_prompt = point.max_seq_len - settings.max_new_tokens
@@ -129,8 +143,13 @@ class OpenVINOAdapter(Adapter):
         self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), device, **config)
         self.compile_s = (now_ns() - start) / 1e9
         # A compile that wrote no new blob into CACHE_DIR was served from it.
-        self.compile_state = ("uncached" if "CACHE_DIR" not in config
-                              else "cold" if set(compile_cache.iterdir()) - blobs_before else "warm")
+        self.compile_state = (
+            "uncached"
+            if "CACHE_DIR" not in config
+            else "cold"
+            if set(compile_cache.iterdir()) - blobs_before
+            else "warm"
+        )
         self._ov, self._genai = ov, openvino_genai
         self._request = None
 
@@ -168,7 +187,10 @@ class OpenVINOAdapter(Adapter):
                 f"was full with a {len(prompts[0])}-token prompt"
             )
         return GenerationTrace(
-            start_ns=start, token_ns=times, prompt_tokens=len(prompts[0]), output_ids=tokens,
+            start_ns=start,
+            token_ns=times,
+            prompt_tokens=len(prompts[0]),
+            output_ids=tokens,
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
         )
 
@@ -269,8 +291,11 @@ class OpenVINOAdapter(Adapter):
             "compile_s": self.compile_s,
             "compile_cache": self.compile_state,
             "convert_s": self.convert_s,
-            **({"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
-               if self.point.device in _STATIC else {}),
+            **(
+                {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
+                if self.point.device in _STATIC
+                else {}
+            ),
         }
 
     def close(self) -> None:

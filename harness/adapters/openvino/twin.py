@@ -23,8 +23,10 @@ def feed(inputs: set[str], ids: Sequence[int], position: int) -> dict:
     """One step's inputs for a stateful LLM IR: ``ids`` appended after ``position`` cached tokens."""
     import numpy as np
 
-    data = {"input_ids": np.asarray([list(ids)], dtype=np.int64),
-            "attention_mask": np.ones((1, position + len(ids)), dtype=np.int64)}
+    data = {
+        "input_ids": np.asarray([list(ids)], dtype=np.int64),
+        "attention_mask": np.ones((1, position + len(ids)), dtype=np.int64),
+    }
     if "position_ids" in inputs:
         data["position_ids"] = np.arange(position, position + len(ids), dtype=np.int64)[None]
     if "beam_idx" in inputs:
@@ -75,6 +77,11 @@ def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
     # The artefact's directory names carry the model checksum, the OpenVINO version and the compression
     # (export.artefact), so the key is the same on every runner that builds this IR.
     key = f"{ir_dir.parent.name}/{ir_dir.name}/{weights.stat().st_size}/cpu-f32"
-    return Twin(engine="OpenVINO CPU plugin, step-wise, f32 inference precision", weights=str(weights), key=key,
-                floor_method="teacher-forced KL(twin f32 || twin bf16 inference precision)",
-                versions={"openvino": ov.__version__}, open=open_steps)
+    return Twin(
+        engine="OpenVINO CPU plugin, step-wise, f32 inference precision",
+        weights=str(weights),
+        key=key,
+        floor_method="teacher-forced KL(twin f32 || twin bf16 inference precision)",
+        versions={"openvino": ov.__version__},
+        open=open_steps,
+    )

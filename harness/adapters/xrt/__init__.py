@@ -109,8 +109,10 @@ class XRTAdapter(Adapter):
         options = dict(settings.options)
         runner_path = options.get("runner")
         if point.device == "npu" and not runner_path:
-            raise PointSkipped("no NPU runner named: set adapter_options.xrt.runner to 'module:Class' "
-                               "(the shipped NumPy runner is for device cpu-reference only)")
+            raise PointSkipped(
+                "no NPU runner named: set adapter_options.xrt.runner to 'module:Class' "
+                "(the shipped NumPy runner is for device cpu-reference only)"
+            )
         self.point = point
         self.runner_path = runner_path or REFERENCE_RUNNER
         self.prefill_len = int(options.get("prefill_len") or point.max_seq_len - settings.max_new_tokens)
@@ -133,8 +135,13 @@ class XRTAdapter(Adapter):
             raise ValueError(f"prompt of {len(prompt)} tokens exceeds the fixed prefill length {self.prefill_len}")
         self.runner.reset()
         trace = greedy_trace(self.runner.prefill, self.runner.decode, prompt, max_new_tokens)
-        trace.engine_metrics.update({"prefill_real_tokens": len(prompt), "prefill_padded_tokens": self.prefill_len,
-                                     "padding_waste": 1 - len(prompt) / self.prefill_len})
+        trace.engine_metrics.update(
+            {
+                "prefill_real_tokens": len(prompt),
+                "prefill_padded_tokens": self.prefill_len,
+                "padding_waste": 1 - len(prompt) / self.prefill_len,
+            }
+        )
         trace.engine_metrics.update({f"call_{k}": v for k, v in self._profile().items()})
         return trace
 

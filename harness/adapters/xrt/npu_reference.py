@@ -38,8 +38,9 @@ class NumpyLlamaRunner:
         model_dir = Path(model_dir)
         config = json.loads((model_dir / "config.json").read_text())
         if config.get("model_type") not in FAMILIES:
-            raise ValueError(f"{model_dir}: the NumPy NPU runner handles {', '.join(FAMILIES)}, "
-                             f"not {config.get('model_type')!r}")
+            raise ValueError(
+                f"{model_dir}: the NumPy NPU runner handles {', '.join(FAMILIES)}, not {config.get('model_type')!r}"
+            )
         if prefill_len > max_seq_len:
             raise ValueError(f"prefill_len {prefill_len} exceeds max_seq_len {max_seq_len}")
         weights: dict[str, np.ndarray] = {}
@@ -62,8 +63,13 @@ class NumpyLlamaRunner:
         shape = (self.n_layers, self.n_kv, max_seq_len, self.head_dim)
         self.k_cache, self.v_cache = np.zeros(shape, np.float32), np.zeros(shape, np.float32)
         self.reset()
-        return {"runner": self.label, "family": config["model_type"], "kv_cache_layout": "[layers, kv_heads, max_seq, head_dim]",
-                "prefill_len": prefill_len, "max_seq_len": max_seq_len}
+        return {
+            "runner": self.label,
+            "family": config["model_type"],
+            "kv_cache_layout": "[layers, kv_heads, max_seq, head_dim]",
+            "prefill_len": prefill_len,
+            "max_seq_len": max_seq_len,
+        }
 
     def reset(self) -> None:
         self.position = 0  # next position to write; positions >= it in the cache are stale
@@ -81,9 +87,9 @@ class NumpyLlamaRunner:
         q = q.reshape(n, self.n_heads, self.head_dim).transpose(1, 0, 2)
         k = k.reshape(n, self.n_kv, self.head_dim).transpose(1, 0, 2)
         v = v.reshape(n, self.n_kv, self.head_dim).transpose(1, 0, 2)
-        cos, sin = self.cos[start:start + n], self.sin[start:start + n]
+        cos, sin = self.cos[start : start + n], self.sin[start : start + n]
         q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-        self.k_cache[i, :, start:start + n], self.v_cache[i, :, start:start + n] = k, v
+        self.k_cache[i, :, start : start + n], self.v_cache[i, :, start : start + n] = k, v
         end = start + n
         keys = np.repeat(self.k_cache[i, :, :end], self.n_heads // self.n_kv, axis=0)
         values = np.repeat(self.v_cache[i, :, :end], self.n_heads // self.n_kv, axis=0)
@@ -105,8 +111,13 @@ class NumpyLlamaRunner:
             x = self._layer(i, x, start)
         ran = time.perf_counter()
         hidden = _rms_norm(x, self.w["model.norm.weight"], self.eps)
-        self.calls.append({"write_ms": (written - started) * 1e3, "run_ms": (ran - written) * 1e3,
-                           "read_ms": (time.perf_counter() - ran) * 1e3})
+        self.calls.append(
+            {
+                "write_ms": (written - started) * 1e3,
+                "run_ms": (ran - written) * 1e3,
+                "read_ms": (time.perf_counter() - ran) * 1e3,
+            }
+        )
         return hidden
 
     def prefill(self, tokens: list[int]) -> np.ndarray:

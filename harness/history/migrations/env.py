@@ -14,8 +14,9 @@ if connection is None:  # `alembic` command line with -x url=...: for writing ne
     url = context.get_x_argument(as_dictionary=True).get("url", "sqlite:///history.sqlite")
     connection = create_engine(url).connect()
 
-context.configure(connection=connection, target_metadata=Base.metadata,
-                  render_as_batch=connection.dialect.name == "sqlite")  # SQLite alters tables by copying
+context.configure(
+    connection=connection, target_metadata=Base.metadata, render_as_batch=connection.dialect.name == "sqlite"
+)  # SQLite alters tables by copying
 with context.begin_transaction():
     context.run_migrations()
 if "connection" not in context.config.attributes:

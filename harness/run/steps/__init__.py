@@ -13,28 +13,36 @@ import traceback
 from contextlib import contextmanager
 from typing import Callable, Optional
 
-from harness.records import metrics
-from harness.measure import launches as stats
 from harness.adapters.base import PointSkipped
 from harness.errors import HarnessError
+from harness.measure import launches as stats
+from harness.records import metrics
 from harness.records.record import Failure, Record, TimeSplit
-from harness.scenario.schema import Scenario
 from harness.run.steps import finite
 from harness.run.steps.part import Part, Skip, apply
 from harness.run.steps.session import Session, now_iso
+from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
 __all__ = ["Part", "Session", "Skip", "execute", "new_record"]
 
 
 def new_record(session: Session, scenario: Scenario, point: Point) -> Record:
-    return Record(scenario=scenario.name, point_id=point.id, point=point.axes(), status="ok",
-                  settings=session.settings_of(scenario), environment=session.environment(),
-                  scenario_path=scenario.path, started_at=now_iso())
+    return Record(
+        scenario=scenario.name,
+        point_id=point.id,
+        point=point.axes(),
+        status="ok",
+        settings=session.settings_of(scenario),
+        environment=session.environment(),
+        scenario_path=scenario.path,
+        started_at=now_iso(),
+    )
 
 
-def execute(session: Session, scenario: Scenario, point: Point,
-            on_round: Optional[Callable[[int], None]] = None) -> Record:
+def execute(
+    session: Session, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None
+) -> Record:
     """Run one point in this process; any engine failure becomes a ``failed`` record, never an exception."""
     record = new_record(session, scenario, point)
     clock = Clock()
@@ -70,9 +78,14 @@ class Clock:
     def split(self, record: Record) -> TimeSplit:
         total = time.perf_counter() - self.start
         samples = record.samples
-        parts = {"conversion_s": record.metrics.get("convert_s") or 0.0, "load_s": self.spans.get("load", 0.0),
-                 "warmup_s": sum(samples.warmup_s), "timed_s": sum(r.e2e_s for r in samples.rounds),
-                 "gate_s": self.spans.get("gate", 0.0), "accuracy_s": self.spans.get("accuracy", 0.0)}
+        parts = {
+            "conversion_s": record.metrics.get("convert_s") or 0.0,
+            "load_s": self.spans.get("load", 0.0),
+            "warmup_s": sum(samples.warmup_s),
+            "timed_s": sum(r.e2e_s for r in samples.rounds),
+            "gate_s": self.spans.get("gate", 0.0),
+            "accuracy_s": self.spans.get("accuracy", 0.0),
+        }
         return TimeSplit(**parts, other_s=max(0.0, total - sum(parts.values())))
 
 
@@ -102,8 +115,9 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             if timed.meter is not None:
                 apply(record, probes.probes(session, resolved, adapter, timed))
             # The launch's entry once every per-launch figure (energy included) is known.
-            record.samples.launches = [stats.launch(record.metrics, timed.rounds, machine=timed.machine,
-                                                    started_at=record.started_at)]
+            record.samples.launches = [
+                stats.launch(record.metrics, timed.rounds, machine=timed.machine, started_at=record.started_at)
+            ]
         if gate_reference is not None:
             with clock("gate"):
                 apply(record, verify.correctness(session, resolved, adapter, gate_reference))

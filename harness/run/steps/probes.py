@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from harness.models import sources as models
 from harness.adapters.base import Adapter
+from harness.models import sources as models
 from harness.records.record import Routing
 from harness.run.steps.part import Part
 from harness.run.steps.resolve import ResolvedPoint
@@ -21,8 +21,7 @@ from harness.run.steps.timing import Timed
 
 def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: Timed) -> Part:
     """Energy, CPU time and the decode roofline; a prefill-only window when energy is measurable."""
-    from harness.measure import energy
-    from harness.measure import roofline
+    from harness.measure import energy, roofline
 
     point, prompt_ids, rounds, meter = resolved.point, resolved.prompt_ids, timed.rounds, timed.meter
     prefill = None
@@ -36,8 +35,11 @@ def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: T
     figures = dict(energy.metrics(timed.window, generated, prefill, prompt_tokens))
     figures["cpu_cycles"], cycles_reason = timed.cycles
     figures["device_memory_peak_mb"], memory_reason = adapter.device_memory()
-    unavailable = {"cpu_cycles": cycles_reason, "device_memory_peak_mb": memory_reason,
-                   **energy.unavailable_metrics(meter.unavailable, point.device)}
+    unavailable = {
+        "cpu_cycles": cycles_reason,
+        "device_memory_peak_mb": memory_reason,
+        **energy.unavailable_metrics(meter.unavailable, point.device),
+    }
     config = json.loads((Path(resolved.model.hf_dir) / "config.json").read_text())
     context = statistics.median(r.prompt_tokens + r.n_generated / 2 for r in rounds)
     bandwidth = roofline.bandwidth(models.cache_dir(session.cache_dir))["bytes_per_s"]
@@ -55,8 +57,10 @@ def routing(adapter: Adapter, prompt_ids: Sequence[Sequence[int]]) -> Part:
     if not summary:  # a dense model on an engine that can show routing
         return Part()
     parsed = Routing.model_validate(summary)
-    return Part(metrics={"moe_drop_rate": parsed.drop_rate, "moe_imbalance_max": max(parsed.imbalance)},
-                updates={"routing": parsed})
+    return Part(
+        metrics={"moe_drop_rate": parsed.drop_rate, "moe_imbalance_max": max(parsed.imbalance)},
+        updates={"routing": parsed},
+    )
 
 
 _STATUS = "/proc/self/status"

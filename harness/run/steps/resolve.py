@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from harness.models import sources as models
-from harness.models import prompts
 from harness.adapters import registry
 from harness.adapters.base import Adapter, LoadSettings, now_ns
+from harness.models import prompts
+from harness.models import sources as models
 from harness.records.record import ModelInfo
-from harness.scenario.schema import Scenario
 from harness.run.steps.part import Part, Skip
 from harness.run.steps.session import Session
+from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
 
@@ -29,8 +29,16 @@ class ResolvedPoint:
     @property
     def part(self) -> Part:
         model = self.model
-        return Part(updates={"model": ModelInfo(name=model.name, checksum=model.checksum, hf_dir=str(model.hf_dir),
-                                                gguf=str(model.gguf_path) if model.gguf_path else None)})
+        return Part(
+            updates={
+                "model": ModelInfo(
+                    name=model.name,
+                    checksum=model.checksum,
+                    hf_dir=str(model.hf_dir),
+                    gguf=str(model.gguf_path) if model.gguf_path else None,
+                )
+            }
+        )
 
 
 def skip_reason(point: Point) -> str | None:
@@ -57,8 +65,10 @@ def context_length(hf_dir) -> Optional[int]:
 
 def _check_context(prompt_tokens: int, max_new: int, context: Optional[int]) -> None:
     if context is not None and prompt_tokens + max_new > context:
-        raise Skip(f"prompt ({prompt_tokens} tokens) + max_new_tokens ({max_new}) exceeds the model's context of "
-                   f"{context} tokens (max_position_embeddings in its config.json)")
+        raise Skip(
+            f"prompt ({prompt_tokens} tokens) + max_new_tokens ({max_new}) exceeds the model's context of "
+            f"{context} tokens (max_position_embeddings in its config.json)"
+        )
 
 
 def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
@@ -81,11 +91,15 @@ def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint
     _check_context(longest, max_new, context)
     if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
         raise Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
-    settings = LoadSettings(dtype=scenario.model.dtype, threads=scenario.measurement.threads, max_new_tokens=max_new,
-                            cache_dir=str(session.cache_dir) if session.cache_dir else None,
-                            quantization=scenario.quantization_options.model_dump(),
-                            options=dict(scenario.adapter_options.get(point.adapter, {})),
-                            trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code)
+    settings = LoadSettings(
+        dtype=scenario.model.dtype,
+        threads=scenario.measurement.threads,
+        max_new_tokens=max_new,
+        cache_dir=str(session.cache_dir) if session.cache_dir else None,
+        quantization=scenario.quantization_options.model_dump(),
+        options=dict(scenario.adapter_options.get(point.adapter, {})),
+        trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code,
+    )
     return ResolvedPoint(scenario, point, adapter_cls, model, tokenizer, prompt_ids, settings)
 
 
@@ -107,11 +121,18 @@ def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Ad
     kept = session.kept_engine if session is not None else None
     if kept is not None:
         session.kept_engine = None
-        if (kept.model_key == resolved.scenario.model.model_dump_json() and kept.settings == resolved.settings
-                and type(kept.adapter) is resolved.adapter_cls
-                and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)):
-            return kept.adapter, Part(metrics={"load_s": None}, unavailable={
-                "load_s": f"engine reused: loaded once for {kept.point.id}, whose record has the load figures"})
+        if (
+            kept.model_key == resolved.scenario.model.model_dump_json()
+            and kept.settings == resolved.settings
+            and type(kept.adapter) is resolved.adapter_cls
+            and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)
+        ):
+            return kept.adapter, Part(
+                metrics={"load_s": None},
+                unavailable={
+                    "load_s": f"engine reused: loaded once for {kept.point.id}, whose record has the load figures"
+                },
+            )
         kept.adapter.close()
     adapter = resolved.adapter_cls()
     start = now_ns()
@@ -124,7 +145,8 @@ def release(session: Session, resolved: ResolvedPoint, adapter: Adapter, healthy
     """After a point: keep the engine for the next point when the session reuses engines and the point
     ended well (an engine that raised may be in any state), else close it."""
     if session.reuse_engines and healthy:
-        session.kept_engine = KeptEngine(adapter, resolved.point, resolved.scenario.model.model_dump_json(),
-                                         resolved.settings)
+        session.kept_engine = KeptEngine(
+            adapter, resolved.point, resolved.scenario.model.model_dump_json(), resolved.settings
+        )
     else:
         adapter.close()

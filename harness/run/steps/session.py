@@ -8,12 +8,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from harness.records import environment
 from harness.models import sources as models
+from harness.records import environment
 from harness.scenario.schema import Scenario
 
-SETTINGS_PARTS = {"model", "generation", "measurement", "prompts", "synthetic_prompts", "quantization_options",
-                  "adapter_options", "gate", "accuracy"}
+SETTINGS_PARTS = {
+    "model",
+    "generation",
+    "measurement",
+    "prompts",
+    "synthetic_prompts",
+    "quantization_options",
+    "adapter_options",
+    "gate",
+    "accuracy",
+}
 
 
 def now_iso() -> str:
@@ -48,15 +57,28 @@ class Session:
 
     def options(self) -> dict:
         """The settings a worker process needs to rebuild this session (JSON-safe)."""
-        return {"cache_dir": str(self.cache_dir) if self.cache_dir else None, "reference_dir": str(self.reference_dir) if self.reference_dir else None,
-                "timing": self.timing, "gate_prompts": self.gate_prompts, "refresh_reference": self.refresh_reference,
-                "allow_remote_code": self.allow_remote_code, "energy": self.energy,
-                "reuse_engines": self.reuse_engines, "verify": self.verify}
+        return {
+            "cache_dir": str(self.cache_dir) if self.cache_dir else None,
+            "reference_dir": str(self.reference_dir) if self.reference_dir else None,
+            "timing": self.timing,
+            "gate_prompts": self.gate_prompts,
+            "refresh_reference": self.refresh_reference,
+            "allow_remote_code": self.allow_remote_code,
+            "energy": self.energy,
+            "reuse_engines": self.reuse_engines,
+            "verify": self.verify,
+        }
 
     @classmethod
     def from_options(cls, options: dict, log: Callable[[str], None]) -> Session:
-        return cls(**{**options, "cache_dir": Path(options["cache_dir"]) if options["cache_dir"] else None,
-                      "reference_dir": Path(options["reference_dir"]) if options["reference_dir"] else None}, log=log)
+        return cls(
+            **{
+                **options,
+                "cache_dir": Path(options["cache_dir"]) if options["cache_dir"] else None,
+                "reference_dir": Path(options["reference_dir"]) if options["reference_dir"] else None,
+            },
+            log=log,
+        )
 
     @property
     def reference_store(self) -> Path:

@@ -6,9 +6,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from harness.adapters.base import Adapter
 from harness.measure import machine_state
 from harness.measure import rounds as measure
-from harness.adapters.base import Adapter
 from harness.records.record import Samples
 from harness.run.steps import finite
 from harness.run.steps.part import Part
@@ -40,8 +40,11 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
     def generate(index: int):
         calls[0] += 1  # shown before the engine's clock starts, so the display costs the round nothing
         done = calls[0] - m.warmup_rounds
-        session.progress(f"{point.id}: warm-up {calls[0]}/{m.warmup_rounds}" if done <= 0
-                         else f"{point.id}: timing round {done}/{rounds_note}")
+        session.progress(
+            f"{point.id}: warm-up {calls[0]}/{m.warmup_rounds}"
+            if done <= 0
+            else f"{point.id}: timing round {done}/{rounds_note}"
+        )
         trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
         finite.check_timestamps(trace)
         if trace.output_ids:
@@ -74,12 +77,18 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
                 windows["machine"] = machine
 
     warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
-    figures = {**measure.summarize(rounds), **measure.summarize_engine(engine_figures[len(warmups):]),
-               "first_call_s": warmups[0] if warmups else None}
+    figures = {
+        **measure.summarize(rounds),
+        **measure.summarize_engine(engine_figures[len(warmups) :]),
+        "first_call_s": warmups[0] if warmups else None,
+    }
     machine = windows["machine"].result().to_dict() if "machine" in windows else {}
-    part = Part(metrics=figures, updates={
-        "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
-        "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
-        "prompt_lengths": [len(p) for p in prompt_ids],
-    })
+    part = Part(
+        metrics=figures,
+        updates={
+            "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
+            "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
+            "prompt_lengths": [len(p) for p in prompt_ids],
+        },
+    )
     return Timed(part, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine)

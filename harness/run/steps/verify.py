@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from harness.models import prompts
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
+from harness.models import prompts
 from harness.records.record import Accuracy, Correctness, ReferenceInfo
 from harness.run.steps.part import Part
 from harness.run.steps.resolve import ResolvedPoint
@@ -24,14 +24,18 @@ def gate_reference(session: Session, scenario, model):
 
     spec = scenario.gate
     pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
-    settings = ReferenceSettings(tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype,
-                                 threads=scenario.measurement.threads)
+    settings = ReferenceSettings(
+        tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype, threads=scenario.measurement.threads
+    )
     store = ReferenceStore(session.reference_store)
 
     def compute():
         reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=session.refresh_reference)
-        session.log(f"reference: reused {path}" if reused else
-                    f"reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        session.log(
+            f"reference: reused {path}"
+            if reused
+            else f"reference: computed in {reference.compute_s:.1f} s, stored at {path}"
+        )
         return reference
 
     return session.reference(store.path_for(model.name, pairs, settings), compute)
@@ -46,8 +50,16 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     if accuracy.unavailable():
         return None
     dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
-    return accuracy.reference(model, spec.tasks, spec.limit, spec.num_fewshot, dtype,
-                              scenario.measurement.threads, session.reference_store, log=session.log)
+    return accuracy.reference(
+        model,
+        spec.tasks,
+        spec.limit,
+        spec.num_fewshot,
+        dtype,
+        scenario.measurement.threads,
+        session.reference_store,
+        log=session.log,
+    )
 
 
 def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Part:
@@ -56,28 +68,45 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     spec = resolved.scenario.gate
     point = resolved.point
     fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
-    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor,
-                             fail_factor=spec.fail_factor, fail_on_drift=fail_on_drift)
+    config = gate.GateConfig(
+        k=spec.k,
+        mode=spec.mode,
+        drift_factor=spec.drift_factor,
+        fail_factor=spec.fail_factor,
+        fail_on_drift=fail_on_drift,
+    )
     start = now_ns()
-    result = gate.run(adapter, reference, config,
-                      on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}"))
+    result = gate.run(
+        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
+    )
     if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
         return Part(updates={"correctness": Correctness(skipped=result.why)})
-    part = Correctness.model_validate(result.to_dict() | {"reference": ReferenceInfo(
-        created_at=reference.created_at, versions=reference.versions, noise_floor=reference.noise_floor,
-        prompts=len(reference.prompts), tokens=reference.settings["tokens"])})
+    part = Correctness.model_validate(
+        result.to_dict()
+        | {
+            "reference": ReferenceInfo(
+                created_at=reference.created_at,
+                versions=reference.versions,
+                noise_floor=reference.noise_floor,
+                prompts=len(reference.prompts),
+                tokens=reference.settings["tokens"],
+            )
+        }
+    )
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict != "pass":
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found.to_dict()
         if found.departs_at is not None:
-            part.report += (f"\ndiagnosis: activations depart from HF at {found.departs_at} "
-                            f"({found.phase}, prompt {found.prompt})")
+            part.report += (
+                f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
+            )
     return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 
-def same_weights(session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference,
-                 correctness: Optional[Correctness]) -> Part:
+def same_weights(
+    session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
+) -> Part:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
     ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
     becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
@@ -96,17 +125,22 @@ def same_weights(session: Session, resolved: ResolvedPoint, adapter: Adapter, hf
         return Part(updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})})
 
     def compute():
-        reference, path, reused = sw.get_or_compute(session.reference_store, twin, hf_reference,
-                                                    refresh=session.refresh_reference)
-        session.log(f"same-weights reference: reused {path}" if reused else
-                    f"same-weights reference: computed in {reference.compute_s:.1f} s, stored at {path}")
+        reference, path, reused = sw.get_or_compute(
+            session.reference_store, twin, hf_reference, refresh=session.refresh_reference
+        )
+        session.log(
+            f"same-weights reference: reused {path}"
+            if reused
+            else f"same-weights reference: computed in {reference.compute_s:.1f} s, stored at {path}"
+        )
         return reference
 
     reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
     spec = resolved.scenario.gate
     config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor, fail_factor=spec.fail_factor)
-    result = sw.compare(adapter, reference, config,
-                        on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}"))
+    result = sw.compare(
+        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
+    )
     if isinstance(result, gate.NotRun):
         found = SameWeights(skipped=result.why)
     else:
@@ -155,10 +189,17 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
     if reference is not None:
         from harness.accuracy.paired import compare
 
-        found = compare(scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired,
-                        spec.non_inferiority)
-        part = part.model_copy(update={
-            "reference": reference.scores, "delta": tasks.delta(scores, reference.scores),
-            "reference_outcomes": reference.outcomes, "paired": found.paired or None,
-            "unpaired": found.unpaired or None, "verdict": found.verdict})
+        found = compare(
+            scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired, spec.non_inferiority
+        )
+        part = part.model_copy(
+            update={
+                "reference": reference.scores,
+                "delta": tasks.delta(scores, reference.scores),
+                "reference_outcomes": reference.outcomes,
+                "paired": found.paired or None,
+                "unpaired": found.unpaired or None,
+                "verdict": found.verdict,
+            }
+        )
     return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})
