@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from harness.errors import UsageError
 
@@ -76,6 +76,7 @@ def nonfinite_paths(data: Any, prefix: str = "") -> list[tuple[str, float]]:
     """(dotted field, value) for every NaN or infinity in parsed JSON."""
     if isinstance(data, float):
         return [] if math.isfinite(data) else [(prefix or "(top level)", data)]
+    items: Iterable[tuple[Any, Any]]
     if isinstance(data, dict):
         items = data.items()
     elif isinstance(data, list):
@@ -166,7 +167,7 @@ def compute_once(
     path: str | Path,
     read: Callable[[Path], Optional[Any]],
     compute: Callable[[], Any],
-    write: Callable[[Path, Any], None],
+    write: Callable[[Path, Any], object],
     refresh: bool = False,
 ) -> tuple[Any, bool]:
     """(value, reused): ``read(path)`` when it gives a value, otherwise ``compute()`` then ``write`` it,
@@ -200,7 +201,7 @@ def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | P
         stat = Path(path).stat()
         return cached(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
-    load.cache_clear = cached.cache_clear
+    load.cache_clear = cached.cache_clear  # type: ignore[attr-defined]  # the lru_cache handle, for tests
     return load
 
 

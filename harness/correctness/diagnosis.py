@@ -81,7 +81,8 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
             not_run=f"device exposes {len(a_named)} components ({a_named[-1][0]} last), "
             f"HF {len(b_named)} ({b_named[-1][0]} last)"
         )
-    components, departs, worst = [], None, 0.0
+    components: list = []
+    departs, worst = None, 0.0
     for (name, a), (_, b) in zip(a_named[:shared], b_named[:shared]):
         if a.shape != b.shape:
             return Diagnosis(components=components, not_run=f"{name}: device shape {a.shape}, HF {b.shape}")

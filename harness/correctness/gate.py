@@ -111,7 +111,7 @@ def _topk_pairs(
     ids: Sequence[int], logprobs: np.ndarray | Sequence[float], k: int, full: bool
 ) -> list[tuple[int, float]]:
     if full:
-        best = top_ids(logprobs, k)
+        best = top_ids(np.asarray(logprobs), k)
         return [(int(i), round(float(logprobs[i]), 4)) for i in best]
     return [(int(i), round(float(lp), 4)) for i, lp in zip(ids[:k], logprobs[:k])]
 

@@ -13,7 +13,10 @@ import os
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    import subprocess
 
 SOURCES = ("cpu_package", "dram", "gpu", "soc")
 NPU_NOTE = (
@@ -141,7 +144,7 @@ class CycleCounter:
 
         self.perf = shutil.which(perf)
         self.reason: Optional[str] = None if self.perf else "perf is not installed (Debian package linux-perf)"
-        self._proc = None
+        self._proc: Optional[subprocess.Popen[str]] = None
 
     def begin(self) -> None:
         import subprocess

@@ -62,8 +62,8 @@ def drift(rounds: Sequence) -> list[Drift]:
     order = list(range(len(tpot)))
     level = statistics.median(tpot)
     slope = float(theilslopes(tpot, order).slope) / level if level > 0 else 0.0
-    p_value = float(kendalltau(order, tpot).pvalue)
-    p_value = None if math.isnan(p_value) else p_value  # constant rounds: no trend to test
+    tau_p = float(kendalltau(order, tpot).pvalue)
+    p_value = None if math.isnan(tau_p) else tau_p  # constant rounds: no trend to test
     total = slope * (len(tpot) - 1)
     flagged = p_value is not None and p_value < DRIFT_P and abs(total) > DRIFT_TOTAL
     why = None
@@ -139,7 +139,9 @@ def combine(records: Sequence[Record]) -> Record:
         raise ValueError(f"combine: records of {first.scenario}::{first.point_id} expected, got {', '.join(strangers)}")
     if first.status == "skipped":
         return first  # decided before anything ran, so every launch would say the same
-    launches, rounds, owners = [], [], []
+    launches: list[Launch] = []
+    rounds: list = []
+    owners: list = []
     for record in records:
         offset = len(launches)
         own = launches_of(record)
@@ -231,10 +233,10 @@ def _metrics(good: Sequence[Record], launches: Sequence[Launch]) -> dict:
     names = dict.fromkeys(name for r in good for name in r.metrics)
     out: dict = {}
     for name in names:
-        values = [r.metrics[name] for r in good if r.metrics.get(name) is not None]
+        values = [float(v) for r in good if (v := r.metrics.get(name)) is not None]
         out[name] = statistics.median(values) if values else None
     for name in LAUNCH:  # a launch entry without the figure leaves the records' median in place
-        values = [e.medians[name] for e in ok if e.medians.get(name) is not None]
+        values = [float(v) for e in ok if (v := e.medians.get(name)) is not None]
         if values:
             out[name] = statistics.median(values)
     return out

@@ -89,6 +89,7 @@ def _own_cpu_s() -> float:
     """CPU seconds of this process, its reaped children and its live descendants (no rusage holds a child
     still running; its /proc stat does, with the children it reaped itself)."""
     own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    todo: list[int | str]
     total, todo = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime, [os.getpid()]
     while todo:
         for path in glob.glob(f"/proc/{todo.pop()}/task/*/children"):
@@ -228,7 +229,9 @@ class Watch:
 def watch() -> Iterator[Watch]:
     """``with watch() as state: <timed rounds>`` then ``state.result()``; files are read only here, at the edges."""
     why: dict[str, str] = {}
-    begin, end, state = {}, {}, Watch()
+    begin: dict[str, float] = {}
+    end: dict[str, float] = {}
+    state = Watch()
     _read((("governors", _governors), *_GAUGES, *_COUNTERS), why, begin)  # the clock last before the window ...
     try:
         yield state

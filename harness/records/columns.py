@@ -43,7 +43,7 @@ def round_values(record: Record) -> dict[str, list[float]]:
 
 def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
     """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric."""
-    out = {}
+    out: dict[str, Optional[float]] = {}
     if accuracy is None:
         return out
     for task, scores in (accuracy.tasks or {}).items():
@@ -79,9 +79,9 @@ def interval_columns(record: Record) -> dict:
     names = [*metrics.LAUNCH, *sorted(set(record.samples.intervals) - set(metrics.LAUNCH))]
     for name in names:
         interval = record.samples.intervals.get(name)
-        shown = has_interval(interval)
-        out[f"{name}_ci_low"] = interval.low if shown else None
-        out[f"{name}_ci_high"] = interval.high if shown else None
+        shown = interval if has_interval(interval) else None
+        out[f"{name}_ci_low"] = shown.low if shown else None
+        out[f"{name}_ci_high"] = shown.high if shown else None
         out[f"{name}_cv"] = interval.cv if interval is not None and interval.launches >= 2 else None
     return out
 

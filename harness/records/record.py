@@ -236,7 +236,7 @@ def launches_of(record: Record) -> list[Launch]:
 def launch_values(record: Record, metric: str) -> list[float]:
     """The metric's median in each ok launch that measured it: the values the regression gate tests."""
     return [
-        float(entry.medians[metric])
+        float(value)
         for entry in launches_of(record)
-        if entry.status == "ok" and entry.medians.get(metric) is not None
+        if entry.status == "ok" and (value := entry.medians.get(metric)) is not None
     ]

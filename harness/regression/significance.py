@@ -4,7 +4,7 @@ Mann-Whitney U on launch values, Benjamini-Hochberg across tests, and a bootstra
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 from harness.measure.launches import CONFIDENCE, SEED
 
@@ -27,12 +27,14 @@ def worse_p_values(cases: Sequence[tuple[Sequence[float], Sequence[float], bool]
         else:
             groups.setdefault((len(base), len(new), alternative), []).append(i)
     for (_, _, alternative), members in groups.items():
-        new = np.array([cases[i][1] for i in members], dtype=float)
-        base = np.array([cases[i][0] for i in members], dtype=float)
-        found = np.atleast_1d(mannwhitneyu(new, base, alternative=alternative, method="exact", axis=1).pvalue)
+        new_values = np.array([cases[i][1] for i in members], dtype=float)
+        base_values = np.array([cases[i][0] for i in members], dtype=float)
+        found = np.atleast_1d(
+            mannwhitneyu(new_values, base_values, alternative=alternative, method="exact", axis=1).pvalue
+        )
         for i, p_value in zip(members, found):
             out[i] = float(p_value)
-    return out
+    return cast("list[float]", out)  # every case was filled above
 
 
 def min_p_value(n_base: int, n_new: int) -> float:

@@ -4,7 +4,9 @@ the line and the field (``harness.run.planning`` adds the checks that need adapt
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -68,7 +70,7 @@ def _model_for(loc: tuple) -> type[BaseModel] | None:
     return model
 
 
-def _to_scenario_error(err: dict, root, path: str) -> ScenarioError:
+def _to_scenario_error(err: Mapping[str, Any], root, path: str) -> ScenarioError:
     loc = tuple(part for part in err["loc"] if isinstance(part, (str, int)))
     field = ".".join(str(p) for p in loc) or "(top level)"
     line = line_of(root, loc)

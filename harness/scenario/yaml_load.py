@@ -13,7 +13,7 @@ aliases expand to billions of nodes: "billion laughs"), nesting deeper than ``MA
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 from yaml.composer import Composer
@@ -107,7 +107,7 @@ class _Loader(_Parser, Composer, yaml.constructor.SafeConstructor, yaml.resolver
         Composer.__init__(self)
         yaml.constructor.SafeConstructor.__init__(self)
         yaml.resolver.Resolver.__init__(self)
-        self._path: list[str] = []
+        self._path: list[Optional[str]] = []
         self._nodes = 0
 
     def get_single_node(self):  # CParser has its own; it would skip the checks below
