@@ -185,15 +185,15 @@ def _show(args) -> int:
 
 def _print_series(series, changes: set[int]) -> None:
     print(f"{series.point} {series.metric} [{series.fingerprint.label()}]")
-    print(f"  {'run':>6}  {'started (UTC)':16}  {'commit':12}  {'value':>10}  {'spread':>21}  verdict")
-    for i, (run, value, (low, high), verdict) in enumerate(
-        zip(series.runs, series.values, series.spread, series.verdicts)
+    print(f"  {'run':>6}  {'started (UTC)':16}  {'commit':12}  {'value':>10}  {'spread (over)':>32}  verdict")
+    for i, (run, value, (low, high), over, verdict) in enumerate(
+        zip(series.runs, series.values, series.spread, series.spread_over, series.verdicts)
     ):
-        spread = "" if low is None else f"{low:.4g}..{high:.4g}"
+        spread = "" if low is None else f"{low:.4g}..{high:.4g} ({over})"
         mark = "  <- change point" if i in changes else ""
         print(
             f"  {run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {value:>10.4g}  "
-            f"{spread:>21}  {verdict or '-'}{mark}"
+            f"{spread:>32}  {verdict or '-'}{mark}"
         )
 
 

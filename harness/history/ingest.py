@@ -96,9 +96,9 @@ def _time(text: Any) -> Optional[datetime]:
 
 def _rows(record) -> PointRows:
     """The one place that reads a record (``harness.records.record.Record``): identity, fingerprint, outcome,
-    and each numeric metric with its per-round values (``results.round_values``), per-launch values
-    (``samples.launches``: one metric dict per launch) and interval (``samples.ci``: metric -> [low,
-    high]) when the record carries them."""
+    and each numeric metric with its per-round values (``results.round_values``), per-launch values (the
+    ok launches' medians in ``samples.launches``, when there are several) and its interval over launches
+    (``samples.intervals``) when the record carries them."""
     from harness.records.store import round_values
 
     adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
@@ -112,22 +112,21 @@ def _rows(record) -> PointRows:
         engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")),
     )
     rounds = round_values(record) if record.status == "ok" else {}
-    launches = getattr(record.samples, "launches", None) or []
-    intervals = getattr(record.samples, "ci", None) or {}
+    launches = [entry for entry in record.samples.launches if entry.status == "ok"]
     values = []
     for metric, raw in sorted(record.metrics.items()):
         value = _finite(raw)
         if value is None:
             continue
-        ci = intervals.get(metric) or (None, None)
+        interval = record.samples.intervals.get(metric)
         values.append(
             ValueRow(
                 metric,
                 value,
                 _floats(rounds.get(metric)),
-                _floats(launch.get(metric) for launch in launches if isinstance(launch, dict)),
-                _finite(ci[0]),
-                _finite(ci[1]),
+                _floats([entry.medians.get(metric) for entry in launches]) if len(launches) > 1 else None,
+                _finite(interval.low) if interval else None,
+                _finite(interval.high) if interval else None,
             )
         )
     gate = record.correctness

@@ -36,6 +36,7 @@ class SeriesData:
     runs: list[RunInfo] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     spread: list[tuple[Optional[float], Optional[float]]] = field(default_factory=list)  # low, high per run
+    spread_over: list[Optional[str]] = field(default_factory=list)  # what each spread is: SPREAD_SOURCES
     verdicts: list[Optional[str]] = field(default_factory=list)
 
     @property
@@ -58,14 +59,18 @@ def runs(engine) -> list[RunInfo]:
     return [RunInfo(r.id, i, r.started_at, r.commit, r.host, r.source, r.n_points) for i, r in enumerate(rows)]
 
 
-def _spread(rounds, launches, low, high) -> tuple[Optional[float], Optional[float]]:
-    """Launch-to-launch range when there are launches, else the interval, else the rounds' range."""
-    for sample in (launches, rounds):
+SPREAD_SOURCES = ("launches", "rounds", "interval")
+
+
+def _spread(rounds, launches, low, high) -> tuple[Optional[float], Optional[float], Optional[str]]:
+    """(low, high, source): the launch-to-launch range when there are launches, else the rounds' range,
+    else the interval; the source says which, so a reader can tell launch spread from round spread."""
+    for source, sample in (("launches", launches), ("rounds", rounds)):
         if sample and len(sample) > 1:
-            return min(sample), max(sample)
+            return min(sample), max(sample), source
     if low is not None and high is not None:
-        return low, high
-    return None, None
+        return low, high, "interval"
+    return None, None, None
 
 
 def series(
@@ -126,7 +131,9 @@ def series(
         data.runs.append(order[row[1]])
         data.values.append(row[2])
         if spread:
-            data.spread.append(_spread(*row[3:7]))
+            low, high, source = _spread(*row[3:7])
+            data.spread.append((low, high))
+            data.spread_over.append(source)
             data.verdicts.append(row[7])
     return [s for s in found.values() if s.values]
 
