@@ -88,7 +88,9 @@ def test_drift_flags_a_throttling_trend_and_not_a_flat_launch():
     assert not flat[0].flagged and flat[0].why is None and abs(flat[0].slope_per_round) < 0.002
     gentle = stats.drift(throttling_rounds(0.002, n=12))  # significant but 2 % in all: not worth a flag
     assert gentle[0].p_value < 0.05 and not gentle[0].flagged
-    assert stats.drift(throttling_rounds(0.05, n=3)) == []  # too few rounds for a trend
+    short = stats.drift(throttling_rounds(0.05, n=4))  # Kendall's exact p is >= 0.083 at 4 rounds: cannot fire
+    assert not short[0].checked and not short[0].flagged and "needs 5" in short[0].why
+    assert stats.DRIFT_MIN_ROUNDS == 5 and stats.drift(throttling_rounds(0.05, n=5))[0].flagged  # 5 rounds can
     assert stats.launch({"tpot_ms": 20.0}, throttling_rounds(0.01)).drift[0].flagged
 
 

@@ -17,8 +17,19 @@ from harness.records.record import Drift, Interval, Launch, Record, TimeSplit, l
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time
-DRIFT_MIN_ROUNDS = 4
 DRIFT_P = 0.05
+
+
+def _fewest_rounds(p: float) -> int:
+    """Rounds for Kendall's exact two-sided test to be able to reach ``p`` at all: the most extreme order
+    of n rounds has p = 2 / n!, so 4 rounds can never go below 0.083 and 5 can (0.017)."""
+    n = 2
+    while 2 / math.factorial(n) > p:
+        n += 1
+    return n
+
+
+DRIFT_MIN_ROUNDS = _fewest_rounds(DRIFT_P)
 DRIFT_TOTAL = 0.05  # a significant trend worth flagging moves the metric by more than this over a launch
 FAILED = ("failed", "timeout")
 
@@ -53,12 +64,17 @@ def drift(rounds: Sequence) -> list[Drift]:
     """The trend of per-round TPOT (mean inter-token gap, ms) over the round index: a Theil-Sen slope
     relative to the median, with Kendall's tau test. Flagged when significant and the fitted change over
     the launch exceeds ``DRIFT_TOTAL`` (thermal throttling, a neighbour starting). Needs
-    ``DRIFT_MIN_ROUNDS`` rounds with tokens after the first; fewer give no entry."""
+    ``DRIFT_MIN_ROUNDS`` rounds with tokens after the first; with fewer the entry says it was not checked
+    (an empty list would read as "no drift")."""
     from scipy.stats import kendalltau, theilslopes
 
     tpot = [statistics.fmean(r.gaps_s) * 1e3 for r in rounds if r.gaps_s]
     if len(tpot) < DRIFT_MIN_ROUNDS:
-        return []
+        why = (
+            f"not checked: {len(tpot)} timed round(s) with tokens; the trend test needs {DRIFT_MIN_ROUNDS} "
+            f"to be able to reach p < {DRIFT_P} (measurement.min_rounds: {DRIFT_MIN_ROUNDS})"
+        )
+        return [Drift(metric="tpot_ms", checked=False, why=why)]
     order = list(range(len(tpot)))
     level = statistics.median(tpot)
     slope = float(theilslopes(tpot, order).slope) / level if level > 0 else 0.0

@@ -25,7 +25,8 @@ class Drift(Part):
     """The trend of a per-round figure within one launch: throttling or a neighbour starting shows as a slope."""
 
     metric: str
-    slope_per_round: float  # relative change per round (0.01 = +1 % a round), from a Theil-Sen fit
+    checked: bool = True  # False: too few rounds for the test to ever fire (``why`` says how many it needs)
+    slope_per_round: Optional[float] = None  # relative change per round (0.01 = +1 % a round), Theil-Sen
     p_value: Optional[float] = None
     flagged: bool = False
     why: Optional[str] = None

@@ -1,0 +1,41 @@
+"""Acceptance: what `harness run` writes for a launch, read from the record on disk — on a real tiny engine
+(transformers, tiny-llama)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.records import store
+
+pytest.importorskip("torch")
+
+SCENARIO = """
+model: tiny-llama
+prompts: ["The river"]
+generation: {{max_new_tokens: 4}}
+measurement: {{warmup_rounds: 0, min_rounds: {rounds}, threads: 1}}
+sweep:
+  adapter: [hf]
+  device: [cpu]
+"""
+
+
+def run_once(root, rounds: int):
+    scenario = root / f"rounds{rounds}.yaml"
+    scenario.write_text(SCENARIO.format(rounds=rounds).lstrip())
+    out = root / f"results{rounds}"
+    argv = ["run", str(scenario), "--results", str(out), "--isolation", "none", "--no-progress", "--no-energy"]
+    assert cli.main(argv) == 0
+    (record,) = [r for _, r in store.iter_records([out])]
+    return record
+
+
+@pytest.mark.parametrize("rounds, checked", [(3, False), (5, True)])
+def test_the_drift_check_says_whether_it_could_run(tmp_path, rounds, checked):
+    (drift,) = run_once(tmp_path, rounds).samples.launches[0].drift
+    assert drift.checked is checked
+    if checked:
+        assert drift.p_value is not None and drift.slope_per_round is not None
+    else:  # three rounds: Kendall's test can never reach p < 0.05, and the record says so instead of "[]"
+        assert not drift.flagged and "needs 5" in drift.why
