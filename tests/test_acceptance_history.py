@@ -49,3 +49,17 @@ def test_show_spreads_over_launches_not_rounds(history_of_a_three_launch_run, ca
     assert cli.main(["history", "show", "scenario::hf-cpu-bf16", "--db", db, "--metric", "tpot"]) == 0
     out = capsys.readouterr().out
     assert "(launches)" in out and "(rounds)" not in out, out
+
+
+def test_the_series_fingerprint_names_the_device_plugin(tmp_path, capsys):
+    """A driver (here OpenVINO's CPU plugin build) is part of the fingerprint, so an upgrade starts a new
+    series instead of continuing the old one and reading as a regression."""
+    pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCENARIO.replace("adapter: [hf]", "adapter: [openvino]").replace("[cpu]", "[CPU]").lstrip())
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
+    assert cli.main([*argv, "--no-energy", "--history", db]) == 0
+    capsys.readouterr()
+    assert cli.main(["history", "show", "scenario::openvino-CPU-bf16", "--db", db, "--metric", "tpot"]) == 0
+    assert "openvino_intel_cpu_plugin 20" in capsys.readouterr().out

@@ -237,12 +237,15 @@ class CoreMLAdapter(Adapter):
     def describe(self) -> dict:
         import coremltools
 
+        from harness.adapters import drivers
+
         static = self.point.device == TORCH_STATIC
         return {
             "engine": "torch (static Core ML source)" if static else "coreml",
             "engine_version": coremltools.__version__,
             "device": self.point.device,
             "compute_units": None if static else COMPUTE_UNITS[self.point.device],
+            "driver": None if static else drivers.macos(),
             "emulated": static,
             "package": str(self.package) if self.package else None,
             "prefill_chunk": self.chunk,

@@ -283,6 +283,7 @@ class HFAdapter(Adapter):
             "torch_version": torch.__version__,
             "device": self.point.device,
             "device_name": _device_name(torch, self.device),
+            "driver": _driver(self.device),
             "dtype": self.settings.dtype,
             "attn_implementation": self.model.config._attn_implementation,
             "threads": torch.get_num_threads(),
@@ -292,6 +293,14 @@ class HFAdapter(Adapter):
     def close(self) -> None:
         self.model = None
         self._step_cache = None
+
+
+def _driver(device) -> Optional[str]:
+    from harness.adapters import drivers
+
+    probes = {"cuda": drivers.nvidia, "xpu": drivers.intel_gpu, "mps": drivers.macos}
+    probe = probes.get(device.type)
+    return probe() if probe else None
 
 
 def _device_name(torch, device) -> str:

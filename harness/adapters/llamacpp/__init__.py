@@ -228,6 +228,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def describe(self) -> dict:
         import llama_cpp
 
+        from harness.adapters import drivers
         from harness.adapters.llamacpp import gguf_export
 
         return {
@@ -241,6 +242,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             "n_batch": self.llm.n_batch,
             "n_threads": self.llm.context_params.n_threads,
             "gpu_offload": self.point.device == "gpu",
+            "driver": drivers.nvidia() if self.point.device == "gpu" else None,
             "extra_buffer_types": self.extra_buffer_types[0],
             "extra_buffer_types_why": self.extra_buffer_types[1],
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),

@@ -266,6 +266,8 @@ class OpenVINOAdapter(Adapter):
         return chosen
 
     def describe(self) -> dict:
+        from harness.adapters import drivers
+
         ov = self._ov
         core = ov.Core()
         hints = {}
@@ -281,6 +283,7 @@ class OpenVINOAdapter(Adapter):
             "device": self.point.device,
             "emulated": self.point.device == EMULATED_NPU,
             "device_name": _device_name(core, self.point.device),
+            "driver": drivers.openvino_plugin(core, "CPU" if self.point.device == EMULATED_NPU else self.point.device),
             "pipeline": "static" if self.point.device in _STATIC else "dynamic",
             "prefix_caching": False,  # every round pays its prefill
             "prefill_chunk": getattr(self, "prefill_chunk", None),

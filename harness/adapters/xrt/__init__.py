@@ -160,6 +160,8 @@ class XRTAdapter(Adapter):
         return {"compile_s": self._prepare_s}
 
     def describe(self) -> dict:
+        from harness.adapters import drivers
+
         npus = amd_npus()
         return {
             "engine": "xrt" if self.point.device == "npu" else "numpy (NPU dataflow reference)",
@@ -171,4 +173,5 @@ class XRTAdapter(Adapter):
             "prefill_len": self.prefill_len,
             "npus": npus,
             "xrt_version": xrt_version(),
+            "driver": drivers.kernel_module("amdxdna") if self.point.device == "npu" else None,
         }
