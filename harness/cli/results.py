@@ -103,6 +103,13 @@ def _export(args) -> int:
     check_writable_file(args.output, "export -o")
     count = export.write([record for _, record in results.iter_records(args.sources)], args.output, args.format)
     print(f"wrote {count} rows to {args.output}")
+    if count == 0:  # an empty file is not an export: say so and fail, as a check that compared nothing would
+        print(
+            f"export: {' '.join(map(str, args.sources))} hold no timed rounds and no gate positions "
+            "(only skipped or failed points?)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

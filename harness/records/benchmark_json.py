@@ -1,8 +1,10 @@
 """Records carried inside pytest-benchmark JSON, so ``--benchmark-json`` files feed reports and gates.
 
 The plugin puts a compact copy of each point's record in the benchmark's ``extra_info`` under
-``harness_record``: the full record minus generated text and raw gaps (per-round figures are kept,
-so the regression check still knows each point's spread, and so are the launches and their intervals).
+``harness_record``: the full record minus generated text, logs and the gate's stored reference. The
+timed rounds (every token's gap), the launches and their intervals, and the gate's per-prompt,
+per-position KL stay, so ``harness export``, ``harness report`` and the regression check read a
+benchmark JSON as they read the record files.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ def compact(record: Record) -> dict:
     small = record.model_copy(
         update={
             "samples": Samples(
-                rounds_ms=round_values(record), launches=record.samples.launches, intervals=record.samples.intervals
+                rounds=record.samples.rounds,
+                rounds_ms=round_values(record),
+                launches=record.samples.launches,
+                intervals=record.samples.intervals,
             ),
             "outputs": {},
             "prompt_lengths": [],
             "log": [],
             "failure": None,  # routing stays: the report plots it
-            "correctness": record.correctness
-            and record.correctness.model_copy(update={"prompts": [], "reference": None}),
+            "correctness": record.correctness and record.correctness.model_copy(update={"reference": None}),
         }
     )
     return small.to_dict()
