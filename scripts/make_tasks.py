@@ -1,4 +1,4 @@
-"""Write the shipped accuracy task sets (harness/tasks/*.jsonl), written for this project.
+"""Write the shipped accuracy task sets (harness/accuracy/tasks/*.jsonl), written for this project.
 
 - cloze.jsonl (LAMBADA style): passages whose last word follows from the passage; the model must
   give that word the highest likelihood and produce it greedily.
@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "harness" / "tasks"
+OUT = Path(__file__).resolve().parents[1] / "harness" / "accuracy" / "tasks"
 
 PEOPLE = [
     ("Anna", "she", "her"),

@@ -1,7 +1,7 @@
 """Task accuracy through lm-evaluation-harness: a point's adapter scored on the scenario's ``accuracy``
 tasks, beside the HF reference on the same tasks (computed once per model and task set, then reused).
 
-Shipped tasks (``harness/tasks``, offline): ``harness_cloze`` (LAMBADA style) and ``harness_choice``
+Shipped tasks (``harness/accuracy/tasks``, offline): ``harness_cloze`` (LAMBADA style) and ``harness_choice``
 (PIQA / HellaSwag style). Any standard lm-eval task name also works where its dataset is cached.
 """
 
