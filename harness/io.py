@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -89,13 +90,48 @@ def nonfinite_paths(data: Any, prefix: str = "") -> list[tuple[str, float]]:
     return found
 
 
-def read_json(path: str | Path) -> Any:
-    """The JSON in ``path``, strictly: unreadable text, bad JSON and NaN/Infinity (which Python's
-    reader accepts) are a ValueError naming the file, and the field for a non-finite number."""
+# Records, baselines and benchmark JSON arrive from other runners as CI artefacts: read them bounded.
+MAX_JSON_BYTES = 256 * 2**20  # a pytest-benchmark JSON of a large nightly is tens of MiB; a record far less
+
+
+def read_regular_file(path: str | Path, limit: int) -> bytes:
+    """The bytes of ``path``, which must be a regular file (a symlink to one is fine) of at most ``limit``
+    bytes: a FIFO, a device such as /dev/zero, a directory or a larger file is a ValueError naming the
+    path, at once, never a hang or an unbounded read. An unreadable path raises the OSError."""
+    # O_NONBLOCK: opening a FIFO with no writer would otherwise block forever before fstat could refuse it.
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a pipe, socket or device"
+            raise ValueError(f"{path}: {kind}, not a regular file; give a file")
+        too_large = f"{path}: larger than {limit:,} bytes, the limit for this kind of file"
+        if info.st_size > limit:
+            raise ValueError(too_large)
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(handle, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:  # it grew while we read
+            raise ValueError(too_large)
+        return b"".join(chunks)
+    finally:
+        os.close(handle)
+
+
+def read_json(path: str | Path, limit: int = MAX_JSON_BYTES) -> Any:
+    """The JSON in ``path``, strictly: not a regular file, over ``limit`` bytes, unreadable text, bad JSON,
+    nesting too deep to parse and NaN/Infinity (which Python's reader accepts) are a ValueError naming the
+    file, and the field for a non-finite number."""
+    try:
+        data = json.loads(read_regular_file(path, limit).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable JSON file ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to read (records are a few levels deep)") from None
     bad = nonfinite_paths(data)
     if bad:
         field, value = bad[0]

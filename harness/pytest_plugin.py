@@ -110,14 +110,14 @@ def _is_scenario(path: Path, config) -> bool:
     places = [place for place in given if place.is_dir()] + list(config.getini("harness_scenarios"))
     if not any(_covers(Path(place), path) for place in places):
         return False
+    from harness.io import read_regular_file
     from harness.scenario.yaml_load import MAX_BYTES
 
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(MAX_BYTES + 1)
-    except OSError:
+        head = read_regular_file(path, MAX_BYTES)
+    except (OSError, ValueError):  # unreadable, not a regular file, or larger: data, not a scenario
         return False
-    return len(head) <= MAX_BYTES and _SWEEP_KEY.search(head) is not None  # a larger file is data
+    return _SWEEP_KEY.search(head) is not None
 
 
 def _covers(place: Path, path: Path) -> bool:

@@ -67,6 +67,8 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
         elif benchmark_json.is_benchmark_json(data):
             for record in benchmark_json.records(data, source=file):
                 yield file, record
+        elif not isinstance(data, dict):  # `null` or `[]` where a record belongs: a broken record, not "nothing"
+            raise ValueError(f"{file}: holds {type(data).__name__} JSON, not a harness result record")
         elif explicit:
             raise ValueError(
                 f"{file}: neither a harness result record nor a pytest-benchmark JSON "

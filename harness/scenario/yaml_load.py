@@ -21,6 +21,7 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from harness.errors import ScenarioError, ScenarioErrors
+from harness.io import read_regular_file
 
 try:  # libyaml scans in C; the composer below stays in Python so it can refuse as it goes
     from yaml.cyaml import CParser as _Parser
@@ -55,16 +56,17 @@ def read_text(path: str | Path) -> str:
     """The file's text; ScenarioErrors when it cannot be read, is too large or is not UTF-8."""
     name = str(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)  # bounded even for /dev/zero or a pipe
+        data = read_regular_file(path, MAX_BYTES)  # a FIFO or /dev/zero is refused at once, not read
     except OSError as exc:
         raise _error(name, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
+    except ValueError as exc:
+        if "larger than" not in str(exc):
+            raise _error(name, str(exc).removeprefix(f"{name}: ")) from None
         raise _error(
             name,
             f"file is larger than {MAX_BYTES // 1024} KiB; scenario files are small "
             "(put long prompt lists in a prompt file)",
-        )
+        ) from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:

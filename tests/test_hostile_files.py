@@ -1,0 +1,85 @@
+"""Hostile files through the harness command (a subprocess, so a hang is a timeout, not a stuck suite):
+records and scenarios that are FIFOs, devices, huge, deeply nested or `null` end in one line and exit 2,
+at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.io import MAX_JSON_BYTES
+
+from .records import record
+
+
+def harness(*args, cwd=None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "harness.cli", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def one_line_exit_2(done: subprocess.CompletedProcess, *needles: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and all(n in errors[0] for n in needles), done.stderr
+
+
+@pytest.fixture
+def results(tmp_path):
+    out = tmp_path / "results"
+    from harness.records import store
+
+    store.write(record("p", tpot_ms=20.0), out)
+    return out
+
+
+def test_a_record_that_is_a_symlink_to_dev_zero_is_refused_not_read(results, tmp_path):
+    (results / "demo" / "zero.json").symlink_to("/dev/zero")
+    for command in (["report", results, "-o", tmp_path / "r"], ["export", results, "-o", tmp_path / "x.jsonl"]):
+        one_line_exit_2(harness(*command), "zero.json", "not a regular file")
+
+
+def test_a_record_larger_than_the_cap_is_refused_before_reading(results, tmp_path):
+    huge = results / "demo" / "huge.json"
+    with open(huge, "wb") as handle:  # sparse: the size is what is checked, no memory is used
+        handle.truncate(MAX_JSON_BYTES + 1)
+    one_line_exit_2(harness("report", results, "-o", tmp_path / "r"), "huge.json", "larger than")
+
+
+@pytest.mark.parametrize("content", ["null", "[]", "3"])
+def test_a_record_file_holding_no_object_is_named_not_skipped(results, tmp_path, content):
+    (results / "demo" / "broken.json").write_text(content)
+    one_line_exit_2(harness("report", results, "-o", tmp_path / "r"), "broken.json", "not a harness result record")
+
+
+def test_a_deeply_nested_record_is_one_line(results, tmp_path):
+    (results / "demo" / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line_exit_2(harness("report", results, "-o", tmp_path / "r"), "deep.json")
+
+
+def test_a_scenario_that_is_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "scenario.yaml"
+    os.mkfifo(fifo)
+    for command in ("check", "run"):
+        done = harness(command, fifo, cwd=tmp_path)  # before the fix: blocked in open() until the timeout
+        assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr, (
+            done.stderr
+        )
+
+
+def test_a_baseline_gate_over_a_dev_zero_record_is_refused(results, tmp_path):
+    (results / "demo" / "zero.json").symlink_to("/dev/zero")
+    done = harness("gate", results, "--baseline", results, "--baselines-dir", tmp_path / "b")
+    one_line_exit_2(done, "zero.json", "not a regular file")
+
+
+def test_records_still_read_through_a_symlink_to_a_regular_file(results, tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps(json.loads((results / "demo" / "p.json").read_text()) | {"point_id": "q"}))
+    (results / "demo" / "q.json").symlink_to(target)
+    done = harness("summary", results)
+    assert done.returncode == 0, done.stderr
