@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
 from harness.errors import Unsupported
+from harness.scenario.schema import SWEEP_AXES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -97,6 +98,8 @@ class Adapter(ABC):
     name: ClassVar[str]
     devices: ClassVar[tuple[str, ...]]  # every device name this adapter understands
     quantizations: ClassVar[frozenset[str]] = frozenset({"none"})
+    # Axis capabilities: a sweep axis's Capability (harness.scenario.schema.Sweep) names the flag its
+    # non-default values need, and capability_reason reads it.
     supports_beams: ClassVar[bool] = False
     supports_batch: ClassVar[bool] = False
     supports_chunked_prefill: ClassVar[bool] = False
@@ -158,16 +161,10 @@ class Adapter(ABC):
         """Why ``point`` can never run on this adapter, on any machine (no device probing), or None."""
         if point.quantization not in cls.quantizations:
             return f"{cls.name} does not support quantization {point.quantization!r} (supports: {', '.join(sorted(cls.quantizations))})"
-        if point.beam_width > 1 and not cls.supports_beams:
-            return f"{cls.name} has no beam search (beam_width={point.beam_width})"
-        if point.batch_size > 1 and not cls.supports_batch:
-            return f"{cls.name} runs batch size 1 only (batch_size={point.batch_size})"
-        if point.moe_chunk_size is not None and not cls.supports_chunked_prefill:
-            return f"{cls.name} has no chunked prefill (moe_chunk_size={point.moe_chunk_size})"
-        if point.moe_capacity is not None and not cls.supports_moe_capacity:
-            return f"{cls.name} cannot limit expert capacity (moe_capacity={point.moe_capacity})"
-        if point.max_seq_len is not None and not cls.supports_max_seq_len:
-            return f"{cls.name} cannot fix the KV cache size (max_seq_len={point.max_seq_len})"
+        for axis in SWEEP_AXES:  # each axis declares the flag a non-default value needs
+            value = getattr(point, axis.name)
+            if axis.needs is not None and value != axis.default and not getattr(cls, axis.needs.flag):
+                return f"{cls.name} {axis.needs.lacking} ({axis.name}={value})"
         return None
 
     @abstractmethod

@@ -24,6 +24,7 @@ from harness.report import accuracy as accuracy_report
 from harness.report import moe as moe_report
 from harness.report import plots, tables, token_plots
 from harness.report.readable import number, plus_minus, times_floor
+from harness.scenario.sweep import ID_ORDER
 
 MAX_SHOWN_OUTPUTS = 20  # generated texts shown under Correctness (failures first)
 HTML_ROWS = 500  # per table on the page; the CSV files hold every row
@@ -145,17 +146,9 @@ POINT_COLUMNS = [
     "point_id",
     "status",
     "host",
-    "adapter",
-    "device",
     "engine",
     "model",
-    "quantization",
-    "max_seq_len",
-    "prompt_len",
-    "beam_width",
-    "batch_size",
-    "moe_chunk_size",
-    "moe_capacity",
+    *ID_ORDER,
     *metrics.HEADLINE,
     *(f"{m}_ci_{end}" for m in metrics.HEADLINE for end in ("low", "high")),
     "launches",

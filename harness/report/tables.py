@@ -6,23 +6,11 @@ import pandas as pd
 
 from harness.records import metrics
 from harness.records.columns import TIME_PREFIX, TIME_SPLIT
+from harness.scenario.sweep import ID_ORDER
 
 VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
-# Columns that tell points apart in a table or a plot's legend, in the order they are named.
-IDENTITY = [
-    "scenario",
-    "host",
-    "model",
-    "adapter",
-    "device",
-    "quantization",
-    "max_seq_len",
-    "prompt_len",
-    "beam_width",
-    "batch_size",
-    "moe_chunk_size",
-    "moe_capacity",
-]
+# Columns that tell points apart in a table or a plot's legend, in the order they are named (axes as in point ids).
+IDENTITY = ["scenario", "host", "model", *ID_ORDER]
 OUTPUT_TOKENS_FOR_OVERALL = 32  # "overall = first + 31 x next" is the Intel CPU runtime paper's 32-token summary
 
 

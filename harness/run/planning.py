@@ -124,7 +124,10 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
     if not errors:
-        points = expand(scenario)
+        try:
+            points = expand(scenario)
+        except ScenarioError as shared_id:  # two points, one id: reported with the file's other errors
+            raise ScenarioErrors([shared_id]) from None
         if not points:
             errors.append(
                 ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep")

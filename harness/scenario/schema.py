@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from harness.scenario.axes import Axis, AxisFacts, Capability, axes_of
+
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 # Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
@@ -160,20 +162,45 @@ class Accuracy(_Strict):
 
 
 class Sweep(_Strict):
-    adapter: list[str] = Field(min_length=1)
-    device: list[str] = Field(default_factory=lambda: ["cpu"], min_length=1)
-    max_seq_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
-    quantization: list[Literal[QUANTIZATIONS]] = Field(default_factory=lambda: ["none"], min_length=1)  # type: ignore[valid-type]
-    prompt_len: list[Optional[Tokens]] = Field(default_factory=lambda: [None], min_length=1)
-    beam_width: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
-    batch_size: list[PositiveInt] = Field(default_factory=lambda: [1], min_length=1)
-    moe_chunk_size: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    """The axes to sweep, one field each; the points are their product (``harness.scenario.sweep``).
+
+    Each field declares its axis once: ``AxisFacts`` says how a point id names it and what an adapter
+    needs to run a value other than the default (``harness.scenario.axes``); every list of axes derives
+    from ``SWEEP_AXES``. A new axis also needs its field on ``harness.scenario.sweep.Point`` (checked at import).
+    """
+
+    adapter: Annotated[list[str], AxisFacts(id_prefix=None)] = Field(min_length=1)
+    device: Annotated[list[str], AxisFacts(id_prefix=None)] = Field(default_factory=lambda: ["cpu"], min_length=1)
+    max_seq_len: Annotated[
+        list[Optional[Tokens]], AxisFacts("seq", Capability("supports_max_seq_len", "cannot fix the KV cache size"))
+    ] = Field(default_factory=lambda: [None], min_length=1)
+    # precision leads the id: the quantization, or the model's dtype when it is "none"
+    quantization: Annotated[list[Literal[QUANTIZATIONS]], AxisFacts(id_prefix=None)] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: ["none"], min_length=1
+    )
+    prompt_len: Annotated[list[Optional[Tokens]], AxisFacts("prompt")] = Field(
+        default_factory=lambda: [None], min_length=1
+    )
+    beam_width: Annotated[list[PositiveInt], AxisFacts("beam", Capability("supports_beams", "has no beam search"))] = (
+        Field(default_factory=lambda: [1], min_length=1)
+    )
+    batch_size: Annotated[
+        list[PositiveInt], AxisFacts("bs", Capability("supports_batch", "runs batch size 1 only"))
+    ] = Field(default_factory=lambda: [1], min_length=1)
+    moe_chunk_size: Annotated[
+        list[Optional[PositiveInt]],
+        AxisFacts("chunk", Capability("supports_chunked_prefill", "has no chunked prefill")),
+    ] = Field(default_factory=lambda: [None], min_length=1)
     # tokens each expert takes per forward pass (a prefill chunk or a decode step); None = unlimited
-    moe_capacity: list[Optional[PositiveInt]] = Field(default_factory=lambda: [None], min_length=1)
+    moe_capacity: Annotated[
+        list[Optional[PositiveInt]],
+        AxisFacts("cap", Capability("supports_moe_capacity", "cannot limit expert capacity")),
+    ] = Field(default_factory=lambda: [None], min_length=1)
 
 
-# The sweep axes, in point-id order: the one list (harness.scenario.sweep.Point has exactly these fields).
-AXES: tuple[str, ...] = tuple(Sweep.model_fields)
+# The sweep's axes, in field order (harness.scenario.sweep.Point has exactly these fields), and their names.
+SWEEP_AXES: tuple[Axis, ...] = axes_of(Sweep)
+AXES: tuple[str, ...] = tuple(axis.name for axis in SWEEP_AXES)
 
 
 class KnownFailure(_Strict):

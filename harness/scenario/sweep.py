@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Optional
 
-from harness.scenario.schema import AXES
+from harness.errors import ScenarioError
+from harness.scenario.schema import AXES, SWEEP_AXES
 
 if TYPE_CHECKING:
     from harness.scenario.schema import Scenario
 
-# Axis -> prefix used in point ids (adapter, device and precision always lead the id).
-_ID_PARTS = {
-    "max_seq_len": "seq",
-    "prompt_len": "prompt",
-    "beam_width": "beam",
-    "batch_size": "bs",
-    "moe_chunk_size": "chunk",
-    "moe_capacity": "cap",
-}
+# Derived from the axes' declarations (harness.scenario.axes): the axes that lead the id bare
+# (adapter, device, precision), then axis -> prefix for the rest.
+_LEAD = tuple(axis.name for axis in SWEEP_AXES if axis.leads_id)
+_ID_PARTS = {axis.name: axis.id_prefix for axis in SWEEP_AXES if axis.id_prefix is not None}
+ID_ORDER: tuple[str, ...] = (*_LEAD, *_ID_PARTS)  # the axes in the order a point id names them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +25,7 @@ class Point:
     """One sweep point: a value for every axis of ``harness.scenario.schema.AXES`` (defaults as in the schema)."""
 
     adapter: str
-    device: str
+    device: str = "cpu"
     max_seq_len: Optional[int] = None
     quantization: str = "none"
     prompt_len: Optional[int] = None
@@ -43,6 +41,22 @@ class Point:
         return data
 
 
+def _check_point_fields() -> None:
+    """``Point`` is written out for readers and type checkers; one that drifted from the declared axes
+    (a missing field, another default) is refused at import."""
+    fields = [field for field in dataclasses.fields(Point) if field.name != "id"]
+    declared = [(axis.name, dataclasses.MISSING if axis.required else axis.default) for axis in SWEEP_AXES]
+    if [(field.name, field.default) for field in fields] != declared:
+        raise TypeError(
+            f"harness.scenario.sweep.Point's fields {[(f.name, f.default) for f in fields]} differ from the "
+            f"sweep axes declared on harness.scenario.schema.Sweep {declared}: give Point one field per axis, "
+            "in the same order, with the same default"
+        )
+
+
+_check_point_fields()
+
+
 def point_id(axes: dict, dtype: str, explicit: frozenset[str], defaults: dict) -> str:
     """``adapter-device-precision`` plus a part for each axis the sweep names or the point changes.
 
@@ -50,7 +64,7 @@ def point_id(axes: dict, dtype: str, explicit: frozenset[str], defaults: dict) -
     static one of 128.
     """
     precision = dtype if axes["quantization"] == "none" else axes["quantization"]
-    parts = [axes["adapter"], axes["device"], precision]
+    parts = [precision if axis == "quantization" else axes[axis] for axis in _LEAD]
     for axis, prefix in _ID_PARTS.items():
         value = axes[axis]
         if value is not None and (axis in explicit or value != defaults[axis]):
@@ -77,8 +91,9 @@ def count(scenario: Scenario) -> int:
 def expand(scenario: Scenario) -> list[Point]:
     """The product of the sweep's axes, minus ``exclude`` matches, plus ``include`` entries.
 
-    ``include`` entries fill the axes they omit with each axis's first value. Duplicate ids are kept
-    once, in first-seen order.
+    ``include`` entries fill the axes they omit with each axis's first value. A point listed twice (an
+    ``include`` entry equal to a product point) is kept once, in first-seen order; two different points
+    with one id raise ``ScenarioError`` (their records would overwrite each other).
     """
     sweep = scenario.sweep
     values = [getattr(sweep, axis) for axis in AXES]
@@ -89,5 +104,22 @@ def expand(scenario: Scenario) -> list[Point]:
     points: dict[str, Point] = {}
     for axes in combos:
         pid = point_id(axes, scenario.model.dtype, scenario.explicit_axes, defaults)
-        points.setdefault(pid, Point(**axes, id=pid))
+        point = Point(**axes, id=pid)
+        first = points.setdefault(pid, point)
+        if first != point:
+            raise _shared_id(scenario, first, point)
     return list(points.values())
+
+
+def _shared_id(scenario: Scenario, first: Point, second: Point) -> ScenarioError:
+    def shown(point: Point) -> str:
+        return ", ".join(f"{axis}={value!r}" for axis, value in point.axes().items())
+
+    differ = [axis for axis in AXES if getattr(first, axis) != getattr(second, axis)]
+    return ScenarioError(
+        scenario.path or "<string>",
+        f"two different points get the id {first.id!r}: ({shown(first)}) and ({shown(second)}); they differ in "
+        f"{', '.join(differ)}, which the id does not tell apart. Make their text differ (4, not '4', in include), "
+        "or, for a new axis, declare its id prefix on its Sweep field (harness/scenario/schema.py)",
+        field="sweep",
+    )
