@@ -70,11 +70,11 @@ def drift(rounds: Sequence) -> list[Drift]:
 
     tpot = [statistics.fmean(r.gaps_s) * 1e3 for r in rounds if r.gaps_s]
     if len(tpot) < DRIFT_MIN_ROUNDS:
-        why = (
+        too_few = (
             f"not checked: {len(tpot)} timed round(s) with tokens; the trend test needs {DRIFT_MIN_ROUNDS} "
             f"to be able to reach p < {DRIFT_P} (measurement.min_rounds: {DRIFT_MIN_ROUNDS})"
         )
-        return [Drift(metric="tpot_ms", checked=False, why=why)]
+        return [Drift(metric="tpot_ms", checked=False, why=too_few)]
     order = list(range(len(tpot)))
     level = statistics.median(tpot)
     slope = float(theilslopes(tpot, order).slope) / level if level > 0 else 0.0
@@ -82,7 +82,7 @@ def drift(rounds: Sequence) -> list[Drift]:
     p_value = None if math.isnan(tau_p) else tau_p  # constant rounds: no trend to test
     total = slope * (len(tpot) - 1)
     flagged = p_value is not None and p_value < DRIFT_P and abs(total) > DRIFT_TOTAL
-    why = None
+    why: Optional[str] = None
     if flagged:
         why = (
             f"tpot_ms {'rose' if total > 0 else 'fell'} {abs(total):.0%} over {len(tpot)} rounds "

@@ -161,6 +161,11 @@ class Accuracy(_Strict):
         return self
 
 
+def _unset() -> list:
+    """An axis's default value list: one unset value (the engine's own default)."""
+    return [None]
+
+
 class Sweep(_Strict):
     """The axes to sweep, one field each; the points are their product (``harness.scenario.sweep``).
 
@@ -173,14 +178,12 @@ class Sweep(_Strict):
     device: Annotated[list[str], AxisFacts(id_prefix=None)] = Field(default_factory=lambda: ["cpu"], min_length=1)
     max_seq_len: Annotated[
         list[Optional[Tokens]], AxisFacts("seq", Capability("supports_max_seq_len", "cannot fix the KV cache size"))
-    ] = Field(default_factory=lambda: [None], min_length=1)
+    ] = Field(default_factory=_unset, min_length=1)
     # precision leads the id: the quantization, or the model's dtype when it is "none"
     quantization: Annotated[list[Literal[QUANTIZATIONS]], AxisFacts(id_prefix=None)] = Field(  # type: ignore[valid-type]
         default_factory=lambda: ["none"], min_length=1
     )
-    prompt_len: Annotated[list[Optional[Tokens]], AxisFacts("prompt")] = Field(
-        default_factory=lambda: [None], min_length=1
-    )
+    prompt_len: Annotated[list[Optional[Tokens]], AxisFacts("prompt")] = Field(default_factory=_unset, min_length=1)
     beam_width: Annotated[list[PositiveInt], AxisFacts("beam", Capability("supports_beams", "has no beam search"))] = (
         Field(default_factory=lambda: [1], min_length=1)
     )
@@ -190,12 +193,12 @@ class Sweep(_Strict):
     moe_chunk_size: Annotated[
         list[Optional[PositiveInt]],
         AxisFacts("chunk", Capability("supports_chunked_prefill", "has no chunked prefill")),
-    ] = Field(default_factory=lambda: [None], min_length=1)
+    ] = Field(default_factory=_unset, min_length=1)
     # tokens each expert takes per forward pass (a prefill chunk or a decode step); None = unlimited
     moe_capacity: Annotated[
         list[Optional[PositiveInt]],
         AxisFacts("cap", Capability("supports_moe_capacity", "cannot limit expert capacity")),
-    ] = Field(default_factory=lambda: [None], min_length=1)
+    ] = Field(default_factory=_unset, min_length=1)
 
 
 # The sweep's axes, in field order (harness.scenario.sweep.Point has exactly these fields), and their names.
