@@ -90,6 +90,11 @@ def nonfinite_paths(data: Any, prefix: str = "") -> list[tuple[str, float]]:
     return found
 
 
+# Folders the harness keeps inside a results directory for its own stores: no scenario may take one of
+# these names, or its records would land in a store that every reader passes over.
+STORE_NAMES = ("references",)
+REFERENCE_DIR = STORE_NAMES[0]  # <results>/references holds gate references, not records
+
 # Records, baselines and benchmark JSON arrive from other runners as CI artefacts: read them bounded.
 MAX_JSON_BYTES = 256 * 2**20  # a pytest-benchmark JSON of a large nightly is tens of MiB; a record far less
 

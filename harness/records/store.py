@@ -8,11 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from harness.io import read_json, safe_name, write_json_atomic
+from harness.io import REFERENCE_DIR, read_json, safe_name, write_json_atomic
 from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
 from harness.records.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
-
-REFERENCE_DIR = "references"  # <results>/references holds gate references, not records
 
 
 def record_path(results_dir: Path, record: Record) -> Path:

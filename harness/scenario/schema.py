@@ -7,6 +7,7 @@ need the adapter registry, the model sources or the points (this module needs no
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
@@ -21,10 +22,15 @@ from pydantic import (
     model_validator,
 )
 
+from harness.io import STORE_NAMES
 from harness.scenario.axes import Axis, AxisFacts, Capability, axes_of
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
 SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# Bounds for values that would only fail at run time or never finish: threads from this machine's cores
+# (oversubscribing by more than 8x only slows an engine down), launches from what a night can hold.
+MAX_THREADS = max(64, 8 * (os.cpu_count() or 1))
+MAX_LAUNCHES = 1000
 # Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
 # naming its line instead of a run that lasts until the point's timeout. The model's own context is
 # checked once it is resolved (harness.run.steps.resolve).
@@ -59,16 +65,22 @@ class Measurement(_Strict):
     min_rounds: PositiveInt = Field(3, description="measure at least this many rounds ...")
     min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
     max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
-    threads: Optional[PositiveInt] = Field(None, description="engine threads; default: the engine's own")
+    threads: Optional[PositiveInt] = Field(
+        None, le=MAX_THREADS, description=f"engine threads; default: the engine's own (at most {MAX_THREADS} here)"
+    )
     launches: PositiveInt = Field(
-        1, description="independent launches per point (fresh worker and load each), interleaved across the sweep"
+        1,
+        le=MAX_LAUNCHES,
+        description="independent launches per point (fresh worker and load each), interleaved across the sweep",
     )
     target_rel_ci: Optional[PositiveFloat] = Field(
         None,
         description="adaptive: stop adding launches to a point once the 95 % interval of its median "
         "tpot is within +-this fraction (0.02 = 2 %); needs max_launches",
     )
-    max_launches: Optional[PositiveInt] = Field(None, description="with target_rel_ci: at most this many launches")
+    max_launches: Optional[PositiveInt] = Field(
+        None, le=MAX_LAUNCHES, description="with target_rel_ci: at most this many launches"
+    )
 
     @model_validator(mode="after")
     def _rounds_consistent(self):
@@ -93,9 +105,9 @@ class Gate(_Strict):
 
     k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
     tokens: Tokens = Field(32, description="greedy tokens per prompt")
-    prompts: Union[Literal["ci", "all"], PositiveInt, list[str]] = Field(
-        "ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a list of texts"
-    )
+    prompts: Union[
+        Literal["ci", "all"], PositiveInt, Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    ] = Field("ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a non-empty list of texts")
     mode: Literal["free", "forced", "both"] = "both"
     drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
     fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
@@ -217,6 +229,17 @@ class KnownFailure(_Strict):
 
 class Scenario(_Strict):
     name: str = Field(pattern=SAFE_NAME)
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_store(cls, name: str) -> str:
+        if name in STORE_NAMES:
+            raise ValueError(
+                f"{name!r} is the name of the harness's own store inside a results directory; name the scenario "
+                "something else (name: ...)"
+            )
+        return name
+
     description: str = ""
     model: ModelSpec
     prompts: list[str] = Field(default_factory=lambda: list(DEFAULT_PROMPTS), min_length=1)

@@ -148,6 +148,13 @@ class _Loader(_Parser, Composer, yaml.constructor.SafeConstructor, yaml.resolver
         node: MappingNode = super().compose_mapping_node(anchor)
         first: dict[tuple[str, str], ScalarNode] = {}
         for key, _ in node.value:
+            if isinstance(key, ScalarNode) and (key.tag == "tag:yaml.org,2002:merge" or key.value == "<<"):
+                # a merge key would fold keys in past the duplicate check below
+                raise _Refused(
+                    key.start_mark.line + 1,
+                    self._field(),
+                    "YAML merge keys (<<) are not allowed in scenario files; write the keys out",
+                )
             if isinstance(key, ScalarNode):
                 seen = first.setdefault((key.tag, key.value), key)
                 if seen is not key:

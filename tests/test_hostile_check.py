@@ -1,0 +1,41 @@
+"""Values `harness check` used to accept that could only fail at run time, never finish, or make a scenario
+vanish: refused before any work, one line naming file, line and field, exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.scenario.schema import MAX_THREADS
+
+BASE = "model: tiny-llama\nsweep: {adapter: [hf]}\n"
+
+
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ("name: references\n", "name", "own store"),  # its records would land in the reference store, unread
+        ("measurement: {threads: 100000}\n", "measurement.threads", f"less than or equal to {MAX_THREADS}"),
+        ("measurement: {launches: 1000000}\n", "measurement.launches", "less than or equal to 1000"),
+        ("measurement: {launches: 2, target_rel_ci: 0.1, max_launches: 5000}\n", "measurement.max_launches", "1000"),
+        ("gate: {prompts: []}\n", "gate.prompts", "at least 1 item"),  # was a NaN-in-JSON error after the run
+        ("gate: {prompts: ['']}\n", "gate.prompts", "at least 1 character"),
+        ("generation: {<<: {max_new_tokens: 4}}\n", "generation", "merge keys"),  # bypassed the duplicate check
+        ("generation: {max_new_tokens: 4, <<: {max_new_tokens: 8}}\n", "generation", "merge keys"),
+    ],
+)
+def test_check_refuses_what_would_fail_later(tmp_path, capsys, extra, field, words):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(BASE + extra)
+    assert cli.main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:" in err and f"{field}" in err and words in err, err
+    assert "Traceback" not in err
+
+
+def test_a_scenario_named_references_is_refused_by_run_before_any_point(tmp_path, capsys):
+    path = tmp_path / "scenario.yaml"
+    path.write_text("name: references\n" + BASE)
+    assert cli.main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 2
+    assert not (tmp_path / "results" / "references").exists()
+    assert "own store" in capsys.readouterr().err
