@@ -39,3 +39,19 @@ def test_a_scenario_named_references_is_refused_by_run_before_any_point(tmp_path
     assert cli.main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 2
     assert not (tmp_path / "results" / "references").exists()
     assert "own store" in capsys.readouterr().err
+
+
+def test_a_garbage_file_as_the_history_database_is_one_line(tmp_path, capsys):
+    pytest.importorskip("sqlalchemy")
+    garbage = tmp_path / "h.sqlite"
+    garbage.write_bytes(b"this is not a database\n" * 200)
+    assert cli.main(["history", "list", "--db", f"sqlite:///{garbage}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "h.sqlite" in err and "cannot open" in err, err
+
+
+@pytest.mark.parametrize("penalty", ["nan", "inf", "0", "-1", "x"])
+def test_history_check_refuses_a_penalty_that_is_not_a_positive_number(tmp_path, capsys, penalty):
+    with pytest.raises(SystemExit) as exited:  # argparse: usage line and exit 2, no traceback
+        cli.main(["history", "check", "--db", f"sqlite:///{tmp_path / 'h.sqlite'}", "--penalty", penalty])
+    assert exited.value.code == 2 and "expected a finite number > 0" in capsys.readouterr().err

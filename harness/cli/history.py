@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import re
 import sys
 from typing import Optional
@@ -19,6 +20,16 @@ def _percent(text: str) -> float:
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a relative change such as 2% or 0.02")
     return float(match.group(1)) / (100 if match.group(2) else 1)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:  # nan compares False with everything: say it here
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number > 0")
+    return value
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -73,7 +84,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--penalty",
-        type=float,
+        type=_positive,
         default=DEFAULT_PENALTY,
         help="change-point penalty, in noise "
         f"variances per ln(nights) (default {DEFAULT_PENALTY:g}; lower finds smaller steps and more "
@@ -224,8 +235,8 @@ def _check(args) -> int:
     from harness.history import queries
     from harness.history.check import check
 
-    if args.since < 0 or args.penalty <= 0:
-        raise UsageError("--since must be >= 0 and --penalty > 0")
+    if args.since < 0:
+        raise UsageError("--since must be >= 0")
     engine = _open(args)
     result = check(queries.series(engine), queries.runs(engine), args.since, args.threshold, args.penalty)
     for finding in result.regressions:

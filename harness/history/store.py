@@ -94,12 +94,12 @@ def upgrade(engine) -> None:
 
 def open_db(url: str):
     """An engine on ``url`` with the schema migrated to the current revision."""
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import DatabaseError
 
     engine = engine_for(url)
     try:
         upgrade(engine)
-    except OperationalError as exc:
+    except DatabaseError as exc:  # unreachable, locked, or a file that is not a database at all
         raise UsageError(
             f"--db: {engine.url.render_as_string(hide_password=True)}: cannot open "
             f"({str(exc.orig).strip().splitlines()[0]})"
