@@ -67,6 +67,7 @@ class MachineState(_Part):
     gpus_begin: list[Gpu] = []
     gpus_end: list[Gpu] = []
     unavailable: dict[str, str] = {}  # item -> why: cpu_mhz, governors, load, cpu_time, ...
+    noisy: Optional[str] = None  # why the window looks disturbed (``noisy()``), read by records.columns
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -264,6 +265,7 @@ def _build(begin: dict, end: dict, why: dict[str, str]) -> MachineState:
         state.busy_other_share = round(state.other_cpu_s / (window * cores), 4) if window > 0 and cores else None
     if "cpu_pressure" in begin and "cpu_pressure" in end and window > 0:
         state.cpu_pressure_share = round((end["cpu_pressure"] - begin["cpu_pressure"]) / window, 4)
+    state.noisy = noisy(state)  # decided once, where the window is measured, and stored with the launch
     return state
 
 
@@ -279,7 +281,8 @@ def noisy(state: MachineState) -> Optional[str]:
     if begin and end and end.mean < begin.mean * (1 - CLOCK_FALL):
         reasons.append(f"CPU clock fell {begin.mean:.0f} -> {end.mean:.0f} MHz")
     loads = [load[0] for load in (state.load_begin, state.load_end) if load]
-    if cores and loads and max(loads) > LOAD_PER_CORE * cores:
+    # The load average counts our own threads; it stands in only where other processes' CPU time is unknown.
+    if state.busy_other_share is None and cores and loads and max(loads) > LOAD_PER_CORE * cores:
         reasons.append(f"load average {max(loads):.1f} above {cores} cores")
     for gpu0, gpu1 in zip(state.gpus_begin, state.gpus_end):
         if gpu0.sm_mhz and gpu1.sm_mhz is not None and gpu1.sm_mhz < gpu0.sm_mhz * (1 - CLOCK_FALL):
