@@ -1,7 +1,7 @@
 """How long `harness report` and `harness gate` take on many records (default 10,000).
 
 Writes synthetic records with the real schema (rounds of per-token gaps, gate results, generated text)
-into a temporary directory, then times the report and the gate the way a user runs them (through
+into a temporary directory, then times the report and the regression check the way a user runs them (through
 ``harness.cli.app.main``), several times each, and prints medians.
 """
 
@@ -72,7 +72,7 @@ def run(count: int, repeats: int) -> None:
         )
         main(["baseline", "save", str(tmp / "base"), "--name", "b", "--baselines-dir", str(tmp / "baselines")])
         report = [timed(["report", str(tmp / "new"), "-o", str(tmp / f"report{r}")]) for r in range(repeats)]
-        gate = [
+        regression_check = [
             timed(["gate", str(tmp / "new"), "--baseline", "b", "--baselines-dir", str(tmp / "baselines")])
             for _ in range(repeats)
         ]
@@ -81,8 +81,8 @@ def run(count: int, repeats: int) -> None:
             f"(runs: {', '.join(f'{t:.1f}' for t in report)})"
         )
         print(
-            f"harness gate, {count} vs {count} records: median {statistics.median(gate):.1f} s "
-            f"(runs: {', '.join(f'{t:.1f}' for t in gate)})"
+            f"harness gate, {count} vs {count} records: median {statistics.median(regression_check):.1f} s "
+            f"(runs: {', '.join(f'{t:.1f}' for t in regression_check)})"
         )
 
 

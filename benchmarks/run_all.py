@@ -26,7 +26,7 @@ BENCHMARKS = [
     ("energy tracking overhead", ["energy_overhead.py"], True),
     ("gate reference cost", ["reference_cost.py"], True),
     ("accuracy scoring, one pass vs stepwise", ["accuracy_scoring.py"], False),
-    ("regression gate power, A/A and A/B nights, old and new rule", ["gate_power.py"], True),
+    ("regression check power, A/A and A/B nights, old and new rule", ["regression_power.py"], True),
 ]
 
 

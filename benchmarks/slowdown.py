@@ -1,4 +1,4 @@
-"""Test adapters for benchmarks/gate_power.py: the real transformers and llama.cpp adapters with every decode
+"""Test adapters for benchmarks/regression_power.py: the real transformers and llama.cpp adapters with every decode
 step delayed by a fixed fraction of its own measured duration (the engine runs the step, the adapter times
 it, then sleeps that fraction of it before the next step starts), so a "+5 %" build is 5 % slower per
 output token on whatever the machine does that night.

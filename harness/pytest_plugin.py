@@ -14,10 +14,10 @@ import pytest
 
 from harness.cli.options import (
     add_baseline_options,
-    add_gate_options,
+    add_regression_options,
     add_run_options,
     check_outputs,
-    gate_fdr,
+    regression_fdr,
     remote_code_error,
     runner_from,
 )
@@ -28,7 +28,7 @@ SESSION = pytest.StashKey["SessionRecords"]()
 
 
 class SessionRecords:
-    """What the regression gate needs at the end of a session: the records made, the points selected."""
+    """What the regression check needs at the end of a session: the records made, the points selected."""
 
     def __init__(self, thresholds, shard=None):
         self.thresholds = thresholds
@@ -36,14 +36,14 @@ class SessionRecords:
         self.records = []
         self.scenarios: set[str] = set()
         self.deselected: set[tuple[str, str]] = set()
-        self.gate_lines: list[str] = []
+        self.regression_lines: list[str] = []
         self.names: dict[str, str] = {}  # scenario name -> its file, across the session's files
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("harness", "LLM inference harness")
     add_run_options(group.addoption, prefix="harness-")
-    add_gate_options(group.addoption, prefix="harness-", required=False)
+    add_regression_options(group.addoption, prefix="harness-", required=False)
     add_baseline_options(group.addoption, prefix="harness-")
     parser.addini(
         "harness_scenarios",
@@ -61,7 +61,7 @@ def pytest_configure(config):
 
     try:  # thresholds and the shard are checked before anything runs
         thresholds = parse_thresholds(config.option.harness_max_regression)
-        gate_fdr(config.option, "harness-")
+        regression_fdr(config.option, "harness-")
         shard = parse_shard(config.option.harness_shard) if config.option.harness_shard else None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -257,7 +257,7 @@ def pytest_deselected(items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """``--harness-baseline NAME``: gate this session's records against a saved baseline."""
+    """``--harness-baseline NAME``: check this session's records against a saved baseline."""
     config = session.config
     if RUNNER in config.stash:
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
@@ -266,7 +266,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from pathlib import Path
 
-    from harness.cli.output import gate_report
+    from harness.cli.output import regression_report
     from harness.errors import HarnessError
     from harness.regression import baseline
     from harness.regression.check import check, key
@@ -276,19 +276,21 @@ def pytest_sessionfinish(session, exitstatus):
         base = baseline.load(name, Path(config.option.harness_baselines_dir))
         # Only points this session could have run: its scenarios, minus what -k/-m deselected.
         scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
-        outcome = check(base, state.records, state.thresholds, scope=scope, fdr=gate_fdr(config.option, "harness-"))
+        outcome = check(
+            base, state.records, state.thresholds, scope=scope, fdr=regression_fdr(config.option, "harness-")
+        )
     except (HarnessError, ValueError, FileNotFoundError) as exc:
-        state.gate_lines = [f"ERROR {exc}"]
+        state.regression_lines = [f"ERROR {exc}"]
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
-    state.gate_lines = gate_report(outcome, name)
+    state.regression_lines = regression_report(outcome, name)
     if not outcome.passed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(SESSION, None)
-    if state is not None and state.gate_lines:
+    if state is not None and state.regression_lines:
         terminalreporter.section("harness regression gate")
-        for line in state.gate_lines:
+        for line in state.regression_lines:
             terminalreporter.line(line, red=line.startswith(("FAIL", "ERROR")), green="PASS" in line)

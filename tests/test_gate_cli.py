@@ -43,39 +43,40 @@ def saved(tmp_path):
     return tmp_path
 
 
-def gate(tmp_path, run_dir, *extra):
+def harness_gate(tmp_path, run_dir, *extra):
+    """``harness gate``: the regression check against the saved ``nightly`` baseline."""
     return main(["gate", str(run_dir), "--baseline", "nightly", "--baselines-dir", str(tmp_path / "baselines"), *extra])
 
 
 def test_an_unchanged_rerun_passes(saved, capsys):
-    assert gate(saved, write_run(saved / "night2", seed=50)) == 0
+    assert harness_gate(saved, write_run(saved / "night2", seed=50)) == 0
     assert "regression gate vs nightly: PASS; 2 point(s) compared" in capsys.readouterr().out
 
 
 def test_a_20_percent_slowdown_fails_with_the_point_and_metric(saved, capsys):
-    assert gate(saved, write_run(saved / "night2", seed=50, slow_point=POINTS[1])) == 1
+    assert harness_gate(saved, write_run(saved / "night2", seed=50, slow_point=POINTS[1])) == 1
     out = capsys.readouterr().out
     assert f"FAIL demo::{POINTS[1]}: regression: tpot_ms" in out and "worse; limit 5%" in out
     assert POINTS[0] + ":" not in out
 
 
 def test_broken_agreement_fails(saved, capsys):
-    assert gate(saved, write_run(saved / "night2", seed=50, broken_point=POINTS[0])) == 1
+    assert harness_gate(saved, write_run(saved / "night2", seed=50, broken_point=POINTS[0])) == 1
     assert f"FAIL demo::{POINTS[0]}: agreement: top-5 agreement fails" in capsys.readouterr().out
 
 
 def test_a_missing_point_fails(saved, capsys):
-    assert gate(saved, write_run(saved / "night2", seed=50, drop_point=POINTS[0])) == 1
+    assert harness_gate(saved, write_run(saved / "night2", seed=50, drop_point=POINTS[0])) == 1
     assert f"FAIL demo::{POINTS[0]}: missing: ran in the baseline, no record now" in capsys.readouterr().out
 
 
 def test_thresholds_come_from_the_command_line(saved):
     run_dir = write_run(saved / "night2", seed=50, slow_point=POINTS[1])
-    assert gate(saved, run_dir, "--max-regression", "tpot=30%") == 0
+    assert harness_gate(saved, run_dir, "--max-regression", "tpot=30%") == 0
 
 
 def test_bad_thresholds_and_unknown_baselines_are_usage_errors(saved, capsys):
-    assert gate(saved, saved / "night1", "--max-regression", "tpot=lots") == 2
+    assert harness_gate(saved, saved / "night1", "--max-regression", "tpot=lots") == 2
     assert "ERROR --max-regression: 'tpot=lots'" in capsys.readouterr().err
     assert (
         main(["gate", str(saved / "night1"), "--baseline", "weekly", "--baselines-dir", str(saved / "baselines")]) == 2
@@ -96,7 +97,7 @@ def test_a_baseline_is_a_frozen_copy(saved):
     import shutil
 
     shutil.rmtree(saved / "night1")  # the records it was saved from are gone
-    assert gate(saved, write_run(saved / "night2", seed=50)) == 0
+    assert harness_gate(saved, write_run(saved / "night2", seed=50)) == 0
 
 
 def test_compare_prints_speedups(saved, capsys):
@@ -159,20 +160,20 @@ def test_a_regression_over_launches_prints_its_launches_and_p_and_q(tmp_path, ca
         )
         == 0
     )
-    assert gate(tmp_path, write_launched(tmp_path / "same", 40.0, seed=50)) == 0
+    assert harness_gate(tmp_path, write_launched(tmp_path / "same", 40.0, seed=50)) == 0
     out = capsys.readouterr().out
     assert "launch-level test of 2 metric(s)" in out and "judged without launch statistics" not in out
-    assert gate(tmp_path, write_launched(tmp_path / "slow", 48.0, seed=50)) == 1
+    assert harness_gate(tmp_path, write_launched(tmp_path / "slow", 48.0, seed=50)) == 1
     out = capsys.readouterr().out
     assert f"FAIL demo::{POINTS[0]}: regression: tpot_ms" in out and "5 vs 5 launches, Mann-Whitney p=0.004, q=" in out
-    assert gate(tmp_path, tmp_path / "slow", "--fdr", "0.001") == 0  # 1/252 is not below 0.001 / 2
+    assert harness_gate(tmp_path, tmp_path / "slow", "--fdr", "0.001") == 0  # 1/252 is not below 0.001 / 2
     assert "too few launches to show it" in capsys.readouterr().out
 
 
 def test_fdr_and_confirm_are_checked_before_anything_runs(saved, capsys):
-    assert gate(saved, saved / "night1", "--fdr", "5") == 2
+    assert harness_gate(saved, saved / "night1", "--fdr", "5") == 2
     assert "--fdr: expected a false discovery rate between 0 and 1" in capsys.readouterr().err
-    assert gate(saved, saved / "night1", "--confirm", "-1") == 2
+    assert harness_gate(saved, saved / "night1", "--confirm", "-1") == 2
     assert "--confirm: expected a number of launches >= 0, got -1" in capsys.readouterr().err
     assert (
         main(
@@ -206,9 +207,9 @@ def test_gate_help_shows_the_default_thresholds(capsys):
 
 def test_present_only_judges_a_shards_points_and_still_fails_their_regressions(saved, capsys):
     shard = write_run(saved / "shard", seed=50, drop_point=POINTS[0])
-    assert gate(saved, shard) == 1  # the whole run's gate: a point is missing
+    assert harness_gate(saved, shard) == 1  # the whole run's regression check: a point is missing
     capsys.readouterr()
-    assert gate(saved, shard, "--present-only") == 0
+    assert harness_gate(saved, shard, "--present-only") == 0
     assert "1 point(s) compared" in capsys.readouterr().out
     slow = write_run(saved / "slow-shard", seed=50, drop_point=POINTS[0], slow_point=POINTS[1])
-    assert gate(saved, slow, "--present-only") == 1
+    assert harness_gate(saved, slow, "--present-only") == 1

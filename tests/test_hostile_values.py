@@ -252,7 +252,7 @@ def test_malformed_records_are_refused_naming_file_and_field(command, change, fi
     assert not (tmp_path / "baselines" / "b").exists()
 
 
-def test_a_gate_against_a_baseline_holding_nan_names_the_file_and_field(records_dir, tmp_path, capsys):
+def test_a_regression_check_against_a_baseline_holding_nan_names_the_file_and_field(records_dir, tmp_path, capsys):
     bad_file = _corrupt(records_dir, lambda d: d["metrics"].update(tpot_ms=math.inf))  # a hand-edited baseline
     new = tmp_path / "new"
     results.write(synthetic.record("hf-cpu-bf16", seed=3), new)
@@ -260,17 +260,17 @@ def test_a_gate_against_a_baseline_holding_nan_names_the_file_and_field(records_
     assert f"{bad_file}: metrics.tpot_ms: non-finite number inf" in line
 
 
-# -- 4. a gate that compared nothing has not passed ---------------------------------------------------
+# -- 4. a regression check that compared nothing has not passed ---------------------------------------
 
 
-def test_the_gate_refuses_an_empty_baseline(records_dir, tmp_path, capsys):
+def test_the_regression_check_refuses_an_empty_baseline(records_dir, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     line = _quiet_fail(["gate", str(records_dir), "--baseline", str(empty)], capsys)
     assert "the baseline holds no records" in line
 
 
-def test_the_gate_refuses_a_baseline_with_no_point_in_common(records_dir, tmp_path, capsys):
+def test_the_regression_check_refuses_a_baseline_with_no_point_in_common(records_dir, tmp_path, capsys):
     other = tmp_path / "other"
     results.write(synthetic.record("hf-cpu-bf16", scenario="another"), other)
     line = _quiet_fail(["gate", str(records_dir), "--baseline", str(other)], capsys)

@@ -83,7 +83,7 @@ def test_every_entry_has_a_unit_and_an_explicit_direction():
 
 
 def test_a_roofline_fraction_that_falls_fails_the_regression_check():
-    # Before the catalogue the fraction was gated as lower-is-better: a 20 % fall passed.
+    # Before the catalogue the fraction was checked as lower-is-better: a 20 % fall passed.
     base, new = record("p", seed=1), record("p", seed=1)
     base.metrics["roofline_fraction"], new.metrics["roofline_fraction"] = 0.5, 0.4
     outcome = check([base], [new], parse_thresholds("roofline_fraction=5%"))
@@ -92,7 +92,7 @@ def test_a_roofline_fraction_that_falls_fails_the_regression_check():
     assert check([new], [base], parse_thresholds("roofline=5%")).passed  # a rise is an improvement
 
 
-def test_metrics_without_a_direction_cannot_be_gated():
+def test_metrics_without_a_direction_cannot_be_checked_for_regressions():
     with pytest.raises(UsageError, match="'rounds=5%': rounds has no better direction"):
         parse_thresholds("rounds=5%")
 

@@ -1,4 +1,4 @@
-"""The regression gate: thresholds, noise awareness, lost points and broken agreement."""
+"""The regression check: thresholds, noise awareness, lost points and broken agreement."""
 
 from __future__ import annotations
 
@@ -125,3 +125,33 @@ def test_scope_limits_which_baseline_points_must_be_present():
 def test_duplicate_points_are_refused_with_a_hint():
     with pytest.raises(UsageError, match="appears twice.*harness merge"):
         check(run(seed=0), run(seed=1) + run(seed=2), DEFAULT)
+
+
+def test_the_regression_check_names_no_gate_in_its_code():
+    """ "gate" names the correctness gate; the code of the regression check (behind the `harness gate`
+    command) says "regression", so a reader never mistakes one for the other."""
+    import ast
+    from pathlib import Path
+
+    import harness.cli.options
+    import harness.cli.output
+    import harness.regression
+
+    def identifiers(path: Path):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                yield node.name
+            elif isinstance(node, ast.Name):
+                yield node.id
+            elif isinstance(node, ast.Attribute):
+                yield node.attr
+            elif isinstance(node, ast.alias):
+                yield node.asname or node.name
+            elif isinstance(node, ast.arg):
+                yield node.arg
+
+    package = Path(harness.regression.__file__).parent
+    named = {f"{p.name}: {name}" for p in package.glob("*.py") for name in identifiers(p) if "gate" in name.lower()}
+    assert not named
+    assert callable(harness.cli.options.add_regression_options) and callable(harness.cli.options.regression_fdr)
+    assert callable(harness.cli.output.regression_report)

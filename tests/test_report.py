@@ -191,3 +191,61 @@ def test_the_chromium_check_catches_a_broken_page(report, tmp_path):
     blank.write_text("<html><body></body></html>")
     chromium(f"--screenshot={tmp_path / 'blank.png'}", "--window-size=800,600", blank.resolve().as_uri(), cwd=tmp_path)
     assert not screenshot_is_plotted(tmp_path / "blank.png")
+
+
+def test_a_section_is_one_module_and_one_list_entry(tmp_path, monkeypatch):
+    """A module with NAME, TEMPLATE, build and markdown, added to SECTIONS, reaches the page, the
+    Markdown and the CSV files with no other change."""
+    import types
+
+    from markupsafe import Markup
+
+    from harness.report import sections
+    from harness.report.sections.base import SectionOutput, table_markdown
+
+    table = pd.DataFrame({"point_id": ["p"], "figure": [7]})
+    extra = types.SimpleNamespace(
+        NAME="extra",
+        TEMPLATE="sections/extra.html.j2",
+        build=lambda ctx: SectionOutput(tables={"extra": table}, shown={"extra": Markup("<p>extra-table</p>")}),
+        markdown=lambda page: table_markdown("An extra section", page.tables["extra"]),
+    )
+    templates = tmp_path / "templates"
+    shutil.copytree(__import__("harness.report", fromlist=["x"]).__path__[0] + "/templates", templates)
+    (templates / "sections" / "extra.html.j2").write_text('<h2 id="extra">Extra</h2>{{ tables.extra }}\n')
+    import jinja2
+
+    monkeypatch.setattr(jinja2, "PackageLoader", lambda *a: jinja2.FileSystemLoader(str(templates)))
+    monkeypatch.setattr(sections, "SECTIONS", [*sections.SECTIONS[:-1], extra, sections.SECTIONS[-1]])
+    monkeypatch.setattr("harness.report.build.SECTIONS", sections.SECTIONS)
+    for r in sweep_records()[:2]:
+        results.write(r, tmp_path / "results")
+    written = build([tmp_path / "results"], tmp_path / "report")
+    page = written.html.read_text()
+    assert page.index('<h2 id="extra">Extra</h2><p>extra-table</p>') < page.index('<h2 id="points">')
+    md = written.markdown.read_text()
+    assert "## An extra section\n\n| point_id | figure |" in md
+    assert md.index("## An extra section") > md.index("## Correctness (failures first)")
+    assert pd.read_csv(written.directory / "extra.csv").figure.tolist() == [7]
+
+
+def test_the_builder_names_no_section():
+    """build.py runs the sections in order; it reads no section's table or part by name and compares
+    nothing with a section's name: what each holds lives in its own module."""
+    import ast
+    from pathlib import Path
+
+    from harness.report import build as builder
+    from harness.report.sections import SECTIONS
+
+    names = {s.NAME for s in SECTIONS} | {"open_change_points", "moe_layers", "moe_routing", "first_next"}
+    tree = ast.parse(Path(builder.__file__).read_text())
+    by_name = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            by_name.add(node.slice.value)
+        elif isinstance(node, ast.Attribute):
+            by_name.add(node.attr)
+        elif isinstance(node, ast.Compare):
+            by_name |= {c.value for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)}
+    assert not names & by_name

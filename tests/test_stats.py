@@ -1,4 +1,4 @@
-"""Launch statistics (harness.measure.launches) and the statistical regression gate built on them (issue #19)."""
+"""Launch statistics (harness.measure.launches) and the statistical regression check built on them (issue #19)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def lognormal(rng, median, cv, n):
 
 
 def fast(point_id, tpots, ttfts) -> Record:
-    """A point with launch entries only: the gate reads launch medians, and 8,000 of these must be cheap."""
+    """A point with launch entries only: the regression check reads launch medians, and 8,000 of these must be cheap."""
     launches = [
         Launch(index=i, medians={"tpot_ms": t, "ttft_ms": f}, rounds=5) for i, (t, f) in enumerate(zip(tpots, ttfts))
     ]
@@ -183,7 +183,7 @@ def test_combine_of_one_record_fills_its_intervals_and_skipped_stays_skipped():
         stats.combine([single("p"), single("q")])
 
 
-# the statistical gate
+# the statistical regression check
 
 
 def test_a_clear_regression_over_launches_fails_with_its_statistics():

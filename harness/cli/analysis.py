@@ -68,7 +68,7 @@ def int_list(text: str) -> list[int]:
 
 def routing(args) -> int:
     from harness.moe import study as routing_study
-    from harness.report import build as report
+    from harness.report.render import markdown_table
 
     study = routing_study.run(
         args.model,
@@ -81,7 +81,7 @@ def routing(args) -> int:
         args.cache_dir,
     )
     files = routing_study.write(study, args.output)
-    print(report.markdown_table(study.layers))
-    print(report.markdown_table(study.grid, limit=len(study.grid)))
+    print(markdown_table(study.layers))
+    print(markdown_table(study.grid, limit=len(study.grid)))
     print(f"wrote {', '.join(map(str, files))}")
     return 0

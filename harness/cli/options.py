@@ -163,8 +163,8 @@ def add_baseline_options(add, prefix: str = "") -> None:
     )
 
 
-def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
-    """Regression-gate options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
+def add_regression_options(add, prefix: str = "", required: bool = True) -> None:
+    """Regression-check options, shared by ``harness gate`` and the pytest plugin (``--harness-baseline``)."""
     from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS
 
     add(
@@ -195,7 +195,7 @@ def add_gate_options(add, prefix: str = "", required: bool = True) -> None:
     )
 
 
-def gate_fdr(options, prefix: str = "") -> float:
+def regression_fdr(options, prefix: str = "") -> float:
     from harness.errors import UsageError
 
     fdr = options.harness_fdr

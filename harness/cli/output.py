@@ -140,8 +140,8 @@ def time_split_table(records) -> str:
     return "\n".join(lines)
 
 
-def gate_report(outcome, baseline_name: str) -> list[str]:
-    """Lines explaining a regression-gate outcome, point by point."""
+def regression_report(outcome, baseline_name: str) -> list[str]:
+    """Lines explaining a regression-check outcome, point by point."""
     lines = [str(finding) for finding in outcome.findings]
     lines += [f"note {note}" for note in outcome.notes]
     verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"

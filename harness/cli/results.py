@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_baseline_options, add_gate_options
-from harness.cli.output import gate_report
+from harness.cli.options import add_baseline_options, add_regression_options
+from harness.cli.output import regression_report
 from harness.errors import UsageError
 from harness.regression.confirm import confirm
 
@@ -48,17 +48,19 @@ def add_parsers(commands) -> None:
     )
     merge.add_argument("-o", "--output", required=True, metavar="DIR")
 
-    gate = commands.add_parser("gate", help="exit 1 on regressions, gate failures and lost points against a baseline")
-    gate.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
-    add_gate_options(gate.add_argument)
-    add_baseline_options(gate.add_argument)
-    gate.add_argument(
+    regression = commands.add_parser(
+        "gate", help="exit 1 on regressions, gate failures and lost points against a baseline"
+    )
+    regression.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
+    add_regression_options(regression.add_argument)
+    add_baseline_options(regression.add_argument)
+    regression.add_argument(
         "--present-only",
         action="store_true",
         help="judge only the points NEW has (one runner's shard, confirming on its own device); "
         "points missing from NEW are then the merged run's gate to report",
     )
-    gate.add_argument(
+    regression.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -171,13 +173,14 @@ def _merge(args) -> int:
     return 0
 
 
-def _gate(args) -> int:
-    from harness.cli.options import gate_fdr
+def _regression_check(args) -> int:
+    """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
+    from harness.cli.options import regression_fdr
     from harness.regression import baseline
     from harness.regression.check import check, key, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
-    fdr = gate_fdr(args)
+    fdr = regression_fdr(args)
     if args.confirm < 0:
         raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
     rerun = _relaunch(args.sources) if args.confirm else None
@@ -187,7 +190,7 @@ def _gate(args) -> int:
     outcome = check(base, current, thresholds, scope=scope, fdr=fdr)
     if rerun is not None and outcome.flagged:
         outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm)
-    print("\n".join(gate_report(outcome, args.harness_baseline)))
+    print("\n".join(regression_report(outcome, args.harness_baseline)))
     return 0 if outcome.passed else 1
 
 
@@ -216,5 +219,5 @@ HANDLERS = {
     "baseline": _baseline,
     "compare": _compare,
     "merge": _merge,
-    "gate": _gate,
+    "gate": _regression_check,
 }

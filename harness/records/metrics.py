@@ -3,7 +3,7 @@
 Tables, plots, the regression check and the command line read names, units, labels and directions
 from here and nowhere else. Adding a metric is one entry below plus the code that computes it.
 ``higher_is_better`` is None for figures with no better direction (counts, sizes, bounds); the
-regression check refuses to gate those.
+regression check refuses to judge those.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in CATALOGUE}
 BY_ALIAS: dict[str, Metric] = {m.alias: m for m in CATALOGUE if m.alias}
 # What a summary shows first, in this order (overview tables, the run table, comparisons).
 HEADLINE = ("ttft_ms", "tpot_ms", "decode_tokens_per_s", "energy_per_token_mj")
-# Metrics summarised per independent launch (record.samples.launches); the regression gate tests these
+# Metrics summarised per independent launch (record.samples.launches); the regression check tests these
 # on launch-level values.
 LAUNCH = HEADLINE
 # Per-token spread, in the order the spread table lists it.

@@ -234,7 +234,7 @@ def launches_of(record: Record) -> list[Launch]:
 
 
 def launch_values(record: Record, metric: str) -> list[float]:
-    """The metric's median in each ok launch that measured it: the values the regression gate tests."""
+    """The metric's median in each ok launch that measured it: the values the regression check tests."""
     return [
         float(value)
         for entry in launches_of(record)

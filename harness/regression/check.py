@@ -1,7 +1,7 @@
 """The regression check behind ``harness gate`` (not the correctness gate, ``harness.correctness.gate``): new
 records against a baseline, point by point. Pure: no I/O, no printing.
 
-A point fails the gate when it passed (or ran) in the baseline and is now failed, timed out, skipped
+A point fails the check when it passed (or ran) in the baseline and is now failed, timed out, skipped
 or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed. With two or more
 ok launches a side (``measurement.launches``) a metric regresses only when (a) the median of its launch
 medians is worse than the threshold (a floor: a real but small change passes) and (b) a one-sided
@@ -86,7 +86,7 @@ class Finding:
 
 
 @dataclass
-class GateOutcome:
+class RegressionOutcome:
     findings: list[Finding] = field(default_factory=list)
     compared: int = 0  # points present in both runs
     notes: list[str] = field(default_factory=list)  # things checked with less than full information
@@ -153,7 +153,7 @@ def _scenarios(points) -> str:
 
 
 def _refuse_nothing_to_compare(base: dict, now: dict, scope: Optional[set[Point]]) -> None:
-    """A gate that compared nothing has not passed: an empty baseline, or one that shares no point with
+    """A check that compared nothing has not passed: an empty baseline, or one that shares no point with
     the new records (another scenario's baseline, a deselected run), is a usage error."""
     if not base:
         raise UsageError(
@@ -177,13 +177,13 @@ def check(
     thresholds: list[Threshold],
     scope: Optional[set[Point]] = None,
     fdr: float = DEFAULT_FDR,
-) -> GateOutcome:
-    """Gate ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
+) -> RegressionOutcome:
+    """Check ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
     (pytest passes the points it selected; the command line checks all of them); ``fdr`` is the false
     discovery rate over the run's launch-level tests."""
     base, now = index(baseline, "baseline"), index(new, "new records")
     _refuse_nothing_to_compare(base, now, scope)
-    outcome = GateOutcome(fdr=fdr)
+    outcome = RegressionOutcome(fdr=fdr)
     for point, record in now.items():
         scenario, pid = point
         if record.status in ("failed", "timeout"):
@@ -192,7 +192,7 @@ def check(
                 continue
             outcome.findings.append(Finding(scenario, pid, "failed", f"{record.status}: {record.reason}"))
             continue
-        if record.verdict == "fail":
+        if record.verdict == "fail" and record.correctness is not None:  # a verdict comes with its part
             reasons = "; ".join(record.correctness.reasons) or "see the record"
             outcome.findings.append(
                 Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
@@ -223,7 +223,7 @@ def check(
     return outcome
 
 
-def _judge(outcome: GateOutcome, threshold: Threshold, before: Record, after: Record) -> None:
+def _judge(outcome: RegressionOutcome, threshold: Threshold, before: Record, after: Record) -> None:
     test = launch_test(threshold, before, after)
     if test is not None:
         outcome.tests.append(test)
@@ -243,14 +243,15 @@ def _judge(outcome: GateOutcome, threshold: Threshold, before: Record, after: Re
         outcome.notes.append(note)
 
 
-def _decide(outcome: GateOutcome) -> None:
+def _decide(outcome: RegressionOutcome) -> None:
     """Benjamini-Hochberg over every launch-level test, then findings and notes."""
     fdr, tests = outcome.fdr, outcome.tests
     for test, p_value in zip(
         tests, significance.worse_p_values([(t.base_values, t.new_values, t.higher_is_better) for t in tests])
     ):
         test.p_value = p_value
-    for test, q_value in zip(tests, significance.fdr_adjust([t.p_value for t in tests], fdr)):
+    p_values = [t.p_value for t in tests if t.p_value is not None]  # each test got its p just above
+    for test, q_value in zip(tests, significance.fdr_adjust(p_values, fdr)):
         test.q_value = q_value
     lone = fdr / len(tests) if tests else 0.0  # the p a lone regression among them needs
     for test in tests:

@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
     from harness.records.record import Record
-    from harness.regression.check import GateOutcome, Threshold
+    from harness.regression.check import RegressionOutcome, Threshold
 
 
 def confirm(
-    outcome: GateOutcome,
+    outcome: RegressionOutcome,
     baseline: Iterable[Record],
     current: Iterable[Record],
     thresholds: list[Threshold],
     rerun: Callable[[list[Record], int], list[Record]],
     launches: int,
-) -> GateOutcome:
-    """``harness gate --confirm K``: rerun the flagged points (``GateOutcome.flagged``) ``launches`` more
+) -> RegressionOutcome:
+    """``harness gate --confirm K``: rerun the flagged points (``RegressionOutcome.flagged``) ``launches`` more
     times with ``rerun(records, launches)`` (``Runner.relaunch``: each record comes back with the new
     launches appended after its own), then judge those points again on the new launches alone, with the
     false discovery rate held over that smaller family: the launches that raised the alarm do not also
@@ -26,7 +26,7 @@ def confirm(
     from dataclasses import replace
 
     from harness.measure import launches as stats
-    from harness.regression.check import GateOutcome, check, index, key
+    from harness.regression.check import RegressionOutcome, check, index, key
 
     flagged = outcome.flagged
     if not flagged or launches < 1:
@@ -52,7 +52,7 @@ def confirm(
         (f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind for f in second.findings
     }
     names = ", ".join(f"{s}::{p} ({verdicts.get((s, p), 'cleared')})" for s, p in fresh)
-    return GateOutcome(
+    return RegressionOutcome(
         findings=kept + second.findings,
         compared=outcome.compared,
         fdr=outcome.fdr,

@@ -13,7 +13,7 @@ def worse_p_values(cases: Sequence[tuple[Sequence[float], Sequence[float], bool]
     """One-sided Mann-Whitney U p-values (asv's test on launch values) that each case's new values are
     worse than its baseline values; a case is (base, new, higher_is_better). Exact without ties, and an
     exact permutation test (small samples enumerate every split) with them. Cases of the same sizes and
-    direction go to scipy as one array: a nightly gate runs hundreds of tests."""
+    direction go to scipy as one array: a nightly regression check runs hundreds of tests."""
     import numpy as np
     from scipy.stats import PermutationMethod, mannwhitneyu
 

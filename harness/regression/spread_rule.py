@@ -1,4 +1,4 @@
-"""The regression gate's rule for a metric without launch statistics (one launch on a side): worse than its
+"""The regression check's rule for a metric without launch statistics (one launch on a side): worse than its
 threshold *and* by more than the larger interquartile range of the two runs' per-round figures. Per-round
 spread understates launch-to-launch noise, so ``harness.regression.check`` says when it fell back to this."""
 

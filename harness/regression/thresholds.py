@@ -1,4 +1,4 @@
-"""The regression gate's thresholds: which metric may worsen by how much (``--max-regression``)."""
+"""The regression check's thresholds: which metric may worsen by how much (``--max-regression``)."""
 
 from __future__ import annotations
 

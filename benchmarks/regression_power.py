@@ -1,8 +1,8 @@
-"""Power of the regression gate: false alarms on A/A nights, detection of +5 % and +10 % slowdowns on A/B
+"""Power of the regression check: false alarms on A/A nights, detection of +5 % and +10 % slowdowns on A/B
 nights, for the old rule (one launch per point, threshold and per-round spread) and the new one (launches,
 Mann-Whitney U, Benjamini-Hochberg), measured side by side in one run.
 
-    python benchmarks/gate_power.py [--launches 8] [--nights 200] [--long]
+    python benchmarks/regression_power.py [--launches 8] [--nights 200] [--long]
 
 The points are the quickstart's and cpu_runtimes' (prompt 32; ``--long`` adds 1024) on transformers and
 llama.cpp, each as three builds of benchmarks/slowdown.py: unchanged (A), +5 % and +10 % per decode step.
@@ -74,12 +74,12 @@ def subset(record: Record, chosen: list[int]) -> Record:
 
 
 def as_build(record: Record, build: str) -> Record:
-    """The record renamed to the baseline build's point id, so the gate pairs the two builds."""
+    """The record renamed to the baseline build's point id, so the regression check pairs the two builds."""
     return record.model_copy(update={"point_id": record.point_id.replace(build, "slow0")})
 
 
 def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> bool:
-    """True when the gate turns the night red (candidate ``build`` against the baseline build)."""
+    """True when the regression check turns the night red (candidate ``build`` against the baseline build)."""
     thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
     base, new = [], []
     for builds in pool.values():

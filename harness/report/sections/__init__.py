@@ -1,0 +1,39 @@
+"""The report's sections, in the order the page and summary.md show them. A new section is one module
+here (``NAME``, ``TEMPLATE``, ``build``, ``markdown``: see ``base``) and one entry in ``SECTIONS``."""
+
+from __future__ import annotations
+
+from harness.report.sections import (
+    accuracy,
+    correctness,
+    engines,
+    figures,
+    first_next,
+    history,
+    launches,
+    moe,
+    not_run,
+    overview,
+    points,
+    spread,
+    time_split,
+    warnings,
+)
+from harness.report.sections.base import Section
+
+SECTIONS: list[Section] = [
+    warnings,
+    engines,
+    overview,
+    launches,
+    time_split,
+    figures,
+    first_next,
+    correctness,
+    accuracy,
+    spread,
+    moe,
+    history,
+    not_run,
+    points,
+]
