@@ -54,3 +54,8 @@ class Unsupported(HarnessError, NotImplementedError):
     but the harness never catches ``NotImplementedError`` itself: torch raises it for a missing
     kernel, and that is a failure, not a missing capability.
     """
+
+
+# ``harness gate`` and ``harness compare``: a baseline and new records whose fingerprints differ (another CPU,
+# driver or engine version) neither pass (0) nor fail (1); usage and environment errors are 2.
+EXIT_INCOMPARABLE = 3

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.options import (
+    accepted_differences,
     add_baseline_options,
     add_regression_options,
     add_run_options,
@@ -62,6 +63,7 @@ def pytest_configure(config):
     try:  # thresholds and the shard are checked before anything runs
         thresholds = parse_thresholds(config.option.harness_max_regression)
         regression_fdr(config.option, "harness-")
+        accepted_differences(config.option, "harness-")
         shard = parse_shard(config.option.harness_shard) if config.option.harness_shard else None
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -212,13 +214,7 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
 def _verdict_reasons(record) -> str:
     lines = [record.correctness.report or "; ".join(record.correctness.reasons)] if record.verdict == "fail" else []
     if record.accuracy is not None and record.accuracy.verdict == "fail":
-        failed = [
-            f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
-            for task, per_metric in (record.accuracy.paired or {}).items()
-            for metric, d in per_metric.items()
-            if d.non_inferior is False
-        ]
-        lines.append("task accuracy below its non-inferiority margin: " + "; ".join(failed))
+        lines.append("task accuracy below its non-inferiority margin: " + "; ".join(record.accuracy.failed_margins()))
     return "\n".join(lines)
 
 
@@ -277,7 +273,12 @@ def pytest_sessionfinish(session, exitstatus):
         # Only points this session could have run: its scenarios, minus what -k/-m deselected.
         scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
         outcome = check(
-            base, state.records, state.thresholds, scope=scope, fdr=regression_fdr(config.option, "harness-")
+            base,
+            state.records,
+            state.thresholds,
+            scope=scope,
+            fdr=regression_fdr(config.option, "harness-"),
+            accept=accepted_differences(config.option, "harness-"),
         )
     except (HarnessError, ValueError, FileNotFoundError) as exc:
         state.regression_lines = [f"ERROR {exc}"]
@@ -285,7 +286,8 @@ def pytest_sessionfinish(session, exitstatus):
         return
     state.regression_lines = regression_report(outcome, name)
     if not outcome.passed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # 1 when a point failed; 3 (as `harness gate`) when nothing failed but a fingerprint differs
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if outcome.findings else outcome.exit_code
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

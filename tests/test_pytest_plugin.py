@@ -143,10 +143,9 @@ def save_baseline(pytester, tpot_ms, point_ids):
     from .records import record
 
     for pid in point_ids:
-        results.write(
-            record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None),
-            pytester.path / "base-records",
-        )
+        made = record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None)
+        made.adapter = {"engine": "fake", "engine_version": "0"}  # the engine the session runs: comparable
+        results.write(made, pytester.path / "base-records")
     baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
 
 

@@ -193,6 +193,31 @@ def add_regression_options(add, prefix: str = "", required: bool = True) -> None
         metavar="Q",
         help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})",
     )
+    add_accept_option(add, prefix)
+
+
+def add_accept_option(add, prefix: str = "") -> None:
+    """``--accept-difference``: fingerprint fields whose difference the user accepts (gate and compare)."""
+    from harness.records.fingerprint import FIELDS
+
+    add(
+        f"--{prefix}accept-difference",
+        dest="harness_accept_difference",
+        metavar="FIELD,...",
+        default=None,
+        help="compare records whose fingerprints differ in these fields anyway (otherwise such a pair is "
+        f"incomparable, exit 3): {', '.join(FIELDS)}, or all",
+    )
+
+
+def accepted_differences(options, prefix: str = "") -> frozenset[str]:
+    from harness.errors import UsageError
+    from harness.records.fingerprint import parse_accepted
+
+    try:
+        return parse_accepted(options.harness_accept_difference)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("--accept-difference", f"--{prefix}accept-difference")) from None
 
 
 def regression_fdr(options, prefix: str = "") -> float:

@@ -142,8 +142,13 @@ def time_split_table(records) -> str:
 
 def regression_report(outcome, baseline_name: str) -> list[str]:
     """Lines explaining a regression-check outcome, point by point."""
-    lines = [str(finding) for finding in outcome.findings]
+    lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable]]
     lines += [f"note {note}" for note in outcome.notes]
-    verdict = "PASS" if outcome.passed else f"FAIL ({len(outcome.findings)} problem(s))"
+    if outcome.findings:
+        verdict = f"FAIL ({len(outcome.findings)} problem(s))"
+    elif outcome.incomparable:
+        verdict = f"INCOMPARABLE ({len(outcome.incomparable)} point(s) with another fingerprint; neither pass nor fail)"
+    else:
+        verdict = "PASS"
     lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
     return lines

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.options import add_baseline_options, add_regression_options
+from harness.cli.options import accepted_differences, add_accept_option, add_baseline_options, add_regression_options
 from harness.cli.output import regression_report
-from harness.errors import UsageError
+from harness.errors import EXIT_INCOMPARABLE, UsageError
 from harness.regression.confirm import confirm
 
 
@@ -41,6 +41,7 @@ def add_parsers(commands) -> None:
     compare.add_argument("new", metavar="NEW", help="records")
     compare.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     add_baseline_options(compare.add_argument)
+    add_accept_option(compare.add_argument)
 
     merge = commands.add_parser("merge", help="combine records from many runners into one results directory")
     merge.add_argument(
@@ -142,10 +143,22 @@ def _compare(args) -> int:
 
     if args.csv:
         check_writable_file(args.csv, "compare --csv")
-    table = comparison(baseline.load(args.base, Path(args.harness_baselines_dir)), _records([args.new]))
+    table = comparison(
+        baseline.load(args.base, Path(args.harness_baselines_dir)), _records([args.new]), accepted_differences(args)
+    )
     print(format_table(table))
     if args.csv:
         table.to_csv(args.csv, index=False)
+    incomparable = table[table["incomparable"].notna()] if "incomparable" in table else table.iloc[0:0]
+    for _, row in incomparable.iterrows():
+        print(f"INCOMPARABLE {row.scenario}::{row.point_id}: {row.incomparable}", file=sys.stderr)
+    if len(incomparable):
+        print(
+            f"{len(incomparable)} point(s) ran with another fingerprint: their ratios compare different machines or "
+            "engines (--accept-difference FIELD,... to accept)",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPARABLE
     return 0
 
 
@@ -175,23 +188,24 @@ def _merge(args) -> int:
 
 def _regression_check(args) -> int:
     """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
-    from harness.cli.options import regression_fdr
+    from harness.cli.options import accepted_differences, regression_fdr
     from harness.regression import baseline
     from harness.regression.check import check, key, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
     fdr = regression_fdr(args)
+    accept = accepted_differences(args)
     if args.confirm < 0:
         raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
     rerun = _relaunch(args.sources) if args.confirm else None
     base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
     current = _records(args.sources)
     scope = {key(r) for r in current} if args.present_only else None
-    outcome = check(base, current, thresholds, scope=scope, fdr=fdr)
+    outcome = check(base, current, thresholds, scope=scope, fdr=fdr, accept=accept)
     if rerun is not None and outcome.flagged:
-        outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm)
+        outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm, accept=accept)
     print("\n".join(regression_report(outcome, args.harness_baseline)))
-    return 0 if outcome.passed else 1
+    return outcome.exit_code
 
 
 def _relaunch(sources):

@@ -66,3 +66,12 @@ class Accuracy(Part):
     paired: Optional[dict[str, dict[str, PairedDelta]]] = None
     unpaired: Optional[dict[str, dict[str, str]]] = None
     verdict: Optional[Literal["pass", "fail"]] = None
+
+    def failed_margins(self) -> list[str]:
+        """``task.metric: delta [low, high], margin m`` for every metric below its non-inferiority margin."""
+        return [
+            f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
+            for task, per_metric in (self.paired or {}).items()
+            for metric, d in per_metric.items()
+            if d.non_inferior is False
+        ]

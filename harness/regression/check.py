@@ -25,9 +25,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from harness.errors import UsageError
+from harness.errors import EXIT_INCOMPARABLE, UsageError
 from harness.measure import launches as stats
 from harness.records import metrics
+from harness.records.fingerprint import differences
 from harness.records.store import Record
 from harness.regression import significance
 from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
@@ -76,13 +77,18 @@ class MetricTest:
 class Finding:
     scenario: str
     point_id: str
-    kind: str  # missing | failed | skipped | agreement | regression
+    kind: str  # missing | failed | skipped | agreement | accuracy | regression | incomparable
     message: str
     metric: Optional[str] = None  # regressions: which metric
     test: Optional[MetricTest] = None  # regressions judged on launch-level values
 
     def __str__(self) -> str:
-        return f"FAIL {self.scenario}::{self.point_id}: {self.kind}: {self.message}"
+        word = "INCOMPARABLE" if self.kind == "incomparable" else "FAIL"
+        return (
+            f"{word} {self.scenario}::{self.point_id}: {self.message}"
+            if word != "FAIL"
+            else (f"FAIL {self.scenario}::{self.point_id}: {self.kind}: {self.message}")
+        )
 
 
 @dataclass
@@ -94,10 +100,16 @@ class RegressionOutcome:
     fdr: float = DEFAULT_FDR
     beyond_limit: list[Point] = field(default_factory=list)  # points with a metric past its threshold
     single_launch: list[Point] = field(default_factory=list)  # judged without launch statistics
+    incomparable: list[Finding] = field(default_factory=list)  # fingerprints differ: not judged on figures
 
     @property
     def passed(self) -> bool:
-        return not self.findings
+        return not self.findings and not self.incomparable
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed, 1 failed, ``EXIT_INCOMPARABLE`` when nothing failed but some points could not be compared."""
+        return 1 if self.findings else EXIT_INCOMPARABLE if self.incomparable else 0
 
     @property
     def flagged(self) -> list[Point]:
@@ -177,10 +189,13 @@ def check(
     thresholds: list[Threshold],
     scope: Optional[set[Point]] = None,
     fdr: float = DEFAULT_FDR,
+    accept: frozenset[str] = frozenset(),
 ) -> RegressionOutcome:
     """Check ``new`` against ``baseline``. ``scope`` limits which baseline points must be present
     (pytest passes the points it selected; the command line checks all of them); ``fdr`` is the false
-    discovery rate over the run's launch-level tests."""
+    discovery rate over the run's launch-level tests. A point whose fingerprint differs from its baseline's
+    (``harness.records.fingerprint``) in a field not in ``accept`` is incomparable: its figures are not
+    judged, its failures and agreement still are."""
     base, now = index(baseline, "baseline"), index(new, "new records")
     _refuse_nothing_to_compare(base, now, scope)
     outcome = RegressionOutcome(fdr=fdr)
@@ -197,6 +212,9 @@ def check(
             outcome.findings.append(
                 Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
             )
+        if record.accuracy is not None and record.accuracy.verdict == "fail":  # a failed non-inferiority margin
+            failed = ", ".join(record.accuracy.failed_margins()) or "see the record's accuracy part"
+            outcome.findings.append(Finding(scenario, pid, "accuracy", f"non-inferiority margin fails: {failed}"))
     for point, before in base.items():
         scenario, pid = point
         if scope is not None and point not in scope:
@@ -214,6 +232,19 @@ def check(
             continue
         if after.status != "ok":
             continue  # already reported above
+        differ = differences(before, after, accept)
+        if differ:
+            accepted = ",".join(d.field for d in differ)
+            outcome.incomparable.append(
+                Finding(
+                    scenario,
+                    pid,
+                    "incomparable",
+                    f"{'; '.join(map(str, differ))} (baseline -> new); figures not judged — rerun the baseline "
+                    f"here, or pass --accept-difference {accepted} to compare anyway",
+                )
+            )
+            continue
         outcome.compared += 1
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")

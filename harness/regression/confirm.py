@@ -16,6 +16,7 @@ def confirm(
     thresholds: list[Threshold],
     rerun: Callable[[list[Record], int], list[Record]],
     launches: int,
+    accept: frozenset[str] = frozenset(),
 ) -> RegressionOutcome:
     """``harness gate --confirm K``: rerun the flagged points (``RegressionOutcome.flagged``) ``launches`` more
     times with ``rerun(records, launches)`` (``Runner.relaunch``: each record comes back with the new
@@ -46,7 +47,7 @@ def confirm(
                 f"--confirm {launches}: the rerun returned no new launches, so nothing was confirmed",
             ],
         )
-    second = check(baseline, fresh.values(), thresholds, scope=set(fresh), fdr=outcome.fdr)
+    second = check(baseline, fresh.values(), thresholds, scope=set(fresh), fdr=outcome.fdr, accept=accept)
     kept = [f for f in outcome.findings if f.kind != "regression" or (f.scenario, f.point_id) not in fresh]
     verdicts = {
         (f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind for f in second.findings
@@ -64,4 +65,5 @@ def confirm(
         tests=[t for t in outcome.tests if (t.scenario, t.point_id) not in fresh] + second.tests,
         beyond_limit=[p for p in outcome.beyond_limit if p not in fresh] + second.beyond_limit,
         single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch,
+        incomparable=outcome.incomparable,
     )

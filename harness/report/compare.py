@@ -34,14 +34,17 @@ def _interval(record: Optional[Record], metric: str) -> tuple[Optional[float], O
     return (interval.low, interval.high) if has_interval(interval) else (None, None)
 
 
-def comparison(baseline: Iterable[Record], new: Iterable[Record]):
+def comparison(baseline: Iterable[Record], new: Iterable[Record], accept: frozenset[str] = frozenset()):
     """A DataFrame, one row per point in either run: the figures of both with their 95 % intervals over
     launches (``<metric>_ci_low_base`` ...) and launch counts, and their ratios.
 
     ``speedup`` is baseline ms/token over new (above 1 is faster), ``ttft_speedup`` likewise, and
-    ``energy_ratio`` is new energy per token over baseline (below 1 uses less).
+    ``energy_ratio`` is new energy per token over baseline (below 1 uses less). ``incomparable`` names the
+    fingerprint fields (``harness.records.fingerprint``) in which the two records differ, less ``accept``.
     """
     import pandas as pd
+
+    from harness.records.fingerprint import differences
 
     base, now = index(baseline, "baseline"), index(new, "new records")
     rows = []
@@ -70,6 +73,8 @@ def comparison(baseline: Iterable[Record], new: Iterable[Record]):
                 "top1_match_new": after.correctness.top1_match_rate if after and after.correctness else None,
             }
         )
+        differ = differences(before, after, accept) if before and after else []
+        row["incomparable"] = "; ".join(map(str, differ)) or None
         rows.append(row)
     return pd.DataFrame(rows)
 
