@@ -55,3 +55,31 @@ def test_history_check_refuses_a_penalty_that_is_not_a_positive_number(tmp_path,
     with pytest.raises(SystemExit) as exited:  # argparse: usage line and exit 2, no traceback
         cli.main(["history", "check", "--db", f"sqlite:///{tmp_path / 'h.sqlite'}", "--penalty", penalty])
     assert exited.value.code == 2 and "expected a finite number > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option, value, says",
+    [
+        ("--timeout", "0", "expected seconds, between 1 and 604800"),
+        ("--timeout", "-5", "between 1 and"),
+        ("--timeout", "nan", "between 1 and"),
+        ("--memory-limit-mb", "0", "at least 1,024"),
+        ("--memory-limit-mb", "512", "at least 1,024"),  # every point failed with an unrelated ImportError
+        ("--launches", "1000000", "between 1 and 1,000"),  # an ETA of 231 h
+        ("--max-points", "0", "between 1 and"),
+    ],
+)
+def test_run_options_that_could_only_fail_later_are_refused_before_any_work(tmp_path, capsys, option, value, says):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(BASE)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["run", str(path), "--results", str(tmp_path / "r"), option, value])
+    assert exited.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("text", ["tpot=5", "ttft=0.1"])
+def test_a_threshold_without_its_unit_is_refused(tmp_path, capsys, text):
+    argv = ["gate", str(tmp_path), "--baseline", "x", "--baselines-dir", str(tmp_path), "--max-regression", text]
+    assert cli.main(argv) == 2
+    assert "give the limit with %" in capsys.readouterr().err

@@ -28,7 +28,7 @@ def run(seed: int, slow: float = 1.0, **overrides):
 
 
 def test_thresholds_parse_aliases_and_metric_columns():
-    parsed = {t.name: t for t in parse_thresholds("tpot=5%, ttft=0.1, throughput=3%, peak_rss_mb=20%")}
+    parsed = {t.name: t for t in parse_thresholds("tpot=5%, ttft=10%, throughput=3%, peak_rss_mb=20%")}
     assert parsed["tpot"].metric == "tpot_ms" and parsed["tpot"].limit == pytest.approx(0.05)
     assert parsed["ttft"].limit == pytest.approx(0.1)
     assert parsed["throughput"].higher_is_better and not parsed["peak_rss_mb"].higher_is_better
@@ -40,6 +40,8 @@ def test_thresholds_parse_aliases_and_metric_columns():
         ("tpot=five", "'tpot=five': expected NAME=PERCENT"),
         ("latency=5%", "unknown metric 'latency'"),
         ("", "no thresholds given"),
+        ("tpot=5", r"give the limit with %, e.g. tpot=5% \(or tpot=500% for the fraction 5\)"),  # was 500 %
+        ("ttft=0.1", r"ttft=0.1%.*ttft=10%"),
     ],
 )
 def test_bad_thresholds_are_quoted_back(text, message):

@@ -3,7 +3,33 @@ plugin adds them with the ``harness-`` prefix), and the helpers that read them."
 
 from __future__ import annotations
 
+import argparse
+import math
 from pathlib import Path
+
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
+MIN_MEMORY_LIMIT_MB = 1024  # below this the worker cannot import an engine: every point would fail alike
+
+
+def bounded(kind: type, low: float, high: float | None, what: str):
+    """An argparse type: a finite ``kind`` (int or float) in [low, high] (no upper end when ``high`` is
+    None); the error says the range."""
+
+    def show(value: float) -> str:
+        return f"{value:,}" if kind is int else f"{value:g}"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            span = f"at least {show(low)}" if high is None else f"between {show(low)} and {show(high)}"
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}, {span}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
 
 
 def add_plan_options(add, prefix: str = "") -> None:
@@ -13,7 +39,7 @@ def add_plan_options(add, prefix: str = "") -> None:
     add(
         f"--{prefix}max-points",
         dest="harness_max_points",
-        type=int,
+        type=bounded(int, 1, 10**9, "a number of points"),
         default=DEFAULT_MAX_POINTS,
         metavar="N",
         help=f"refuse a scenario whose sweep expands to more than N points (default {DEFAULT_MAX_POINTS:,})",
@@ -22,6 +48,8 @@ def add_plan_options(add, prefix: str = "") -> None:
 
 def add_run_options(add, prefix: str = "") -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
+    from harness.scenario.schema import MAX_LAUNCHES
+
     add_plan_options(add, prefix)
     add(
         f"--{prefix}results",
@@ -62,7 +90,7 @@ def add_run_options(add, prefix: str = "") -> None:
     add(
         f"--{prefix}launches",
         dest="harness_launches",
-        type=int,
+        type=bounded(int, 1, MAX_LAUNCHES, "a number of launches"),
         default=None,
         metavar="N",
         help="independent launches per point (fresh worker and engine load each), overriding the scenarios' "
@@ -71,7 +99,7 @@ def add_run_options(add, prefix: str = "") -> None:
     add(
         f"--{prefix}timeout",
         dest="harness_timeout",
-        type=float,
+        type=bounded(float, 1, MAX_TIMEOUT_S, "seconds"),
         default=3600.0,
         metavar="SECONDS",
         help="per-point time limit with isolation (default 3600)",
@@ -91,10 +119,10 @@ def add_run_options(add, prefix: str = "") -> None:
     add(
         f"--{prefix}memory-limit-mb",
         dest="harness_memory_limit_mb",
-        type=int,
+        type=bounded(int, MIN_MEMORY_LIMIT_MB, None, "MiB"),
         default=None,
         metavar="MIB",
-        help="per-point address-space limit with isolation (default: none)",
+        help=f"per-point address-space limit with isolation, at least {MIN_MEMORY_LIMIT_MB} (a worker needs that to load an engine; default: none)",
     )
     add(
         f"--{prefix}shard",

@@ -34,6 +34,11 @@ def parse_thresholds(text: str) -> list[Threshold]:
         if not match:
             raise UsageError(f"--max-regression: {entry!r}: expected NAME=PERCENT, e.g. tpot=5%")
         name, number, percent = match.groups()
+        if not percent:  # "tpot=5" read as a fraction meant 500 %: the unit is never guessed
+            raise UsageError(
+                f"--max-regression: {entry!r}: give the limit with %, e.g. {name}={number}% "
+                f"(or {name}={float(number) * 100:g}% for the fraction {number})"
+            )
         try:
             metric = metrics.resolve(name)
         except UsageError as exc:
@@ -43,9 +48,7 @@ def parse_thresholds(text: str) -> list[Threshold]:
                 f"--max-regression: {entry!r}: {metric.name} has no better direction "
                 f"({metric.label or metric.name}, {metric.unit}), so it cannot regress"
             )
-        out.append(
-            Threshold(name, metric.name, float(number) / 100 if percent else float(number), metric.higher_is_better)
-        )
+        out.append(Threshold(name, metric.name, float(number) / 100, metric.higher_is_better))
     if not out:
         raise UsageError("--max-regression: no thresholds given")
     return out
