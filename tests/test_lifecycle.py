@@ -281,7 +281,7 @@ def test_a_signal_inside_a_shielded_block_waits_for_its_end():
     # native signal handling were loaded by earlier tests, ended the whole run with SIGSEGV.
     code = """
 import os, signal, time
-from harness import lifecycle
+from harness.run import lifecycle
 seen = []
 with lifecycle.interruptible():
     try:

@@ -258,7 +258,7 @@ def reference(
 
         with hf_engine(model, dtype, threads) as engine:
             tokenizer = model.tokenizer()
-            lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), f"{model.name}:hf-{dtype}")
+            lm = HarnessLM.from_adapter(engine, tokenizer, eos_ids(model, tokenizer), model.engine_name(f"hf-{dtype}"))
             return evaluate(lm, tasks, limit, num_fewshot)
 
     def write(target: Path, found: Evaluation) -> None:

@@ -52,6 +52,11 @@ class ResolvedModel:
     convert_s: float = 0.0  # time spent building the cache entry now; 0 when it was reused
     info: dict = field(default_factory=dict)
 
+    def engine_name(self, variant: str) -> str:
+        """``name:variant``, the name of this model loaded one way (a point's id, ``hf-bf16``): lm-eval's
+        model name, which its request cache keys on, so the string must stay as it is."""
+        return f"{self.name}:{variant}"
+
     def tokenizer(self):
         """The model's fast tokenizer as a plain ``tokenizers.Tokenizer`` (no transformers import)."""
         path = self.hf_dir / "tokenizer.json"
@@ -70,6 +75,12 @@ class ResolvedModel:
                 value = json.loads(path.read_text()).get("eos_token_id")
                 ids += value if isinstance(value, list) else [value] if value is not None else []
         return sorted(set(ids))
+
+
+def spec_key(spec: ModelSpec) -> str:
+    """The identity of a scenario's model before it resolves: points with the same key share one resolved
+    model (a session's cache), one isolated worker and one kept engine."""
+    return spec.model_dump_json()
 
 
 def check_source(spec: ModelSpec) -> str | None:

@@ -1,12 +1,18 @@
 """Load one point's adapter outside a sweep (lm-eval's ``--model harness``): from a scenario file and
-point id, or from a model source and the point's axes."""
+point id, or from a model source and the point's axes (a one-point scenario).
+
+The point resolves, skips and loads through ``harness.run.steps.resolve``, the code ``harness run`` and its
+workers run, so lm-eval scores the engine ``harness run`` times (same load settings, same skip reasons)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from harness.errors import UsageError
+from harness.scenario.schema import Scenario
+from harness.scenario.sweep import Point
 
 
 @dataclass
@@ -17,16 +23,10 @@ class LoadedPoint:
     name: str
 
 
-def _point(scenario: Optional[str], point: Optional[str], adapter: str, device: str, quantization: str):
+def _from_file(scenario: str, point: Optional[str]) -> tuple[Scenario, Point]:
     from harness.run import planning
-    from harness.scenario.sweep import Point, expand
+    from harness.scenario.sweep import expand
 
-    if scenario is None:
-        if point is not None:
-            raise UsageError("point=… needs scenario=… (the file that defines the point)")
-        return None, Point(
-            adapter=adapter, device=device, quantization=quantization, id=f"{adapter}-{device}-{quantization}"
-        )
     loaded = planning.load(scenario)
     points = expand(loaded)
     if point is None:
@@ -41,6 +41,35 @@ def _point(scenario: Optional[str], point: Optional[str], adapter: str, device: 
     raise UsageError(f"{scenario} has no point {point!r}; its points: {', '.join(p.id for p in points)}")
 
 
+def _one_point(model: str, adapter: str, device: str, quantization: str, dtype: str) -> tuple[Scenario, Point]:
+    """``model=SOURCE,adapter=…`` without a scenario: the one-point scenario those arguments describe."""
+    from pydantic import ValidationError
+
+    from harness.records.record import describe_errors
+
+    try:
+        scenario = Scenario.model_validate(
+            {
+                "name": "model_args",
+                "model": {"source": model, "dtype": dtype},
+                "sweep": {"adapter": [adapter], "device": [device], "quantization": [quantization]},
+            }
+        )
+    except ValidationError as exc:
+        raise UsageError(describe_errors(exc, "--model_args")) from None
+    # The id lm-eval has always named this point by (its model name keys lm-eval's request cache).
+    return scenario, Point(
+        adapter=adapter, device=device, quantization=quantization, id=f"{adapter}-{device}-{quantization}"
+    )
+
+
+def _with_threads(scenario: Scenario, threads: Optional[int]) -> Scenario:
+    if not threads:
+        return scenario
+    measurement = scenario.measurement.model_copy(update={"threads": int(threads)})
+    return scenario.model_copy(update={"measurement": measurement})
+
+
 def load_point(
     scenario: Optional[str] = None,
     point: Optional[str] = None,
@@ -51,30 +80,37 @@ def load_point(
     dtype: str = "bf16",
     threads: Optional[int] = None,
     cache_dir: Optional[str] = None,
+    trust_remote_code: bool = False,
 ) -> LoadedPoint:
-    from harness.adapters import registry
-    from harness.adapters.base import LoadSettings
+    """The point's loaded engine. ``threads`` overrides the scenario's ``measurement.threads``;
+    ``trust_remote_code`` is the confirmation a scenario's ``model.trust_remote_code`` needs (as
+    ``--trust-remote-code`` is for ``harness run``; lm-eval's ``--trust_remote_code`` passes it). A point
+    that ``harness run`` would skip is a ``UsageError`` naming the same reason."""
+    from harness.adapters.base import PointSkipped
     from harness.correctness.reference import eos_ids
-    from harness.models import sources as models
-    from harness.scenario.schema import ModelSpec, QuantizationOptions
+    from harness.run.steps import resolve
+    from harness.run.steps.session import Session
+    from harness.run.steps.skip import Skip
 
-    loaded, chosen = _point(scenario, point, adapter, device, quantization)
-    if loaded is None and model is None:
+    if scenario is not None:
+        chosen_scenario, chosen = _from_file(scenario, point)
+    elif point is not None:
+        raise UsageError("point=… needs scenario=… (the file that defines the point)")
+    elif model is None:
         raise UsageError("give scenario=FILE[,point=ID] or model=SOURCE in --model_args")
-    spec = loaded.model if loaded is not None else ModelSpec(source=model)
-    resolved = models.resolve(spec, models.cache_dir(cache_dir))
-    adapter_cls = registry.get(chosen.adapter)
-    reason = adapter_cls.supports(chosen)
-    if reason:
-        raise UsageError(f"{chosen.id}: {reason}")
-    settings = LoadSettings(
-        dtype=loaded.model.dtype if loaded else dtype,
-        threads=int(threads) if threads else (loaded.measurement.threads if loaded else None),
-        cache_dir=cache_dir,
-        quantization=(loaded.quantization_options if loaded else QuantizationOptions()).model_dump(),
-        options=dict(loaded.adapter_options.get(chosen.adapter, {})) if loaded else {},
-    )
-    engine = adapter_cls()
-    engine.load(resolved, chosen, settings)
-    tokenizer = resolved.tokenizer()
-    return LoadedPoint(engine, tokenizer, eos_ids(resolved, tokenizer), f"{resolved.name}:{chosen.id}")
+    else:
+        chosen_scenario, chosen = _one_point(model, adapter, device, quantization, dtype)
+    chosen_scenario = _with_threads(chosen_scenario, threads)
+    if chosen_scenario.model.trust_remote_code and not trust_remote_code:
+        raise UsageError(
+            f"{scenario}: model.trust_remote_code: true runs code shipped with the model; confirm with "
+            "trust_remote_code=True in --model_args (lm_eval: --trust_remote_code)"
+        )
+    session = Session(cache_dir=Path(cache_dir) if cache_dir else None, allow_remote_code=bool(trust_remote_code))
+    try:
+        resolved = resolve.resolve(session, chosen_scenario, chosen)
+        engine, _ = resolve.load(resolved)
+    except (Skip, PointSkipped) as skip:
+        raise UsageError(f"{chosen.id}: {skip}") from None
+    tokenizer = resolved.tokenizer
+    return LoadedPoint(engine, tokenizer, eos_ids(resolved.model, tokenizer), resolved.model.engine_name(chosen.id))

@@ -1,7 +1,8 @@
 """``lm_eval --model harness``: a scenario's point, loaded as ``harness run`` loads it, as an lm-eval model.
 
 Model arguments (``--model_args``): ``scenario=FILE,point=ID`` runs a point of a scenario; or
-``model=SOURCE,adapter=hf,device=cpu,quantization=none,dtype=bf16`` (plus ``threads``, ``cache_dir``).
+``model=SOURCE,adapter=hf,device=cpu,quantization=none,dtype=bf16`` (plus ``threads``, ``cache_dir``);
+``trust_remote_code=True`` (lm_eval's ``--trust_remote_code``) confirms a scenario's ``model.trust_remote_code``.
 Imports lm-eval: only the lm-eval hook and the accuracy code load this module.
 """
 
@@ -28,6 +29,7 @@ class PointLM(HarnessLM):
         dtype: str = "bf16",
         threads: Optional[int] = None,
         cache_dir: Optional[str] = None,
+        trust_remote_code: bool = False,
         **_ignored,
     ) -> None:
         from harness.run.load_point import load_point
@@ -42,6 +44,7 @@ class PointLM(HarnessLM):
             dtype=dtype,
             threads=threads,
             cache_dir=cache_dir,
+            trust_remote_code=trust_remote_code,
         )
         super().__init__(loaded.adapter, loaded.tokenizer, loaded.eos_ids, loaded.name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from harness.models import sources as models
 from harness.run.isolation import Limits, Worker
 
 
@@ -35,7 +36,7 @@ class WorkerPool:
 
     def run(self, scenario, point, verify: bool = True, progress: Callable[[str], None] = lambda phase: None):
         """The point's record from the group's worker (a fresh one when the group changed)."""
-        key = (scenario.model.model_dump_json(), point.adapter, verify)
+        key = (models.spec_key(scenario.model), point.adapter, verify)
         if self.mode == "point" or key != self.key:
             self.close()
         if self.worker is None:

@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from harness.adapters import registry
 from harness.errors import HarnessError
 from harness.measure import launches as stats
+from harness.models import sources as models
 from harness.records import store as results
 from harness.records.record import Record
 from harness.run import lifecycle, steps
 from harness.run.isolation import MODES, Limits
 from harness.run.pool import WorkerPool
 from harness.run.steps.session import Session, now_iso
+from harness.run.steps.skip import skip_reason
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point, expand
 
@@ -86,10 +87,10 @@ class Runner:
     def _launch(self, scenario: Scenario, point: Point, index: int, on_round=None) -> Record:
         """One launch of the point; the correctness gate and accuracy run in the first launch only."""
         started = now_iso()
-        reason = self._skip_reason(point)
+        reason = skip_reason(scenario, point, self.timing)
         if reason:  # decided without starting a process
             record = steps.new_record(self.session, scenario, point)
-            record.status, record.reason = "skipped", reason
+            record.status, record.reason = "skipped", str(reason)
         elif self.isolation == "none":
             self.session.verify = index == 0
             try:
@@ -103,13 +104,6 @@ class Runner:
             record.started_at = record.started_at or started
         record.finished_at = record.finished_at or now_iso()
         return record
-
-    @staticmethod
-    def _skip_reason(point: Point) -> Optional[str]:
-        try:
-            return registry.get(point.adapter).supports(point)
-        except HarnessError as exc:
-            return str(exc)
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record]) -> bool:
         """Another launch: until ``launches``; then, with ``target_rel_ci``, until the interval of the
@@ -258,4 +252,4 @@ class Runner:
 
 def _group(scenario: Scenario, point: Point) -> tuple:
     """Points that share a worker: same engine and model (and so the conversion artefacts)."""
-    return scenario.model.model_dump_json(), point.adapter
+    return models.spec_key(scenario.model), point.adapter

@@ -1,7 +1,7 @@
 """A point's run as a sequence of steps over a resolved point.
 
 resolve -> references -> load -> time -> probes -> correctness -> accuracy -> routing -> describe.
-Each step is a small function that returns its ``Part`` of the record; ``execute`` applies the parts
+Each step is a small function that returns its ``Contribution`` to the record; ``execute`` applies them
 in order. Nothing here writes files or knows about sweeps, isolation or progress bars (``harness.run.runner``
 orchestrates those), so the in-process runner and the isolated worker run exactly the same code.
 """
@@ -19,12 +19,13 @@ from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.record import Failure, Record, TimeSplit
 from harness.run.steps import finite
-from harness.run.steps.part import Part, Skip, apply
+from harness.run.steps.contribution import Contribution, apply
 from harness.run.steps.session import Session, now_iso
+from harness.run.steps.skip import Skip
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
-__all__ = ["Part", "Session", "Skip", "execute", "new_record"]
+__all__ = ["Contribution", "Session", "Skip", "execute", "new_record"]
 
 
 def new_record(session: Session, scenario: Scenario, point: Point) -> Record:
@@ -96,7 +97,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
     first_use = not session.has_model(scenario)
     session.progress(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
     resolved = resolve.resolve(session, scenario, point)
-    apply(record, resolved.part)
+    apply(record, resolved.contribution)
     gate_reference = accuracy_reference = None
     if session.verify:  # references before the device loads
         with clock("gate"):
@@ -111,7 +112,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
     try:
         if session.timing:
             timed = timing.time(session, resolved, adapter, on_round)
-            apply(record, timed.part)
+            apply(record, timed.contribution)
             if timed.meter is not None:
                 apply(record, probes.probes(session, resolved, adapter, timed))
             # The launch's entry once every per-launch figure (energy included) is known.
@@ -126,7 +127,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             with clock("accuracy"):
                 apply(record, verify.accuracy(resolved, adapter, accuracy_reference, record.point_id))
         apply(record, probes.routing(adapter, resolved.prompt_ids))
-        apply(record, Part(updates={"adapter": adapter.describe()}))
+        apply(record, Contribution(updates={"adapter": adapter.describe()}))
         healthy = True
     finally:
         resolve.release(session, resolved, adapter, healthy)

@@ -13,13 +13,13 @@ from typing import Sequence
 from harness.adapters.base import Adapter
 from harness.models import sources as models
 from harness.records.record import Routing
-from harness.run.steps.part import Part
+from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
 from harness.run.steps.timing import Timed
 
 
-def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: Timed) -> Part:
+def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: Timed) -> Contribution:
     """Energy, CPU time and the decode roofline; a prefill-only window when energy is measurable."""
     from harness.measure import energy, roofline
 
@@ -44,20 +44,22 @@ def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: T
     context = statistics.median(r.prompt_tokens + r.n_generated / 2 for r in rounds)
     bandwidth = roofline.bandwidth(models.cache_dir(session.cache_dir))["bytes_per_s"]
     weights = adapter.weight_bytes()
-    figures.update(roofline.decode_bound(weights, config, context, bandwidth, timed.part.metrics.get("tpot_ms")))
+    figures.update(
+        roofline.decode_bound(weights, config, context, bandwidth, timed.contribution.metrics.get("tpot_ms"))
+    )
     unavailable.update(roofline.unavailable(weights))
-    return Part(metrics=figures, unavailable=unavailable)
+    return Contribution(metrics=figures, unavailable=unavailable)
 
 
-def routing(adapter: Adapter, prompt_ids: Sequence[Sequence[int]]) -> Part:
+def routing(adapter: Adapter, prompt_ids: Sequence[Sequence[int]]) -> Contribution:
     """MoE: what the router did with these prompts, for the report's load plots."""
     if not adapter.supports_routing:
-        return Part()
+        return Contribution()
     summary = adapter.routing(prompt_ids)
     if not summary:  # a dense model on an engine that can show routing
-        return Part()
+        return Contribution()
     parsed = Routing.model_validate(summary)
-    return Part(
+    return Contribution(
         metrics={"moe_drop_rate": parsed.drop_rate, "moe_imbalance_max": max(parsed.imbalance)},
         updates={"routing": parsed},
     )
@@ -89,5 +91,5 @@ def peak_rss_mb() -> float:
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20  # KiB on Linux, bytes on macOS
 
 
-def process(resolved: ResolvedPoint) -> Part:
-    return Part(metrics={"peak_rss_mb": peak_rss_mb(), "convert_s": resolved.model.convert_s})
+def process(resolved: ResolvedPoint) -> Contribution:
+    return Contribution(metrics={"peak_rss_mb": peak_rss_mb(), "convert_s": resolved.model.convert_s})

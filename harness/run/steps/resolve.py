@@ -1,4 +1,6 @@
-"""Resolve a point (adapter, model, tokenizer, prompts; skips decided before anything loads) and load it."""
+"""Resolve a point (adapter, model, tokenizer, prompts, load settings; skips decided before anything loads)
+and load it: the one path from (scenario, point, session options) to a loaded engine, for ``harness run``, its
+workers and lm-eval's ``--model harness`` (``harness.run.load_point``)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from harness.adapters.base import Adapter, LoadSettings, now_ns
 from harness.models import prompts
 from harness.models import sources as models
 from harness.records.record import ModelInfo
-from harness.run.steps.part import Part, Skip
+from harness.run.steps.contribution import Contribution
 from harness.run.steps.session import Session
+from harness.run.steps.skip import Skip, context_length, length_reason, skip_reason
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
@@ -27,9 +30,9 @@ class ResolvedPoint:
     settings: LoadSettings
 
     @property
-    def part(self) -> Part:
+    def contribution(self) -> Contribution:
         model = self.model
-        return Part(
+        return Contribution(
             updates={
                 "model": ModelInfo(
                     name=model.name,
@@ -41,66 +44,44 @@ class ResolvedPoint:
         )
 
 
-def skip_reason(point: Point) -> str | None:
-    """Why the point's adapter cannot run it here, from class-level checks only (no engine import)."""
-    return registry.get(point.adapter).supports(point)
-
-
-def context_length(hf_dir) -> Optional[int]:
-    """The model's context (``max_position_embeddings`` or its aliases in config.json); None if unknown."""
-    import json
-    from pathlib import Path
-
-    try:
-        config = json.loads((Path(hf_dir) / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    for section in (config, config.get("text_config") or {}):
-        for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-            value = section.get(key) if isinstance(section, dict) else None
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-    return None
-
-
-def _check_context(prompt_tokens: int, max_new: int, context: Optional[int]) -> None:
-    if context is not None and prompt_tokens + max_new > context:
-        raise Skip(
-            f"prompt ({prompt_tokens} tokens) + max_new_tokens ({max_new}) exceeds the model's context of "
-            f"{context} tokens (max_position_embeddings in its config.json)"
-        )
-
-
-def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
-    adapter_cls = registry.get(point.adapter)
-    reason = adapter_cls.supports(point)
-    if reason:
-        raise Skip(reason)
-    if not session.timing and scenario.gate is None:
-        raise Skip("the scenario has no gate section")
-    model = session.model(scenario)
-    max_new = scenario.generation.max_new_tokens
-    context = context_length(model.hf_dir)
-    _check_context(point.prompt_len or 0, max_new, context)  # before building a long synthetic prompt
-    tokenizer = model.tokenizer()
-    if point.prompt_len is not None:
-        prompt_ids = prompts.synthetic(tokenizer, point.prompt_len, scenario.synthetic_prompts)
-    else:
-        prompt_ids = prompts.encode_texts(tokenizer, scenario.prompts)
-    longest = max(len(p) for p in prompt_ids)
-    _check_context(longest, max_new, context)
-    if point.max_seq_len is not None and longest + max_new > point.max_seq_len:
-        raise Skip(f"prompt ({longest} tokens) + max_new_tokens ({max_new}) exceeds max_seq_len {point.max_seq_len}")
-    settings = LoadSettings(
+def load_settings(session: Session, scenario: Scenario, point: Point) -> LoadSettings:
+    """What the adapter's ``load`` receives besides the model and the point: the one place a run, a
+    worker and lm-eval's ``--model harness`` build it, so all three load the same engine."""
+    return LoadSettings(
         dtype=scenario.model.dtype,
         threads=scenario.measurement.threads,
-        max_new_tokens=max_new,
+        max_new_tokens=scenario.generation.max_new_tokens,
         cache_dir=str(session.cache_dir) if session.cache_dir else None,
         quantization=scenario.quantization_options.model_dump(),
         options=dict(scenario.adapter_options.get(point.adapter, {})),
         trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code,
     )
-    return ResolvedPoint(scenario, point, adapter_cls, model, tokenizer, prompt_ids, settings)
+
+
+def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
+    """Everything a point's load needs (adapter class, model, tokenizer, prompts, load settings); raises
+    ``Skip`` when the point does not run here."""
+    reason = skip_reason(scenario, point, session.timing)
+    if reason:
+        raise Skip(reason)
+    adapter_cls = registry.get(point.adapter)
+    model = session.model(scenario)
+    max_new = scenario.generation.max_new_tokens
+    context = context_length(model.hf_dir)
+    reason = length_reason(point, point.prompt_len or 0, max_new, context)  # before building a long prompt
+    if reason:
+        raise Skip(reason)
+    tokenizer = model.tokenizer()
+    if point.prompt_len is not None:
+        prompt_ids = prompts.synthetic(tokenizer, point.prompt_len, scenario.synthetic_prompts)
+    else:
+        prompt_ids = prompts.encode_texts(tokenizer, scenario.prompts)
+    reason = length_reason(point, max(len(p) for p in prompt_ids), max_new, context)
+    if reason:
+        raise Skip(reason)
+    return ResolvedPoint(
+        scenario, point, adapter_cls, model, tokenizer, prompt_ids, load_settings(session, scenario, point)
+    )
 
 
 @dataclass
@@ -113,7 +94,7 @@ class KeptEngine:
     settings: LoadSettings
 
 
-def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Adapter, Part]:
+def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Adapter, Contribution]:
     """The loaded engine and the load's figures (load time, the adapter's export/compile timings).
 
     The engine the session kept from the previous point serves this one when the adapter says it can
@@ -122,12 +103,12 @@ def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Ad
     if kept is not None:
         session.kept_engine = None
         if (
-            kept.model_key == resolved.scenario.model.model_dump_json()
+            kept.model_key == models.spec_key(resolved.scenario.model)
             and kept.settings == resolved.settings
             and type(kept.adapter) is resolved.adapter_cls
             and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)
         ):
-            return kept.adapter, Part(
+            return kept.adapter, Contribution(
                 metrics={"load_s": None},
                 unavailable={
                     "load_s": f"engine reused: loaded once for {kept.point.id}, whose record has the load figures"
@@ -138,7 +119,7 @@ def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Ad
     start = now_ns()
     adapter.load(resolved.model, resolved.point, resolved.settings)
     load_s = (now_ns() - start) / 1e9
-    return adapter, Part(metrics={**adapter.load_figures(), "load_s": load_s})
+    return adapter, Contribution(metrics={**adapter.load_figures(), "load_s": load_s})
 
 
 def release(session: Session, resolved: ResolvedPoint, adapter: Adapter, healthy: bool) -> None:
@@ -146,7 +127,7 @@ def release(session: Session, resolved: ResolvedPoint, adapter: Adapter, healthy
     ended well (an engine that raised may be in any state), else close it."""
     if session.reuse_engines and healthy:
         session.kept_engine = KeptEngine(
-            adapter, resolved.point, resolved.scenario.model.model_dump_json(), resolved.settings
+            adapter, resolved.point, models.spec_key(resolved.scenario.model), resolved.settings
         )
     else:
         adapter.close()

@@ -96,10 +96,10 @@ class Session:
         return scenario.model_dump(include=SETTINGS_PARTS)
 
     def has_model(self, scenario: Scenario) -> bool:
-        return scenario.model.model_dump_json() in self._models
+        return models.spec_key(scenario.model) in self._models
 
     def model(self, scenario: Scenario) -> models.ResolvedModel:
-        key = scenario.model.model_dump_json()
+        key = models.spec_key(scenario.model)
         if key not in self._models:
             self._models[key] = models.resolve(scenario.model, self.cache_dir)
             return self._models[key]  # only the first point pays (and reports) conversion

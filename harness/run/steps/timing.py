@@ -11,14 +11,14 @@ from harness.measure import machine_state
 from harness.measure import rounds as measure
 from harness.records.record import Samples
 from harness.run.steps import finite
-from harness.run.steps.part import Part
+from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
 
 
 @dataclass
 class Timed:
-    part: Part
+    contribution: Contribution
     rounds: list[measure.Round]
     meter: Any = None  # the energy meter, when energy is measured
     window: Any = None  # the meter's reading over the timed rounds
@@ -83,7 +83,7 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
         "first_call_s": warmups[0] if warmups else None,
     }
     machine = windows["machine"].result().to_dict() if "machine" in windows else {}
-    part = Part(
+    contribution = Contribution(
         metrics=figures,
         updates={
             "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
@@ -91,4 +91,6 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
             "prompt_lengths": [len(p) for p in prompt_ids],
         },
     )
-    return Timed(part, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine)
+    return Timed(
+        contribution, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine
+    )

@@ -8,7 +8,7 @@ from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
 from harness.records.record import Accuracy, Correctness, ReferenceInfo
-from harness.run.steps.part import Part
+from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
 
@@ -62,7 +62,7 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     )
 
 
-def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Part:
+def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
     from harness.correctness import gate
 
     spec = resolved.scenario.gate
@@ -80,7 +80,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
     )
     if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
-        return Part(updates={"correctness": Correctness(skipped=result.why)})
+        return Contribution(updates={"correctness": Correctness(skipped=result.why)})
     part = Correctness.model_validate(
         result.to_dict()
         | {
@@ -101,12 +101,12 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
             part.report += (
                 f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
             )
-    return Part(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
+    return Contribution(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 
 def same_weights(
     session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
-) -> Part:
+) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
     ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
     becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
@@ -115,14 +115,16 @@ def same_weights(
     from harness.records.record import SameWeights
 
     if correctness is None:
-        return Part()
+        return Contribution()
     point = resolved.point
     why = sw.skip_reason(adapter, point, correctness)
     twin = adapter.trusted_twin() if why is None else None
     if isinstance(twin, str):  # an adapter without a trusted twin says why
         why = twin
     if why is not None:
-        return Part(updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})})
+        return Contribution(
+            updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})}
+        )
 
     def compute():
         reference, path, reused = sw.get_or_compute(
@@ -151,7 +153,7 @@ def same_weights(
     if why:
         update["reasons"] = [*correctness.reasons, why]
         update["report"] = "\n".join(filter(None, [correctness.report, f"same weights: {why}", found.report]))
-    return Part(updates={"correctness": correctness.model_copy(update=update)})
+    return Contribution(updates={"correctness": correctness.model_copy(update=update)})
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
@@ -166,7 +168,7 @@ def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
         return diagnose_failure(adapter, engine, reference, result)
 
 
-def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Part:
+def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Contribution:
     """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.evaluate.Reference``)
     the delta, its paired test and interval, and the non-inferiority verdict."""
     from harness.accuracy import evaluate as tasks
@@ -175,16 +177,16 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
     spec = resolved.scenario.accuracy
     reason = tasks.unavailable()
     if reason:  # timing and the gate still stand; the record says why accuracy is missing
-        return Part(updates={"accuracy": Accuracy(skipped=reason)})
+        return Contribution(updates={"accuracy": Accuracy(skipped=reason)})
     from harness.accuracy.lm_eval_model import HarnessLM
 
     model, tokenizer = resolved.model, resolved.tokenizer
     start = now_ns()
-    lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), f"{model.name}:{point_id}")
+    lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), model.engine_name(point_id))
     try:
         scores, outcomes = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
     except Unsupported as exc:  # an engine with neither logits nor generation to score
-        return Part(updates={"accuracy": Accuracy(skipped=str(exc))})
+        return Contribution(updates={"accuracy": Accuracy(skipped=str(exc))})
     part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
     if reference is not None:
         from harness.accuracy.paired import compare
@@ -202,4 +204,4 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
                 "verdict": found.verdict,
             }
         )
-    return Part(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})
+    return Contribution(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})

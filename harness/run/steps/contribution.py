@@ -1,4 +1,5 @@
-"""What a step returns: its share of the record."""
+"""What a step returns: its contribution to the record (not to be confused with a record's own sections,
+``harness.records.base.Part``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ from typing import Any, Optional
 from harness.records.record import Record
 
 
-class Skip(Exception):
-    """A point this adapter cannot run here, decided before the model loads."""
-
-
 @dataclass
-class Part:
+class Contribution:
     """Metrics to add, metrics that could not be measured (and why), and record parts to set."""
 
     metrics: dict[str, Optional[float]] = field(default_factory=dict)
@@ -21,8 +18,8 @@ class Part:
     updates: dict[str, Any] = field(default_factory=dict)  # record attribute -> typed part
 
 
-def apply(record: Record, part: Part) -> None:
-    record.metrics.update(part.metrics)
-    record.unavailable.update({metric: why for metric, why in part.unavailable.items() if why})
-    for name, value in part.updates.items():
+def apply(record: Record, contribution: Contribution) -> None:
+    record.metrics.update(contribution.metrics)
+    record.unavailable.update({metric: why for metric, why in contribution.unavailable.items() if why})
+    for name, value in contribution.updates.items():
         setattr(record, name, value)  # validated: a part of the wrong type is an error here, not on read
