@@ -215,7 +215,7 @@ class Worker:
             point_id=point.id,
             point=point.axes(),
             status="failed",
-            scenario_path=scenario.path,
+            scenario_path=scenario.source_file,
             environment={},
         )
         limits = self.limits

@@ -259,6 +259,14 @@ class Scenario(_Strict):
     known_failures: list[KnownFailure] = Field(default_factory=list)
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
 
+    @property
+    def source_file(self) -> Optional[str]:
+        """The scenario file as an absolute path, for records (``harness gate --confirm`` reruns from it in any
+        directory); None for a scenario read from a string."""
+        if not self.path or self.path.startswith("<"):
+            return None
+        return os.path.abspath(self.path)
+
     @field_validator("model", mode="before")
     @classmethod
     def _model_shorthand(cls, value):

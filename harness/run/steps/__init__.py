@@ -36,7 +36,7 @@ def new_record(session: Session, scenario: Scenario, point: Point) -> Record:
         status="ok",
         settings=session.settings_of(scenario),
         environment=session.environment(),
-        scenario_path=scenario.path,
+        scenario_path=scenario.source_file,
         started_at=now_iso(),
     )
 
