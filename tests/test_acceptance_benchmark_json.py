@@ -56,3 +56,29 @@ def test_an_export_with_nothing_to_write_fails(tmp_path, capsys):
     (tmp_path / "empty.json").write_text(json.dumps(empty))
     assert cli.main(["export", str(tmp_path / "empty.json"), "-o", str(tmp_path / "x.jsonl"), "--format", "jsonl"]) == 1
     assert "hold no timed rounds" in capsys.readouterr().err
+
+
+def test_a_known_failure_keeps_its_timings_and_record_in_the_benchmark_json(pytester, tiny_llama):
+    """An xfail point (a gate failure listed under known_failures) ran and was timed: pytest-benchmark's JSON
+    keeps its entry, so reports and the regression check see it."""
+    from harness.adapters import registry
+
+    from .test_gate import BrokenHF
+
+    pytester.makefile(
+        ".yaml",
+        scenario=SCENARIO.replace("adapter: [hf]", "adapter: [hf, hf-broken]")
+        + "known_failures:\n  - match: {adapter: hf-broken}\n    reason: stale KV cache, bug 1\n",
+    )
+    registry.register_adapter(BrokenHF)
+    try:
+        result = pytester.runpytest(
+            "scenario.yaml", "--benchmark-json", "out.json", "--harness-isolation", "none", "--harness-no-energy"
+        )
+    finally:
+        registry.unregister_adapter("hf-broken")
+    result.assert_outcomes(passed=1, xfailed=1)
+    names = {b["name"]: b for b in json.loads((pytester.path / "out.json").read_text())["benchmarks"]}
+    broken = names["hf-broken-cpu-bf16"]
+    assert broken["stats"]["rounds"] > 0 and broken["extra_info"]["gate_verdict"] == "fail"
+    assert broken["extra_info"]["harness_record"]["correctness"]["verdict"] == "fail"
