@@ -149,14 +149,20 @@ class Runner:
         way unrecorded, so ``resume`` runs the point again; it propagates carrying how many of how many
         points have complete records.
         """
-        from tqdm import tqdm
-
         lifecycle.sweep_stale(self.results_dir)  # what killed runs left behind
         work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
         if shard is not None:
             from harness.run.shard import select as shard_select
 
             work = shard_select(work, shard)
+        return self.run_pairs(work, progress, resume)
+
+    def run_pairs(
+        self, work: list[tuple[Scenario, Point]], progress: bool = True, resume: bool = False
+    ) -> list[Record]:
+        """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved."""
+        from tqdm import tqdm
+
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
         order = sorted(
