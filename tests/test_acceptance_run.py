@@ -39,3 +39,10 @@ def test_the_drift_check_says_whether_it_could_run(tmp_path, rounds, checked):
         assert drift.p_value is not None and drift.slope_per_round is not None
     else:  # three rounds: Kendall's test can never reach p < 0.05, and the record says so instead of "[]"
         assert not drift.flagged and "needs 5" in drift.why
+
+
+def test_no_energy_says_what_it_left_out_and_launches_keep_their_wall_time(tmp_path):
+    record = run_once(tmp_path, 2)  # run with --no-energy
+    for metric in ("energy_per_token_mj", "cpu_cycles", "device_memory_peak_mb", "roofline_fraction"):
+        assert "--no-energy" in record.unavailable[metric], record.unavailable
+    assert record.samples.launches[0].wall_s > 0  # was always null

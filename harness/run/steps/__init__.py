@@ -115,9 +115,14 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             apply(record, timed.contribution)
             if timed.meter is not None:
                 apply(record, probes.probes(session, resolved, adapter, timed))
+            else:  # said, not silently dropped: what --no-energy leaves out
+                apply(record, probes.not_probed())
             # The launch's entry once every per-launch figure (energy included) is known.
+            wall_s = round(time.perf_counter() - clock.start, 3)
             record.samples.launches = [
-                stats.launch(record.metrics, timed.rounds, machine=timed.machine, started_at=record.started_at)
+                stats.launch(
+                    record.metrics, timed.rounds, machine=timed.machine, started_at=record.started_at, wall_s=wall_s
+                )
             ]
         if gate_reference is not None:
             with clock("gate"):

@@ -51,6 +51,22 @@ def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: T
     return Contribution(metrics=figures, unavailable=unavailable)
 
 
+NOT_PROBED = "not measured: energy probes off (--no-energy)"
+PROBED_METRICS = (
+    "energy_j",
+    "energy_per_token_mj",
+    "cpu_cycles",
+    "device_memory_peak_mb",
+    "decode_bound_ms",
+    "roofline_fraction",
+)
+
+
+def not_probed() -> Contribution:
+    """What ``probes`` would have measured, each with the reason it was not."""
+    return Contribution(unavailable=dict.fromkeys(PROBED_METRICS, NOT_PROBED))
+
+
 def routing(adapter: Adapter, prompt_ids: Sequence[Sequence[int]]) -> Contribution:
     """MoE: what the router did with these prompts, for the report's load plots."""
     if not adapter.supports_routing:
