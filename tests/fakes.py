@@ -160,8 +160,12 @@ class ReusableAdapter(FakeAdapter):
 WORKERS = (PickyAdapter, ReusableAdapter)
 
 
+_DEVICE_PEAK_MB = [0.0]  # like CUDA's allocator statistics: one peak per process, until reset
+
+
 class BulkyAdapter(FakeAdapter):
-    """Touches 300 MB during generation at batch size 1 only, then frees it."""
+    """Touches 300 MB during generation at batch size 1 only, then frees it; its "device" peaks at 300 MiB
+    then too, in a per-process peak only ``reset_device_memory_peak`` clears."""
 
     name = "fake-bulky"
 
@@ -169,7 +173,14 @@ class BulkyAdapter(FakeAdapter):
         if self.point.batch_size == 1:
             bulk = b"\x01" * (300 * 2**20)  # written, so resident
             del bulk
+            _DEVICE_PEAK_MB[0] = max(_DEVICE_PEAK_MB[0], 300.0)
         return super().generate(prompts, max_new_tokens)
+
+    def device_memory(self):
+        return _DEVICE_PEAK_MB[0], None
+
+    def reset_device_memory_peak(self) -> None:
+        _DEVICE_PEAK_MB[0] = 0.0
 
 
 WORKERS = (*WORKERS, BulkyAdapter)

@@ -140,6 +140,8 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
     assert runner.pool.started == 1  # both points in one worker
     # The second point never held the first one's 300 MB: its peak starts at its own start.
     assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
+    # The device's peak too (CUDA keeps one per process): reset when each point starts.
+    assert (bulky.metrics["device_memory_peak_mb"], lean.metrics["device_memory_peak_mb"]) == (300.0, 0.0)
 
 
 @pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])

@@ -242,8 +242,13 @@ class Adapter(ABC):
         return None
 
     def device_memory(self) -> tuple[Optional[float], Optional[str]]:
-        """(peak device memory in MiB since load, None) or (None, why it is not known)."""
+        """(peak device memory in MiB since the last ``reset_device_memory_peak``, None) or (None, why it is
+        not known)."""
         return None, f"{self.name} exposes no device memory figure"
+
+    def reset_device_memory_peak(self) -> None:  # noqa: B027 - optional hook: most engines keep no peak
+        """Start a new peak for ``device_memory`` (called when each point starts: allocators such as CUDA's
+        keep one peak per process, which a persistent worker or a reused engine would carry over)."""
 
     def load_figures(self) -> dict:
         """Timings of ``load`` worth keeping apart from latency (export, compile, cache state)."""

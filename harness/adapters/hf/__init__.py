@@ -265,6 +265,10 @@ class HFAdapter(Adapter):
             return torch.mps.driver_allocated_memory() / 2**20, None
         return None, f"torch has no allocator statistics for {kind}"
 
+    def reset_device_memory_peak(self) -> None:
+        if self.device.type in ("cuda", "xpu"):
+            getattr(self._torch, self.device.type).reset_peak_memory_stats(self.device)
+
     def weight_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 

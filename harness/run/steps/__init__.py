@@ -108,11 +108,13 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
     with clock("load"):
         adapter, loaded = resolve.load(resolved, session)
     apply(record, loaded)
+    adapter.reset_device_memory_peak()  # a reused engine or a persistent worker: this point's peak only
     healthy = False
     try:
         if session.timing:
             timed = timing.time(session, resolved, adapter, on_round)
             apply(record, timed.contribution)
+            apply(record, probes.device_memory(adapter))
             if timed.meter is not None:
                 apply(record, probes.probes(session, resolved, adapter, timed))
             else:  # said, not silently dropped: what --no-energy leaves out

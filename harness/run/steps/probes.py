@@ -34,10 +34,8 @@ def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: T
     prompt_tokens = sum(r.batch_size * r.prompt_tokens for r in rounds)
     figures = dict(energy.metrics(timed.window, generated, prefill, prompt_tokens))
     figures["cpu_cycles"], cycles_reason = timed.cycles
-    figures["device_memory_peak_mb"], memory_reason = adapter.device_memory()
     unavailable = {
         "cpu_cycles": cycles_reason,
-        "device_memory_peak_mb": memory_reason,
         **energy.unavailable_metrics(meter.unavailable, point.device),
     }
     config = json.loads((Path(resolved.model.hf_dir) / "config.json").read_text())
@@ -56,10 +54,15 @@ PROBED_METRICS = (
     "energy_j",
     "energy_per_token_mj",
     "cpu_cycles",
-    "device_memory_peak_mb",
     "decode_bound_ms",
     "roofline_fraction",
 )
+
+
+def device_memory(adapter: Adapter) -> Contribution:
+    """The device's peak memory over this point (the adapter resets it when the point starts)."""
+    peak, why = adapter.device_memory()
+    return Contribution(metrics={"device_memory_peak_mb": peak}, unavailable={"device_memory_peak_mb": why})
 
 
 def not_probed() -> Contribution:
