@@ -5,6 +5,9 @@ nightly's regression check (`harness gate`, and pytest's `--harness-baseline`) â
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from harness import cli
@@ -35,3 +38,24 @@ def test_a_failed_margin_fails_the_regression_check(tmp_path, capsys):
     assert cli.main([*gate, "--max-regression", "tpot=1000%,ttft=1000%"]) == 1  # ... and the nightly's check
     out = capsys.readouterr().out
     assert "FAIL acc::hf-cpu-fp32: accuracy: non-inferiority margin fails: harness_cloze.perplexity" in out, out
+
+
+def test_refresh_reference_recomputes_the_accuracy_reference(tmp_path):
+    """Each `harness run` is its own process, as a user's are."""
+    (tmp_path / "acc.yaml").write_text(
+        SCENARIO.replace(", non_inferiority: {harness_cloze: {perplexity: 0.9999}}", "").lstrip()
+    )
+    argv = [sys.executable, "-m", "harness.cli", "run", str(tmp_path / "acc.yaml"), "--results", str(tmp_path / "r")]
+    argv += ["--isolation", "none", "--no-progress", "--no-energy"]
+
+    def run(*extra):
+        done = subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    run()
+    (stored,) = (tmp_path / "r" / "references").glob("accuracy-*.json")
+    first = stored.stat().st_mtime_ns
+    run()
+    assert stored.stat().st_mtime_ns == first  # reused
+    run("--refresh-reference")
+    assert stored.stat().st_mtime_ns > first  # recomputed (it was reused before the fix)

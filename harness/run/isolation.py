@@ -254,15 +254,6 @@ class Worker:
         )
 
 
-def run_in_child(
-    session_options: dict, scenario, point, limits: Limits, log=lambda message: None, progress=lambda phase: None
-):
-    """The point's record, produced by a worker of its own (``--isolation point``)."""
-    with Worker(session_options, point.adapter, limits, log) as worker:
-        worker.progress = progress
-        return worker.run(scenario, point)
-
-
 def _memory_limit(limits: Limits) -> str:
     return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
 

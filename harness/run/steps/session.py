@@ -47,6 +47,7 @@ class Session:
     progress: Callable[[str], None] = field(default=lambda phase: None, repr=False)
     _models: dict[str, models.ResolvedModel] = field(default_factory=dict, repr=False)
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
+    refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
     # A persistent worker keeps the last point's engine for the next point it can serve (steps.resolve).

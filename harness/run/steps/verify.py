@@ -50,6 +50,9 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     if accuracy.unavailable():
         return None
     dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
+    key = (model.name, model.checksum, tuple(spec.tasks), spec.limit, spec.num_fewshot, dtype)
+    refresh = session.refresh_reference and key not in session.refreshed  # once per session, not per point
+    session.refreshed.add(key)
     return accuracy.reference(
         model,
         spec.tasks,
@@ -59,6 +62,7 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
         scenario.measurement.threads,
         session.reference_store,
         log=session.log,
+        refresh=refresh,
     )
 
 
