@@ -250,3 +250,33 @@ def safe_name(name: str) -> str:
     """A file-name-safe form of a scenario or point name; never a path that escapes its directory."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "unnamed"
     return cleaned[:200]
+
+
+RUN_LOCK = ".harness-run.lock"  # in a results directory while a sweep writes into it
+
+
+@contextlib.contextmanager
+def results_lock(results_dir: str | Path, what: str = "--results") -> Iterator[None]:
+    """Hold ``results_dir`` for one sweep: a second concurrent run into it is refused, naming the holder's
+    PID (two sweeps interleaving their records and resume state would leave neither complete). The lock
+    is the kernel's (flock), so a killed holder releases it; the file stays, with the last holder's PID."""
+    import fcntl
+
+    directory = Path(results_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / RUN_LOCK
+    handle = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(handle, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise UsageError(
+                f"{what} {directory}: another harness run (PID {holder}) is writing there; wait for it to "
+                f"finish, or give this run another {what}"
+            ) from None
+        os.ftruncate(handle, 0)
+        os.pwrite(handle, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(handle)  # closing releases the flock

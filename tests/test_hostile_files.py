@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -83,3 +84,38 @@ def test_records_still_read_through_a_symlink_to_a_regular_file(results, tmp_pat
     (results / "demo" / "q.json").symlink_to(target)
     done = harness("summary", results)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_second_run_into_a_busy_results_directory_is_refused_with_the_holders_pid(tmp_path):
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(
+        "model: tiny-llama\nprompts: ['The river']\ngeneration: {max_new_tokens: 2}\n"
+        "measurement: {warmup_rounds: 0, min_rounds: 1, min_time_s: 60}\nsweep: {adapter: [hf]}\n"
+    )
+    command = [sys.executable, "-m", "harness.cli", "run", str(scenario), "--results", str(tmp_path / "r")]
+    first = subprocess.Popen([*command, "--isolation", "none", "--no-progress", "--no-energy"])
+    try:
+        lock = tmp_path / "r" / ".harness-run.lock"
+        for _ in range(600):  # the first run holds the directory once it starts its sweep
+            if lock.exists() and lock.read_text().strip() == str(first.pid):
+                break
+            time.sleep(0.1)
+        second = harness("run", scenario, "--results", tmp_path / "r", "--isolation", "none", "--no-progress")
+        one_line_exit_2(second, f"another harness run (PID {first.pid}) is writing there")
+    finally:
+        first.terminate()
+        first.wait(timeout=60)
+
+
+def test_resume_never_overwrites_a_record_of_a_newer_schema(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nmodel: tiny-llama\nprompts: ['The river']\ngeneration: {max_new_tokens: 2}\n"
+        "measurement: {warmup_rounds: 0, min_rounds: 1}\nsweep: {adapter: [hf]}\n"
+    )
+    newer = tmp_path / "r" / "s" / "hf-cpu-bf16.json"
+    newer.parent.mkdir(parents=True)
+    newer.write_text(json.dumps({"schema_version": 99, "point_id": "hf-cpu-bf16", "scenario": "s"}))
+    done = harness("run", scenario, "--results", tmp_path / "r", "--resume", "--isolation", "none", "--no-progress")
+    one_line_exit_2(done, "hf-cpu-bf16.json", "schema version 99", "not overwritten")
+    assert json.loads(newer.read_text())["schema_version"] == 99

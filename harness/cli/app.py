@@ -166,7 +166,10 @@ def _run_sweep(args) -> int:
         from harness.run.shard import parse_shard
 
         shard = parse_shard(args.harness_shard)
-    records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume, shard=shard)
+    from harness.io import results_lock
+
+    with results_lock(args.harness_results):
+        records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume, shard=shard)
     if not records and shard is not None:
         print(f"shard {shard}: no points fall to this shard")
         return 0

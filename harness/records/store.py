@@ -18,8 +18,26 @@ def record_path(results_dir: Path, record: Record) -> Path:
 
 
 def write(record: Record, results_dir: str | Path) -> Path:
-    """Write ``record`` atomically (``harness.io.write_json_atomic``)."""
-    return write_json_atomic(record_path(Path(results_dir), record), record.to_dict())
+    """Write ``record`` atomically (``harness.io.write_json_atomic``), never over a record of a newer schema
+    (a newer harness's record is not ours to replace)."""
+    path = record_path(Path(results_dir), record)
+    refuse_newer(path)
+    return write_json_atomic(path, record.to_dict())
+
+
+def refuse_newer(path: Path) -> None:
+    """UsageError when ``path`` holds a record of a schema newer than this harness writes."""
+    from harness.errors import UsageError
+
+    try:
+        version = read_json(path).get("schema_version")
+    except (OSError, ValueError, AttributeError):
+        return  # no record there, or not one we could read: writing over it loses nothing readable
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise UsageError(
+            f"{path}: holds a record of schema version {version}, newer than this harness writes "
+            f"({SCHEMA_VERSION}); it is not overwritten: use a newer harness or another --results"
+        )
 
 
 def read(path: str | Path) -> Record:

@@ -163,6 +163,10 @@ class Runner:
         """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved."""
         from tqdm import tqdm
 
+        if self.results_dir is not None:  # before any work, not after the first point ran
+            for scenario, point in work:
+                where = Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
+                results.refuse_newer(results.record_path(self.results_dir, where))
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
         order = sorted(
