@@ -56,6 +56,17 @@ class Unsupported(HarnessError, NotImplementedError):
     """
 
 
+class WriteFailed(HarnessError):
+    """A record could not be written mid-sweep (a full disk, a read-only file system, a directory where
+    the record goes): the points recorded before it are kept, in ``records``."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, records: list | None = None):
+        super().__init__(message)
+        self.records = records or []
+
+
 # ``harness gate`` and ``harness compare``: a baseline and new records whose fingerprints differ (another CPU,
 # driver or engine version) neither pass (0) nor fail (1); usage and environment errors are 2.
 EXIT_INCOMPARABLE = 3

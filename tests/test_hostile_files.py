@@ -119,3 +119,17 @@ def test_resume_never_overwrites_a_record_of_a_newer_schema(tmp_path):
     done = harness("run", scenario, "--results", tmp_path / "r", "--resume", "--isolation", "none", "--no-progress")
     one_line_exit_2(done, "hf-cpu-bf16.json", "schema version 99", "not overwritten")
     assert json.loads(newer.read_text())["schema_version"] == 99
+
+
+def test_a_record_that_cannot_be_written_mid_sweep_is_one_line_with_the_resume_command(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nmodel: tiny-llama\nprompts: ['The river']\ngeneration: {max_new_tokens: 2}\n"
+        "measurement: {warmup_rounds: 0, min_rounds: 1}\nsweep: {adapter: [hf], max_seq_len: [32, 64]}\n"
+    )
+    (tmp_path / "r" / "s" / "hf-cpu-bf16-seq64.json").mkdir(parents=True)  # a directory where a record goes
+    done = harness("run", scenario, "--results", tmp_path / "r", "--isolation", "none", "--no-progress", "--no-energy")
+    one_line_exit_2(done, "hf-cpu-bf16-seq64.json: Is a directory", "1 of 2 point(s) have records", "--resume")
+    assert "s::hf-cpu-bf16-seq32  ok" in done.stdout  # the summary of what was recorded still prints
+    assert json.loads((tmp_path / "r" / "s" / "hf-cpu-bf16-seq32.json").read_text())["status"] == "ok"
+    assert not list((tmp_path / "r").rglob("*.tmp"))  # no temporary file left behind

@@ -18,7 +18,7 @@ from harness.cli.options import (
     remote_code_error,
     runner_from,
 )
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WriteFailed
 from harness.run import lifecycle
 
 
@@ -169,7 +169,16 @@ def _run_sweep(args) -> int:
     from harness.io import results_lock
 
     with results_lock(args.harness_results):
-        records = runner.run(scenarios, progress=not args.no_progress, select=select, resume=args.resume, shard=shard)
+        try:
+            records = runner.run(
+                scenarios, progress=not args.no_progress, select=select, resume=args.resume, shard=shard
+            )
+        except WriteFailed as exc:  # the summary of what was recorded, one line, and how to finish
+            if exc.records:
+                cli_output.run_table(exc.records)
+            again = " ".join(["harness run", *args.scenarios, "--results", str(args.harness_results), "--resume"])
+            print(f"ERROR {exc}; fix it, then complete the set with: {again}", file=sys.stderr)
+            return exc.exit_code
     if not records and shard is not None:
         print(f"shard {shard}: no points fall to this shard")
         return 0

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WriteFailed
 from harness.measure import launches as stats
 from harness.models import sources as models
 from harness.records import store as results
@@ -188,7 +188,16 @@ class Runner:
                                 f"{name}::{phase}"
                             )
                         launched[i].append(self._launch(scenario, point, len(launched[i])))
-                        done[i] = self._merged(launched[i])
+                        try:
+                            done[i] = self._merged(launched[i])
+                        except OSError as exc:
+                            kept = [done[j] for j in range(len(work)) if j in done]
+                            raise WriteFailed(
+                                f"cannot write the record of {scenario.name}::{point.id} at "
+                                f"{exc.filename2 or exc.filename or self.results_dir}: {exc.strerror or exc}; "
+                                f"{len(kept)} of {len(work)} point(s) have records",
+                                kept,
+                            ) from None
                         bar.update()
                         if launched[i][-1].status != "ok" and progress:
                             bar.write(
