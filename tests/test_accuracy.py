@@ -262,3 +262,23 @@ def test_an_unknown_task_name_says_what_exists(tiny_lm):
 
 def test_an_empty_continuation_scores_zero(tiny_lm):
     assert tiny_lm.loglikelihood([_Request("The river", "")]) == [(0.0, True)]
+
+
+def test_lm_eval_bootstraps_its_stderr_in_workers_that_are_not_forked_from_the_engine(tiny_lm, monkeypatch):
+    """lm-eval bootstraps perplexity's stderr in a multiprocessing pool; forked from a process with torch's
+    threads, a worker can hang forever on a lock (seen here). The pool must start its workers elsewhere."""
+    import multiprocessing.pool
+
+    methods = []
+    original = multiprocessing.pool.Pool.__init__
+
+    def recording(self, *args, **kwargs):
+        context = kwargs.get("context") or (args[3] if len(args) > 3 else None)
+        methods.append((context or multiprocessing.get_context()).get_start_method())
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", recording)
+    found = accuracy.evaluate(tiny_lm, ["harness_cloze"], limit=4, num_fewshot=0, bootstrap_iters=20)
+    assert "perplexity" in found.scores["harness_cloze"]
+    assert methods and set(methods) == {"forkserver"}, methods
+    assert multiprocessing.get_start_method(allow_none=True) != "forkserver"  # restored after the call

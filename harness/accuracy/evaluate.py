@@ -7,6 +7,7 @@ Shipped tasks (``harness/accuracy/tasks``, offline): ``harness_cloze`` (LAMBADA 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import numbers
@@ -68,6 +69,22 @@ class Reference(NamedTuple):
         )
 
 
+@contextlib.contextmanager
+def _pools_without_fork():
+    """lm-eval bootstraps some metrics' stderr (perplexity) in a ``multiprocessing.Pool``. Forked from this
+    process, whose torch and tokenizer threads may hold locks at that moment, a pool worker can block
+    forever on one (seen: a ``SemLock`` in a forked worker, the sweep hung). Pools made inside this block
+    start their workers from a fork server instead, which forks from a clean single-threaded process."""
+    import multiprocessing
+
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("forkserver", force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(before, force=True)
+
+
 def evaluate(
     lm, tasks: list[str], limit: Optional[int], num_fewshot: int, bootstrap_iters: int = DEFAULT_BOOTSTRAP
 ) -> Evaluation:
@@ -88,16 +105,17 @@ def evaluate(
     quiet = os.environ.get("TQDM_DISABLE")
     os.environ["TQDM_DISABLE"] = "1"  # lm-eval's per-task bars would interleave with the sweep's progress
     try:
-        out = simple_evaluate(
-            model=lm,
-            tasks=list(tasks),
-            num_fewshot=num_fewshot,
-            limit=limit,
-            task_manager=manager,
-            log_samples=True,
-            bootstrap_iters=bootstrap_iters,
-            verbosity="ERROR",
-        )
+        with _pools_without_fork():
+            out = simple_evaluate(
+                model=lm,
+                tasks=list(tasks),
+                num_fewshot=num_fewshot,
+                limit=limit,
+                task_manager=manager,
+                log_samples=True,
+                bootstrap_iters=bootstrap_iters,
+                verbosity="ERROR",
+            )
     finally:
         if quiet is None:
             os.environ.pop("TQDM_DISABLE", None)
