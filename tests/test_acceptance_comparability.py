@@ -50,8 +50,10 @@ def test_gate_calls_another_thread_count_incomparable_and_names_the_field(runs, 
 
 
 def test_gate_compares_when_the_difference_is_accepted(runs, capsys):
-    assert gate(runs, "t2", "--accept-difference", "threads") == 0
-    assert "PASS; 1 point(s) compared" in capsys.readouterr().out
+    capsys.readouterr()
+    code = gate(runs, "t2", "--accept-difference", "threads")  # judged on its figures: pass or fail, not 3
+    out = capsys.readouterr().out
+    assert code in (0, 1) and "INCOMPARABLE" not in out and "1 point(s) compared" in out, out
 
 
 def test_gate_on_the_same_configuration_is_comparable(runs, capsys):
