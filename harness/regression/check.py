@@ -22,100 +22,17 @@ range of the two runs' per-round figures), and a note says the point had no laun
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from harness.errors import EXIT_INCOMPARABLE, UsageError
+from harness.errors import UsageError
 from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.fingerprint import differences
 from harness.records.store import Record
 from harness.regression import significance
+from harness.regression.outcome import Finding, MetricTest, Point, RegressionOutcome  # noqa: F401 - re-exported
 from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
 from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
-
-Point = tuple[str, str]
-
-
-@dataclass
-class MetricTest:
-    """One metric of one point tested on launch-level values (each launch's median is one value)."""
-
-    scenario: str
-    point_id: str
-    metric: str
-    limit: float
-    base_values: tuple[float, ...]
-    new_values: tuple[float, ...]
-    before: float  # median of the baseline's launch medians
-    after: float
-    change: float  # relative worsening: +0.2 is 20 % worse, whatever the metric's direction
-    min_p: float  # the smallest p these launch counts can reach
-    p_value: Optional[float] = None  # one-sided Mann-Whitney U, in the worse direction
-    q_value: Optional[float] = None  # Benjamini-Hochberg adjusted over every launch-level test of the run
-    ratio_low: Optional[float] = None  # 95 % bootstrap interval of after / before (regressions only)
-    ratio_high: Optional[float] = None
-    higher_is_better: bool = False
-
-    @property
-    def launches(self) -> tuple[int, int]:
-        return len(self.base_values), len(self.new_values)
-
-    @property
-    def ratio(self) -> float:
-        return self.after / self.before
-
-    @property
-    def beyond_limit(self) -> bool:
-        return self.change > self.limit
-
-    def significant(self, fdr: float) -> bool:
-        return self.q_value is not None and self.q_value <= fdr
-
-
-@dataclass
-class Finding:
-    scenario: str
-    point_id: str
-    kind: str  # missing | failed | skipped | agreement | accuracy | regression | incomparable
-    message: str
-    metric: Optional[str] = None  # regressions: which metric
-    test: Optional[MetricTest] = None  # regressions judged on launch-level values
-
-    def __str__(self) -> str:
-        word = "INCOMPARABLE" if self.kind == "incomparable" else "FAIL"
-        return (
-            f"{word} {self.scenario}::{self.point_id}: {self.message}"
-            if word != "FAIL"
-            else (f"FAIL {self.scenario}::{self.point_id}: {self.kind}: {self.message}")
-        )
-
-
-@dataclass
-class RegressionOutcome:
-    findings: list[Finding] = field(default_factory=list)
-    compared: int = 0  # points present in both runs
-    notes: list[str] = field(default_factory=list)  # things checked with less than full information
-    tests: list[MetricTest] = field(default_factory=list)  # launch-level tests, all points and metrics
-    fdr: float = DEFAULT_FDR
-    beyond_limit: list[Point] = field(default_factory=list)  # points with a metric past its threshold
-    single_launch: list[Point] = field(default_factory=list)  # judged without launch statistics
-    incomparable: list[Finding] = field(default_factory=list)  # fingerprints differ: not judged on figures
-
-    @property
-    def passed(self) -> bool:
-        return not self.findings and not self.incomparable
-
-    @property
-    def exit_code(self) -> int:
-        """0 passed, 1 failed, ``EXIT_INCOMPARABLE`` when nothing failed but some points could not be compared."""
-        return 1 if self.findings else EXIT_INCOMPARABLE if self.incomparable else 0
-
-    @property
-    def flagged(self) -> list[Point]:
-        """Points worth more launches (``--confirm``): regressed, or past a threshold without significance."""
-        regressed = [(f.scenario, f.point_id) for f in self.findings if f.kind == "regression"]
-        return list(dict.fromkeys([*regressed, *self.beyond_limit]))
 
 
 def key(record: Record) -> Point:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
     from harness.records.record import Record
-    from harness.regression.check import RegressionOutcome, Threshold
+    from harness.regression.outcome import RegressionOutcome
+    from harness.regression.thresholds import Threshold
 
 
 def confirm(
@@ -27,7 +28,8 @@ def confirm(
     from dataclasses import replace
 
     from harness.measure import launches as stats
-    from harness.regression.check import RegressionOutcome, check, index, key
+    from harness.regression.check import check, index, key
+    from harness.regression.outcome import RegressionOutcome
 
     flagged = outcome.flagged
     if not flagged or launches < 1:
