@@ -83,3 +83,12 @@ def test_a_threshold_without_its_unit_is_refused(tmp_path, capsys, text):
     argv = ["gate", str(tmp_path), "--baseline", "x", "--baselines-dir", str(tmp_path), "--max-regression", text]
     assert cli.main(argv) == 2
     assert "give the limit with %" in capsys.readouterr().err
+
+
+def test_run_refuses_a_gate_k_beyond_the_vocabulary_before_any_point(tmp_path, capsys, tiny_llama):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(BASE + "gate: {k: 100000000}\n")  # tiny-llama's vocabulary is far smaller
+    assert cli.main(["run", str(path), "--results", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: gate.k: 100000000 is more than the model's vocabulary" in err, err
+    assert not list((tmp_path / "r").rglob("*.json"))  # no point ran

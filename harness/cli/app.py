@@ -159,6 +159,9 @@ def _run(args) -> int:
 
 def _run_sweep(args) -> int:
     scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+    from harness.run import planning
+
+    planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
     select = (lambda point: args.select in point.id) if args.select else None
     shard = None

@@ -168,3 +168,28 @@ def _contradictions(scenario: Scenario, points: list[Point], adapter_classes, ro
                     )
                 )
     return errors
+
+
+def check_against_models(scenarios: Iterable[Scenario], cache_dir: Optional[Path] = None) -> None:
+    """Checks that need each scenario's model resolved (``harness run`` and ``verify``, before any point; not
+    ``harness check``, which loads nothing): the gate's ``k`` within the vocabulary. ScenarioErrors naming
+    file and field."""
+    errors = []
+    for scenario in scenarios:
+        if scenario.gate is None:
+            continue
+        try:
+            vocabulary = models.resolve(scenario.model, models.cache_dir(cache_dir)).tokenizer().get_vocab_size()
+        except (HarnessError, OSError, ValueError):
+            continue  # a model that does not resolve fails its points with its own reason, as before
+        if scenario.gate.k > vocabulary:
+            errors.append(
+                ScenarioError(
+                    scenario.path or "<string>",
+                    f"{scenario.gate.k} is more than the model's vocabulary ({vocabulary:,} tokens); "
+                    "top-k agreement needs k below it (5 is usual)",
+                    field="gate.k",
+                )
+            )
+    if errors:
+        raise ScenarioErrors(errors)
