@@ -217,6 +217,9 @@ def _verify_all(args) -> int:
     if without:
         print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
         return 2
+    from harness.run import planning
+
+    planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(
         args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
     )
