@@ -92,3 +92,13 @@ def test_run_refuses_a_gate_k_beyond_the_vocabulary_before_any_point(tmp_path, c
     err = capsys.readouterr().err
     assert f"{path}: gate.k: 100000000 is more than the model's vocabulary" in err, err
     assert not list((tmp_path / "r").rglob("*.json"))  # no point ran
+
+
+def test_run_refuses_an_unknown_accuracy_task_before_any_point(tmp_path, capsys, tiny_llama):
+    pytest.importorskip("lm_eval")
+    path = tmp_path / "scenario.yaml"
+    path.write_text(BASE + "accuracy: {tasks: [harness_clozee], limit: 2}\n")
+    assert cli.main(["run", str(path), "--results", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: accuracy.tasks: 'harness_clozee' unknown: not shipped" in err, err
+    assert not list((tmp_path / "r").rglob("*.json"))  # no point ran

@@ -171,10 +171,10 @@ def _contradictions(scenario: Scenario, points: list[Point], adapter_classes, ro
 
 
 def check_against_models(scenarios: Iterable[Scenario], cache_dir: Optional[Path] = None) -> None:
-    """Checks that need each scenario's model resolved (``harness run`` and ``verify``, before any point; not
-    ``harness check``, which loads nothing): the gate's ``k`` within the vocabulary. ScenarioErrors naming
-    file and field."""
-    errors = []
+    """Checks that need each scenario's model resolved or lm-eval's task index (``harness run`` and
+    ``verify``, before any point; not ``harness check``, which loads nothing): accuracy tasks that exist,
+    the gate's ``k`` within the vocabulary. ScenarioErrors naming file and field."""
+    errors = [problem for scenario in scenarios if (problem := _unknown_tasks(scenario))]
     for scenario in scenarios:
         if scenario.gate is None:
             continue
@@ -193,3 +193,25 @@ def check_against_models(scenarios: Iterable[Scenario], cache_dir: Optional[Path
             )
     if errors:
         raise ScenarioErrors(errors)
+
+
+def _unknown_tasks(scenario: Scenario) -> Optional[ScenarioError]:
+    """Accuracy tasks neither shipped nor known to the installed lm-eval (its index is read only when a
+    task is not shipped: indexing takes seconds)."""
+    from harness.accuracy import evaluate
+
+    if scenario.accuracy is None or evaluate.unavailable():
+        return None  # without lm-eval the points say so themselves
+    tasks = scenario.accuracy.tasks
+    if set(tasks) <= evaluate.SHIPPED:
+        return None
+    known = evaluate.task_manager(tasks).all_tasks
+    unknown = [name for name in tasks if name not in known]
+    if not unknown:
+        return None
+    return ScenarioError(
+        scenario.path or "<string>",
+        f"{', '.join(map(repr, unknown))} unknown: not shipped ({', '.join(sorted(evaluate.SHIPPED))}) and not an "
+        "lm-eval task, group or tag installed here",
+        field="accuracy.tasks",
+    )
