@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -28,8 +29,10 @@ sweep:
 
 @pytest.fixture
 def busy_cores():
-    spin = "import time\\nend = time.time() + 120\\nwhile time.time() < end: pass"
+    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass"
     loops = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2 * (os.cpu_count() or 1))]
+    time.sleep(0.5)
+    assert all(loop.poll() is None for loop in loops), "the busy loops did not start"  # else the test proves nothing
     yield
     for loop in loops:
         loop.kill()
@@ -39,7 +42,13 @@ def busy_cores():
 def test_a_launch_on_a_busy_machine_is_marked_noisy(tmp_path, capsys, busy_cores):
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(SCENARIO.lstrip())
-    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
+    argv = [
+        "run",
+        str(scenario),
+        "--results",
+        str(tmp_path / "results"),
+        "--no-progress",
+    ]  # workers: the loops are not theirs
     assert cli.main([*argv, "--no-energy"]) == 0
     (record,) = [r for _, r in store.iter_records([tmp_path / "results"])]
     noisy = record.samples.launches[0].machine.get("noisy")
