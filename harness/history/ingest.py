@@ -107,7 +107,7 @@ def _rows(record) -> PointRows:
     fingerprint = FingerprintKey(
         host=env.get("hostname"),
         device=f"{device} ({name})" if device and name else (device or name),
-        driver=adapter.get("driver") or adapter.get("driver_version"),
+        driver=adapter.get("driver"),  # harness.adapters.drivers, through each adapter's describe()
         engine=adapter.get("engine") or point.get("adapter"),
         engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")),
     )
