@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+from typing import Callable
+
 
 class HarnessError(Exception):
     """Base class for errors the harness reports to users without a traceback."""
@@ -57,14 +61,42 @@ class Unsupported(HarnessError, NotImplementedError):
 
 
 class WriteFailed(HarnessError):
-    """A record could not be written mid-sweep (a full disk, a read-only file system, a directory where
-    the record goes): the points recorded before it are kept, in ``records``."""
+    """An output could not be written (a full disk, a read-only file system, a directory where a file
+    goes): one line naming the path and the OS error, then ``kept``, what is on disk and how to finish.
+    A sweep's ``records`` are those written before it, for the summary the command still prints."""
 
     exit_code = 2
 
-    def __init__(self, message: str, records: list | None = None):
-        super().__init__(message)
+    def __init__(self, path: str | Path, reason: str, kept: str = "", records: list | None = None):
+        self.path, self.reason, self.kept = str(path), reason, kept
         self.records = records or []
+        super().__init__(f"cannot write {self.path}: {reason}" + (f"; {kept}" if kept else ""))
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, where: str | Path) -> WriteFailed:
+        """The path the OS named (a rename's target, else the file), or ``where`` for an error on an open
+        file (which names none), and the OS's words for the error."""
+        return cls(exc.filename2 or exc.filename or where, exc.strerror or str(exc))
+
+
+@contextlib.contextmanager
+def writing(where: str | Path, kept: str | Callable[[], str] = "", records: Callable[[], list] | None = None):
+    """The one place an output command's write failure becomes its one line (exit 2): an ``OSError`` raised
+    inside, or a ``WriteFailed`` from a lower layer, leaves as ``WriteFailed`` naming the path (``where``
+    when the OS names none) and the error, then ``kept`` (a callable is asked at the failure: how many
+    points were written) and the ``records`` written so far. Wrap the writes only: a read failure is no
+    write failure."""
+    try:
+        yield
+    except (OSError, WriteFailed) as exc:
+        failed = WriteFailed.from_os_error(exc, where) if isinstance(exc, OSError) else exc
+        said = kept() if callable(kept) else kept
+        raise WriteFailed(
+            failed.path,
+            failed.reason,
+            "; ".join(part for part in (failed.kept, said) if part),
+            records() if records is not None else failed.records,
+        ) from None
 
 
 # ``harness gate`` and ``harness compare``: a baseline and new records whose fingerprints differ (another CPU,

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from harness.errors import UsageError
+from harness.errors import UsageError, WriteFailed
 
 
 def _umask() -> int:
@@ -45,24 +45,42 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def write_json_atomic(path: str | Path, data, *, indent: int | None = 1) -> Path:
-    """Write ``data`` as strict JSON (NaN and infinity refused) to ``path`` so readers see the old
-    file or the new one, never half of one: a uniquely named temporary file in the same directory,
-    flushed to disk, then ``os.replace`` and a sync of the directory. The file gets the mode any tool
-    would create (0666 less the umask; ``mkstemp`` alone makes 0600). The temporary file is removed if
-    anything fails."""
+    """Write ``data`` as strict JSON (NaN and infinity refused) to ``path`` atomically (``write_atomic``)."""
+
+    def dump(out) -> None:
+        out.write(json.dumps(data, indent=indent, allow_nan=False).encode("utf-8") + b"\n")
+
+    return write_atomic(path, dump)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (``write_atomic``): reports, exports, history exports."""
+    return write_atomic(path, lambda out: out.write(data))
+
+
+def write_atomic(path: str | Path, write: Callable[[Any], object]) -> Path:
+    """Call ``write`` on a binary file so that readers of ``path`` see the old file or the new one, never
+    half of one: a uniquely named temporary file in the same directory, flushed to disk, then
+    ``os.replace`` and a sync of the directory. The file gets the mode any tool would create (0666 less
+    the umask; ``mkstemp`` alone makes 0600). The temporary file is removed if anything fails, and an
+    ``OSError`` names ``path`` (a failed write on an open file names no file; the temporary one means
+    nothing to a user), so ``harness.errors.writing`` can say which file could not be written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=indent, allow_nan=False)
-            out.write("\n")
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            write(out)
             out.flush()
             os.fchmod(out.fileno(), 0o666 & ~_umask())
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename2 is None:
+            exc.filename = str(path)
         raise
     _fsync_dir(path.parent)
     return path
@@ -149,7 +167,8 @@ def read_json(path: str | Path, limit: int = MAX_JSON_BYTES) -> Any:
 # -- output paths, checked before anything runs -------------------------------------------------------
 
 
-def _first_existing(path: Path) -> Path:
+def first_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists."""
     path = Path(os.path.abspath(path))
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -162,7 +181,7 @@ def check_writable_dir(path: str | Path, what: str) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{what} {path}: is a file, not a directory")
-    existing = _first_existing(path)
+    existing = first_existing(path)
     if not existing.is_dir():
         raise UsageError(f"{what} {path}: cannot create it, {existing} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
@@ -265,7 +284,10 @@ def results_lock(results_dir: str | Path, what: str = "--results") -> Iterator[N
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RUN_LOCK
-    handle = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:  # the first write into the directory: a read-only file system is found here, before any point
+        handle = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        raise WriteFailed.from_os_error(exc, path) from None
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

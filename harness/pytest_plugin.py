@@ -7,6 +7,7 @@ whose stats are seconds per generated token and whose ``extra_info`` holds every
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from harness.run.runner import Runner
 
 RUNNER = pytest.StashKey[Runner]()
 SESSION = pytest.StashKey["SessionRecords"]()
+HELD = pytest.StashKey[contextlib.ExitStack]()  # the results directory's lock, while the session runs points
 
 
 class SessionRecords:
@@ -259,15 +261,27 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Output directories are checked once points are collected, before any runs: a session that runs
-    no point (an installed plugin in another project) never needs them."""
-    if any(isinstance(item, PointItem) for item in session.items):
-        from harness.errors import UsageError
+    """Once points are collected, before any runs: the output directories are checked, the results
+    directory must have room for the points' records, and the session holds it as ``harness run`` does
+    (``harness.io.results_lock``) until it ends. A session that runs no point (an installed plugin in
+    another project, ``--collect-only``) needs none of it."""
+    points = sum(isinstance(item, PointItem) for item in session.items)
+    config = session.config
+    if not points or config.option.collectonly or RUNNER not in config.stash:
+        return
+    from harness.errors import HarnessError
+    from harness.io import results_lock
+    from harness.records.store import check_free_space
 
-        try:
-            check_outputs(session.config.option, prefix="harness-")
-        except UsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    results = config.stash[RUNNER].results_dir
+    try:
+        check_outputs(config.option, prefix="harness-")
+        check_free_space(results, points, "--harness-results")
+        held = contextlib.ExitStack()
+        held.enter_context(results_lock(results, "--harness-results"))
+        config.stash[HELD] = held
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_deselected(items):
@@ -281,6 +295,8 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if RUNNER in config.stash:
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
+    if HELD in config.stash:
+        config.stash[HELD].close()  # the results directory is free for the next run
     name = config.option.harness_baseline
     if not name or SESSION not in config.stash:
         return

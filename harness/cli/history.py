@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Optional
 
-from harness.errors import HarnessError, UsageError
+from harness.errors import HarnessError, UsageError, writing
 from harness.history import DEFAULT_URL, REQUIRES
 
 
@@ -209,24 +209,29 @@ def _print_series(series, changes: set[int]) -> None:
 
 
 def _export(args) -> int:
+    from io import BytesIO
     from pathlib import Path
 
     from harness.history.queries import frame
+    from harness.io import write_bytes_atomic
 
     out = Path(args.output)
     fmt: Optional[str] = args.format or {".parquet": "parquet", ".csv": "csv"}.get(out.suffix.lower())
     if fmt is None:
         raise UsageError(f"-o {args.output}: give --format parquet or csv (or a .parquet/.csv file name)")
     table = frame(_open(args))
-    out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        table.to_parquet(out, index=False)
+        buffer = BytesIO()
+        table.to_parquet(buffer, index=False)
+        data = buffer.getvalue()
     else:
         import json
 
         for column in ("rounds", "launches"):  # lists as JSON text, which CSV readers keep intact
             table[column] = [None if v is None else json.dumps(v) for v in table[column]]
-        table.to_csv(out, index=False)
+        data = table.to_csv(index=False).encode("utf-8")
+    with writing(out, kept="nothing exported"):  # written atomically: an older export stays whole
+        write_bytes_atomic(out, data)
     print(f"wrote {len(table)} values to {out}")
     return 0
 

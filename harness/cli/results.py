@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.cli.options import accepted_differences, add_accept_option, add_baseline_options, add_regression_options
 from harness.cli.output import regression_report
-from harness.errors import EXIT_INCOMPARABLE, UsageError
+from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
 from harness.regression.confirm import confirm
 
 
@@ -104,7 +104,9 @@ def _export(args) -> int:
     from harness.report import export
 
     check_writable_file(args.output, "export -o")
-    count = export.write([record for _, record in results.iter_records(args.sources)], args.output, args.format)
+    records = [record for _, record in results.iter_records(args.sources)]
+    with writing(args.output, kept="nothing exported"):  # written atomically: the old file stays whole
+        count = export.write(records, args.output, args.format)
     print(f"wrote {count} rows to {args.output}")
     if count == 0:  # an empty file is not an export: say so and fail, as a check that compared nothing would
         print(
@@ -148,7 +150,10 @@ def _compare(args) -> int:
     )
     print(format_table(table))
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        from harness.io import write_bytes_atomic
+
+        with writing(args.csv, kept="the table above is complete; the CSV is not written"):
+            write_bytes_atomic(args.csv, table.to_csv(index=False).encode("utf-8"))
     incomparable = table[table["incomparable"].notna()] if "incomparable" in table else table.iloc[0:0]
     for _, row in incomparable.iterrows():
         print(f"INCOMPARABLE {row.scenario}::{row.point_id}: {row.incomparable}", file=sys.stderr)
@@ -177,8 +182,10 @@ def _merge(args) -> int:
         for line in conflicts:
             print(f"  {line}", file=sys.stderr)
         return 2
-    for record in merged:
-        results.write(record, args.output)
+    written: list = []
+    with writing(args.output, kept=lambda: f"{len(written)} of {len(merged)} point(s) merged into {args.output}/"):
+        for record in merged:
+            written.append(results.write(record, args.output))
     statuses = {s: sum(r.status == s for r in merged) for s in results.STATUSES}
     print(
         f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})"

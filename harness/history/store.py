@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from harness.errors import UsageError
+from harness.errors import UsageError, WriteFailed
 from harness.history.ingest import FingerprintKey, RunRows
 
 _MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -241,5 +241,9 @@ def add(engine, run: RunRows) -> Added:
         except OperationalError as exc:  # deadlock / serialization failure / SQLite busy: try again
             attempt += 1
             if attempt == _RETRIES or getattr(exc.orig, "sqlstate", None) not in ("40P01", "40001", None):
-                raise
+                raise WriteFailed(  # a full disk, a read-only file, a lost server: one line, the database's words
+                    engine.url.render_as_string(hide_password=True),
+                    str(exc.orig).strip().splitlines()[0],
+                    f"run from {run.source} not added (one transaction: nothing of it is stored)",
+                ) from None
             time.sleep(0.05 * attempt)

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from harness.errors import UsageError
+from harness.errors import UsageError, writing
 from harness.io import make_dir_like_mkdir, safe_name, write_json_atomic
 from harness.records import store as results
 
@@ -42,8 +42,17 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
     target = Path(baselines_dir) / name
     if target.exists() and not replace:
         raise UsageError(f"baseline {name!r} already exists at {target}; pass --replace to overwrite it")
+    kept = f"baseline {name!r} not saved" + ("; its previous version is unchanged" if target.exists() else "")
+    with writing(target.parent, kept=kept):
+        _write(pairs, sources, name, target)
+    return target
+
+
+def _write(pairs: list, sources: list[Path], name: str, target: Path) -> None:
+    """The records and the manifest into a staging directory beside ``target``, renamed into its place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
+    old = target.with_name(f".{name}.old")
     try:
         make_dir_like_mkdir(staging)  # mkdtemp's 0700 would hide a shared baseline from the team
         for _, record in pairs:
@@ -58,17 +67,19 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
         }
         write_json_atomic(staging / MANIFEST, manifest)
         if target.exists():
-            old = target.with_name(f".{name}.old")
             shutil.rmtree(old, ignore_errors=True)
             target.rename(old)
-            staging.rename(target)
+            try:
+                staging.rename(target)
+            except BaseException:
+                old.rename(target)  # the previous baseline goes back where it was
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
 
 
 def resolve(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> Path:

@@ -16,6 +16,8 @@ from typing import Iterable
 import pandas as pd
 
 from harness import __version__
+from harness.errors import writing
+from harness.io import write_bytes_atomic
 from harness.records import store as results
 from harness.report import render
 from harness.report.plots import Plot
@@ -45,6 +47,11 @@ def build(
 
         raise UsageError(f"no result records under {', '.join(map(str, paths))}")
     out = Path(out_dir)
+    with writing(out, kept=f"the report under {out} is incomplete"):  # the records are read: writes only
+        return _write(pairs, paths, out, title, history)
+
+
+def _write(pairs, paths: list[Path], out: Path, title: str | None, history: str | None) -> Written:
     (out / "plots").mkdir(parents=True, exist_ok=True)
     ctx = Context(df=results.frame(pairs), pairs=pairs, out=out, history=history)
     parts = {section.NAME: section.build(ctx) for section in SECTIONS}
@@ -58,10 +65,8 @@ def build(
         figures=figures,
     )
     csv_files = _write_tables(parts, out)
-    html_path = out / "index.html"
-    html_path.write_text(_html(page, paths), encoding="utf-8")
-    md_path = out / "summary.md"
-    md_path.write_text(_markdown(page), encoding="utf-8")
+    html_path = write_bytes_atomic(out / "index.html", _html(page, paths).encode("utf-8"))
+    md_path = write_bytes_atomic(out / "summary.md", _markdown(page).encode("utf-8"))
     return Written(out, html_path, md_path, csv_files, [f.file for f in figures])
 
 
@@ -70,8 +75,7 @@ def _figure(plot: Plot | Figure, out: Path) -> Figure:
     if isinstance(plot, Figure):
         return plot
     png = render.png(plot.figure)
-    path = out / "plots" / f"{plot.slug}.png"
-    path.write_bytes(png)
+    path = write_bytes_atomic(out / "plots" / f"{plot.slug}.png", png)
     return Figure(slug=plot.slug, title=plot.title, caption=plot.caption, file=path, png=png)
 
 
@@ -80,8 +84,7 @@ def _write_tables(parts: dict[str, SectionOutput], out: Path) -> list[Path]:
     for part in parts.values():
         for name, table in part.tables.items():
             if not table.empty:
-                written.append(out / f"{name}.csv")
-                table.to_csv(written[-1], index=False)
+                written.append(write_bytes_atomic(out / f"{name}.csv", table.to_csv(index=False).encode("utf-8")))
     return written
 
 

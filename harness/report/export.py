@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from harness.errors import UsageError
+from harness.io import write_bytes_atomic
 from harness.records.record import Record
 
 FORMATS = ("parquet", "jsonl")
@@ -102,28 +103,8 @@ def write(records: Iterable[Record], path: str | Path, fmt: str) -> int:
         data = "".join(json.dumps(row, allow_nan=False) + "\n" for row in table).encode("utf-8")
     else:
         data = _parquet(table)
-    _write_atomic(Path(path), data)
+    write_bytes_atomic(path, data)
     return len(table)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """A unique temporary file beside ``path``, then ``os.replace``: readers never see half a file.
-    (``harness.io`` has the JSON writer only; a bytes writer there would serve this.)"""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _parquet(table: list[dict]) -> bytes:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from harness.errors import HarnessError, WriteFailed
+from harness.errors import HarnessError, writing
 from harness.measure import launches as stats
 from harness.models import sources as models
 from harness.records import store as results
@@ -173,6 +173,8 @@ class Runner:
             (i for i in range(len(work)) if i not in done),
             key=lambda i: groups.setdefault(_group(*work[i]), len(groups)),
         )
+        if self.results_dir is not None:  # room for the records of the points to run, before any runs
+            results.check_free_space(self.results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.launches_of(work[i][0]) for i in order)
         try:
@@ -188,16 +190,12 @@ class Runner:
                                 f"{name}::{phase}"
                             )
                         launched[i].append(self._launch(scenario, point, len(launched[i])))
-                        try:
+                        with writing(
+                            self.results_dir or ".",
+                            kept=lambda: f"{len(done)} of {len(work)} point(s) have records",
+                            records=lambda: [done[j] for j in sorted(done)],
+                        ):
                             done[i] = self._merged(launched[i])
-                        except OSError as exc:
-                            kept = [done[j] for j in range(len(work)) if j in done]
-                            raise WriteFailed(
-                                f"cannot write the record of {scenario.name}::{point.id} at "
-                                f"{exc.filename2 or exc.filename or self.results_dir}: {exc.strerror or exc}; "
-                                f"{len(kept)} of {len(work)} point(s) have records",
-                                kept,
-                            ) from None
                         bar.update()
                         if launched[i][-1].status != "ok" and progress:
                             bar.write(
