@@ -48,7 +48,7 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
     return target
 
 
-def _write(pairs: list, sources: list[Path], name: str, target: Path) -> None:
+def _write(pairs: list, sources: Iterable[str | Path], name: str, target: Path) -> None:
     """The records and the manifest into a staging directory beside ``target``, renamed into its place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
