@@ -270,3 +270,31 @@ def test_pytest_without_room_for_its_records_is_refused_before_any_point(pyteste
     result = pytester.runpytest("scenarios/", "--harness-results", "r", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot write --harness-results r: 0.0 MiB free, 3 point(s) need about*"])
+
+
+def test_a_sweep_whose_history_cannot_be_written_prints_its_table_and_the_command_to_add_it(
+    write_scenario, tmp_path, fake_adapters, capsys
+):
+    pytest.importorskip("sqlalchemy")
+    pytest.importorskip("alembic")
+    scenario = write_scenario(FAKE_SCENARIO)
+    db = tmp_path / "h.sqlite"
+    out = tmp_path / "r"
+    argv = ["run", str(scenario), "--results", str(out), "--isolation", "none", "--no-progress", "--no-energy"]
+    assert cli.main([*argv[:2], "--results", str(tmp_path / "first"), *argv[4:], "--history", f"sqlite:///{db}"]) == 0
+    capsys.readouterr()
+    biggest = max(p.stat().st_size for p in (tmp_path / "first").rglob("*.json"))
+    assert db.stat().st_size > 4 * biggest
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 * biggest, limit[1]))  # records fit; the database's pages do not
+    try:
+        code = cli.main([*argv, "--history", f"sqlite:///{db}"])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+    out_err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out_err.err, out_err.err
+    assert "fake-cpu-bf16-seq128" in out_err.out  # the run table still printed
+    (line,) = [line for line in out_err.err.splitlines() if line.startswith("ERROR")]
+    assert f"cannot write sqlite:///{db}: " in line
+    assert f"add them with: harness history add {out} --db sqlite:///{db}" in line
+    assert len(list(out.rglob("*.json"))) >= 3  # the records are on disk

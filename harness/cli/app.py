@@ -18,7 +18,7 @@ from harness.cli.options import (
     remote_code_error,
     runner_from,
 )
-from harness.errors import HarnessError, WriteFailed
+from harness.errors import HarnessError, WriteFailed, writing
 from harness.run import lifecycle
 
 
@@ -194,7 +194,9 @@ def _run_sweep(args) -> int:
     if args.history:
         from harness.history import add_records
 
-        added = add_records(records, args.history, source=str(args.harness_results))
+        again = f"harness history add {args.harness_results} --db {args.history}"
+        with writing(args.history, kept=f"the records are written; add them with: {again}"):
+            added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
     return 1 if any(r.status in ("failed", "timeout") or r.verdict_failed for r in records) else 0
 
