@@ -20,6 +20,7 @@ from harness.records.correctness import (  # noqa: F401 - re-exported
     KLDistribution,
     KLSpread,
     ReferenceInfo,
+    DequantizedAudit,
     SameWeights,
 )
 from harness.records.metrics import LAUNCH

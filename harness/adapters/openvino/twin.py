@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from harness.adapters.base import Twin
+from harness.io import file_sha256
 
 PRECISIONS = {"reference": "f32", "floor": "bf16"}
 
@@ -74,9 +75,8 @@ def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
             config["INFERENCE_NUM_THREADS"] = threads
         yield IRSteps(xml, config)
 
-    # The artefact's directory names carry the model checksum, the OpenVINO version and the compression
-    # (export.artefact), so the key is the same on every runner that builds this IR.
-    key = f"{ir_dir.parent.name}/{ir_dir.name}/{weights.stat().st_size}/cpu-f32"
+    # The content, not the directory name: an IR patched in place (same size) gets its own reference.
+    key = f"ir-sha256:{file_sha256(xml)[:32]}:{file_sha256(weights)}/cpu-f32"
     return Twin(
         engine="OpenVINO CPU plugin, step-wise, f32 inference precision",
         weights=str(weights),

@@ -1,0 +1,129 @@
+"""The dequantized check (#29): a quantized point's artefact read back against the HF checkpoint.
+
+Converter-class faults written into a GGUF (tests/faults_gguf.py) are shared by the device path and the
+same-weights twin, which therefore agree; ``harness verify`` fails them through the dequantized check,
+far above its fail line, while the clean quantized points pass. Stored references are keyed by the
+weights' content: a GGUF patched in place with its size unchanged gets a new one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+
+from harness.adapters import registry
+from harness.cli import main
+from harness.correctness import dequantized
+from harness.correctness import same_weights as sw
+from harness.models import gguf_weights
+from harness.models.stored_weights import hf_config, hf_weights
+from harness.records.store import iter_records
+
+from . import faults_gguf
+
+pytestmark = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")
+
+SCENARIO = """
+model: tiny-llama
+generation: {max_new_tokens: 2}
+measurement: {threads: 2, warmup_rounds: 0, min_rounds: 1}
+gate: {tokens: 6, prompts: 1}
+sweep:
+  adapter: [ADAPTERS]
+  device: [cpu]
+  quantization: [int8_sym]
+"""
+
+
+def gguf(tiny_llama, quantization: str):
+    """The tiny model's GGUF as the llamacpp adapter builds it (F16 export, then llama.cpp's quantizer)."""
+    from harness.adapters.llamacpp import LlamaCppAdapter
+    from harness.models.sources import cache_dir
+
+    adapter = LlamaCppAdapter()
+    adapter._figures = {}
+    source = adapter._source_gguf(tiny_llama, cache_dir())
+    return source if quantization == "none" else adapter._quantized(source, quantization, 2, cache_dir())
+
+
+def read(path, hf_dir):
+    reference = hf_weights(hf_dir)
+    return reference, gguf_weights.read(path, {n: a.shape for n, a in reference.items()}, hf_config(hf_dir))
+
+
+def test_the_gguf_reader_undoes_the_converters_layout(tiny_llama):
+    reference, stored = read(gguf(tiny_llama, "none"), tiny_llama.hf_dir)
+    assert set(stored) == set(reference)
+    for name, tensor in stored.items():  # F16 GGUF: HF's weights to f16 rounding, Q/K rows back in HF order
+        np.testing.assert_allclose(tensor.values, reference[name], rtol=2e-3, atol=1e-4, err_msg=name)
+    q = stored["model.layers.0.self_attn.q_proj.weight"]
+    assert q.stored_name == "blk.0.attn_q.weight" and q.stored_type == "F16"
+    # Without the inverse permutation the rows are far off: the test would see a layout slip.
+    shuffled = gguf_weights.unpermute(reference["model.layers.0.self_attn.q_proj.weight"], 4)
+    assert dequantized.row_errors(shuffled, reference["model.layers.0.self_attn.q_proj.weight"]).max() > 0.5
+
+
+@pytest.mark.parametrize("label", sorted(faults_gguf.PATCHES))
+def test_each_patch_is_seen_row_by_row(tiny_llama, tmp_path, label):
+    clean = gguf(tiny_llama, "int8_sym")
+    patched = tmp_path / "model.gguf"
+    shutil.copyfile(clean, patched)
+    faults_gguf.PATCHES[label](patched)
+    assert patched.stat().st_size == clean.stat().st_size
+    found = dequantized.audit(*read(patched, tiny_llama.hf_dir))
+    assert found.verdict == "fail" and found.ratio > 3 * found.fail_factor, found
+    assert dequantized.audit(*read(clean, tiny_llama.hf_dir)).verdict == "pass"
+
+
+def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_path, tiny_llama, capsys):
+    faulty = [faults_gguf.adapter(label) for label in sorted(faults_gguf.PATCHES)]
+    for cls in faulty:
+        registry.register_adapter(cls)
+    try:
+        path = write_scenario(SCENARIO.replace("ADAPTERS", ", ".join(["llamacpp", *(c.name for c in faulty)])))
+        code = main(["run", str(path), "--results", str(tmp_path / "results"), "--isolation", "none"])
+    finally:
+        for cls in faulty:
+            registry.unregister_adapter(cls.name)
+    assert code == 1
+    records = {(r.point["adapter"], r.point["quantization"]): r for _, r in iter_records(tmp_path / "results")}
+    assert len(records) == 4
+    for key, record in sorted(records.items()):
+        print(key, record.correctness.same_weights.model_verdict, record.correctness.same_weights.dequantized.ratio)
+
+    for quantization in ("int8_sym",):
+        clean = records["llamacpp", quantization].correctness
+        audit = clean.same_weights.dequantized
+        assert clean.verdict in ("pass", "drift"), clean.reasons  # drift against HF is the quantization cost
+        assert audit.verdict == "pass" and audit.ratio < audit.fail_factor and audit.tensors == 21, audit
+        assert clean.same_weights.verdict == "pass"
+        for cls in faulty:
+            gate = records[cls.name, quantization].correctness
+            audit = gate.same_weights.dequantized
+            assert gate.verdict == "fail" and audit.verdict == "fail", (cls.name, quantization, gate.reasons)
+            assert audit.ratio >= 3 * audit.fail_factor, (cls.name, quantization, audit.ratio)
+            assert gate.same_weights.verdict == "pass"  # the twin runs the same wrong weights and agrees
+            assert any("converter bug" in reason for reason in gate.reasons)
+    out = capsys.readouterr().out
+    assert "dequantized artefact fail" in out and "dequantized artefact pass" in out
+
+
+def test_a_gguf_patched_in_place_with_its_size_gets_a_new_reference(tiny_llama, tmp_path):
+    from harness.adapters.llamacpp import _model_params, twin
+
+    from .test_same_weights import hf_stub
+
+    path = tmp_path / "model.gguf"
+    shutil.copyfile(gguf(tiny_llama, "int8_sym"), path)
+    before = twin.twin(path, 64, 1, lambda: _model_params(False))
+    size = path.stat().st_size
+    time.sleep(0.05)  # past the file system's timestamp granularity: the patch gets a new mtime
+    faults_gguf.swap_rows(path)
+    after = twin.twin(path, 64, 1, lambda: _model_params(False))
+    assert path.stat().st_size == size and before.key != after.key
+    assert sw.path_for(tmp_path, hf_stub(), before) != sw.path_for(tmp_path, hf_stub(), after)
+    assert after.key == twin.twin(path, 64, 1, lambda: _model_params(False)).key  # unchanged file: same key
