@@ -66,6 +66,8 @@ def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
     """The trusted twin of the IR in ``ir_dir`` (nothing is compiled until ``open``)."""
     import openvino as ov
 
+    from harness.adapters.openvino import weights as weights_reader
+
     xml, weights = ir_dir / "openvino_model.xml", ir_dir / "openvino_model.bin"
 
     @contextmanager
@@ -84,4 +86,5 @@ def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
         floor_method="teacher-forced KL(twin f32 || twin bf16 inference precision)",
         versions={"openvino": ov.__version__},
         open=open_steps,
+        read_weights=lambda names, config: weights_reader.read(xml, names, config),
     )
