@@ -130,3 +130,39 @@ def test_a_gguf_patched_in_place_with_its_size_gets_a_new_reference(tiny_llama, 
     assert path.stat().st_size == size and before.key != after.key
     assert sw.path_for(tmp_path, hf_stub(), before) != sw.path_for(tmp_path, hf_stub(), after)
     assert after.key == twin.twin(path, 64, 1, lambda: _model_params(False)).key  # unchanged file: same key
+
+
+OV_SCENARIO = """
+model: tiny-llama
+generation: {max_new_tokens: 2}
+measurement: {threads: 2, warmup_rounds: 0, min_rounds: 1}
+gate: {tokens: 6, prompts: 1}
+sweep:
+  adapter: [openvino, openvino-patchedscale]
+  device: [CPU]
+  quantization: [int8_sym]
+"""
+
+
+@pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
+def test_a_patched_scale_in_an_int8_ir_fails_harness_verify(write_scenario, tmp_path, tiny_llama, capsys):
+    from .faults_ov import PatchedScale
+
+    fault = type("PatchedScale", (PatchedScale,), {"name": "openvino-patchedscale"})
+    registry.register_adapter(fault)
+    try:
+        code = main(["verify", str(write_scenario(OV_SCENARIO)), "--results", str(tmp_path), "--isolation", "none"])
+    finally:
+        registry.unregister_adapter(fault.name)
+    out = capsys.readouterr().out
+    assert code == 1, out
+    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith(("PASS", "DRIFT", "FAIL"))}
+    assert len(lines) == 2, out
+    [broken] = [line for name, line in lines.items() if "patchedscale" in name]
+    [clean] = [line for name, line in lines.items() if "patchedscale" not in name]
+    assert not clean.startswith("FAIL") and "dequantized artefact pass" in clean, clean
+    assert broken.startswith("FAIL") and "own weights pass" in broken, broken  # the twin shares the patch
+    ratio = float(broken.split("dequantized artefact fail (")[1].split("x)")[0])
+    assert ratio >= 3 * dequantized.FAIL_FACTOR, broken
+    # Content-keyed: the patched IR (same file names' sizes) got its own same-weights reference.
+    assert len(list(tmp_path.glob("references/tiny-llama/same-weights/*.json"))) == 2
