@@ -70,4 +70,8 @@ def adapter(label: str) -> type[LlamaCppAdapter]:
         patch(out)
         return out
 
-    return type(f"Faulty{label.title().replace('-', '')}", (LlamaCppAdapter,), {"name": f"llamacpp-{label}", "_quantized": _quantized})
+    return type(
+        f"Faulty{label.title().replace('-', '')}",
+        (LlamaCppAdapter,),
+        {"name": f"llamacpp-{label}", "_quantized": _quantized},
+    )
