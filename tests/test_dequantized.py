@@ -67,9 +67,16 @@ def test_the_gguf_reader_undoes_the_converters_layout(tiny_llama):
     assert dequantized.row_errors(shuffled, reference["model.layers.0.self_attn.q_proj.weight"]).max() > 0.5
 
 
-@pytest.mark.parametrize("label", sorted(faults_gguf.PATCHES))
-def test_each_patch_is_seen_row_by_row(tiny_llama, tmp_path, label):
-    clean = gguf(tiny_llama, "int8_sym")
+LOUD = sorted(set(faults_gguf.PATCHES) - {"small-scale"})
+
+
+@pytest.mark.parametrize(
+    "quantization, label",
+    [("int8_sym", label) for label in sorted(faults_gguf.PATCHES)]
+    + [(q, label) for q in ("int4_sym", "int4_asym") for label in LOUD],
+)
+def test_each_patch_is_seen_row_by_row(tiny_llama, tmp_path, quantization, label):
+    clean = gguf(tiny_llama, quantization)
     patched = tmp_path / "model.gguf"
     shutil.copyfile(clean, patched)
     faults_gguf.PATCHES[label](patched)
@@ -77,6 +84,16 @@ def test_each_patch_is_seen_row_by_row(tiny_llama, tmp_path, label):
     found = dequantized.audit(*read(patched, tiny_llama.hf_dir))
     assert found.verdict == "fail" and found.ratio > 3 * found.fail_factor, found
     assert dequantized.audit(*read(clean, tiny_llama.hf_dir)).verdict == "pass"
+
+
+def test_a_small_scale_slip_in_a_4_bit_block_stays_within_its_rounding(tiny_llama, tmp_path):
+    """The check's limit, stated: a 4-bit format's floor is ~16x Q8_0's (measured 0.085 vs 0.0053), so a
+    block scale off by half in one row sits inside it."""
+    patched = tmp_path / "model.gguf"
+    shutil.copyfile(gguf(tiny_llama, "int4_sym"), patched)
+    faults_gguf.small_scale(patched)
+    found = dequantized.audit(*read(patched, tiny_llama.hf_dir))
+    assert found.verdict == "pass" and found.floors["Q4_0"] > 10 * found.floors["Q8_0"], found
 
 
 def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_path, tiny_llama, capsys):
