@@ -132,6 +132,8 @@ def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_
     assert records["llamacpp-small-scale"].same_weights.model_verdict == "drift"
     assert code == 1 and "FAIL   scenario::llamacpp-small-scale-cpu-int8_sym" in out, out
     assert "own weights pass" in out and "dequantized artefact fail (34." in out, out
+    # Stored once per (artefact, checkpoint) content pair beside the references, reused by the verify.
+    assert len(list((tmp_path / "results" / "references").glob("tiny-llama/dequantized/*.json"))) == 5
 
 
 def test_a_gguf_patched_in_place_with_its_size_gets_a_new_reference(tiny_llama, tmp_path):

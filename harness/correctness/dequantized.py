@@ -107,14 +107,9 @@ def audit_artefact(hf_dir: Path, read_weights: Callable[[dict[str, tuple[int, ..
     return audit(reference, stored)
 
 
-def check(hf_dir: Path, twin) -> Optional[DequantizedAudit]:
-    """The record's ``DequantizedAudit`` for a point whose twin (``Adapter.trusted_twin``) runs ``twin.weights``;
-    None where the twin has no weights reader."""
-    from harness.records.record import DequantizedAudit
-
-    if twin.read_weights is None:
-        return None
+def _audit(hf_dir: Path, twin) -> DequantizedAudit:
     from harness.models.stored_weights import UnsupportedLayout
+    from harness.records.record import DequantizedAudit
 
     try:
         found = audit_artefact(hf_dir, twin.read_weights)
@@ -123,3 +118,42 @@ def check(hf_dir: Path, twin) -> Optional[DequantizedAudit]:
     except (KeyError, ValueError) as exc:  # a tensor missing from the artefact, or of another shape
         return DequantizedAudit(verdict="fail", reasons=[f"dequantized artefact: {exc}"], method=METHOD)
     return DequantizedAudit(**asdict(found))
+
+
+def path_for(root: Path, model, twin) -> Path:
+    """Where the audit of ``twin``'s artefact against ``model``'s checkpoint is stored: keyed by both
+    contents (the twin's key is the artefact's sha256), the method and the fail line."""
+    import hashlib
+    import json
+
+    from harness.io import safe_name
+
+    identity = json.dumps(
+        {"artefact": twin.key, "checkpoint": model.checksum, "method": METHOD, "fail": FAIL_FACTOR}, sort_keys=True
+    )
+    return (
+        Path(root)
+        / safe_name(model.name)
+        / "dequantized"
+        / f"{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
+    )
+
+
+def check(root: Path, model, twin, refresh: bool = False) -> Optional[DequantizedAudit]:
+    """The record's ``DequantizedAudit`` for a point whose twin (``Adapter.trusted_twin``) runs ``twin.weights``
+    against ``model``'s HF checkpoint; None where the twin has no weights reader. Computed once per pair
+    of contents and stored beside the references (reading back Gemma's 262k-row embedding takes minutes
+    on two busy cores)."""
+    from harness.io import compute_once, read_json, write_json_atomic
+    from harness.records.record import DequantizedAudit
+
+    if twin.read_weights is None:
+        return None
+    found, _ = compute_once(
+        path_for(root, model, twin),
+        lambda p: DequantizedAudit.model_validate(read_json(p)) if p.exists() else None,
+        lambda: _audit(model.hf_dir, twin),
+        lambda p, audit: write_json_atomic(p, audit.model_dump(), indent=None),
+        refresh=refresh,
+    )
+    return found

@@ -152,7 +152,7 @@ def same_weights(
     else:
         report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
-    audit = dequantized.check(resolved.model.hf_dir, twin)
+    audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
     found = found.model_copy(update={"dequantized": audit})
     verdict, why = sw.combine(correctness.verdict, found.verdict, audit.verdict if audit else None)
     update = {"same_weights": found, "verdict": verdict}
