@@ -112,8 +112,9 @@ def same_weights(
     session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
 ) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
-    ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
-    becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
+    ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
+    the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``); the point's verdict
+    becomes ``same_weights.combine`` of the model verdict, the own-weights one and the dequantized one."""
     from harness.correctness import dequantized, gate
     from harness.correctness import same_weights as sw
     from harness.records.record import SameWeights
