@@ -191,3 +191,23 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     assert own.kl_mean != own.noise_floor and own.verdict == "pass"
     # Content-keyed: the patched IR (same file names and sizes) got its own same-weights reference.
     assert len(list(tmp_path.glob("references/tiny-llama/same-weights/*.json"))) == 2
+
+
+@pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
+@pytest.mark.parametrize(
+    "level, options, stored",
+    [
+        ("int8_sym", {}, "i8"),
+        ("int8_asym", {}, "u8 asym"),
+        ("int4_sym", {"group_size": 32, "ratio": 1.0}, "i4 group"),
+        ("int4_asym", {"group_size": 32, "ratio": 1.0}, "u4 asym group"),
+    ],
+)
+def test_every_nncf_level_reads_back_as_the_checkpoint(tiny_llama, level, options, stored):
+    from harness.adapters.openvino import export, weights
+    from harness.models.sources import cache_dir
+
+    xml = export.artefact(tiny_llama, level, options, cache_dir()) / "openvino_model.xml"
+    found = dequantized.audit_artefact(tiny_llama.hf_dir, lambda names, config: weights.read(xml, names, config))
+    assert found.verdict == "pass" and found.ratio < 2.5 and found.tensors == 16, found
+    assert stored in found.floors  # zero points and group-wise scales applied (4-bit: two per byte)
