@@ -5,6 +5,7 @@ anything runs, and the lock that lets one of several runners compute a shared fi
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -263,6 +264,19 @@ def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | P
 
     load.cache_clear = cached.cache_clear  # type: ignore[attr-defined]  # the lru_cache handle, for tests
     return load
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# sha256 of a file's bytes, streamed; hashed again only when its size or modification time changes.
+# What keys every stored reference by the content of the weights it was computed from.
+file_sha256 = per_file(_sha256, entries=64)
 
 
 def safe_name(name: str) -> str:

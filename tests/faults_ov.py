@@ -67,3 +67,50 @@ class HalvedHead(ZeroedHead):
     wrong rows): a fault small enough to hide in the quantization cost against HF."""
 
     head_scale = 0.5
+
+
+def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/scale", row: int = 5, factor=1.5):
+    """A converter-class fault written into the IR: one row's scale of a compressed constant patched in
+    ``openvino_model.bin`` in place (the file's size unchanged). The device path and the twin both run it."""
+    import xml.etree.ElementTree as ElementTree
+
+    import numpy as np
+
+    for layer in ElementTree.parse(ir_dir / "openvino_model.xml").getroot().iter("layer"):
+        if layer.get("name") == constant:
+            data = layer.find("data")
+            break
+    else:
+        raise KeyError(constant)
+    if data.get("element_type") != "f16":
+        raise ValueError(f"{constant}: scale stored as {data.get('element_type')}, not f16")
+    with open(ir_dir / "openvino_model.bin", "r+b") as handle:
+        handle.seek(int(data.get("offset")) + 2 * row)
+        value = np.frombuffer(handle.read(2), dtype=np.float16)[0]
+        handle.seek(int(data.get("offset")) + 2 * row)
+        handle.write(np.float16(float(value) * factor).tobytes())
+
+
+class PatchedScale(OpenVINOAdapter):
+    """Runs a copy of its IR with ``patch_scale`` written into it (the artefact, not the device path)."""
+
+    def load(self, model, point, settings):
+        import shutil
+
+        from harness.adapters.openvino import export
+
+        original = export.artefact
+
+        def patched(model, quantization, compression, cache):
+            clean = original(model, quantization, compression, cache)
+            out = cache / "openvino-faults" / f"{clean.parent.name}-{clean.name}-patched-scale"
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(clean, out)
+            patch_scale(out)
+            return out
+
+        export.artefact = patched
+        try:
+            super().load(model, point, settings)
+        finally:
+            export.artefact = original

@@ -74,6 +74,11 @@ def test_drift_against_its_own_weights_fails_the_point():
         assert verdict == "fail" and "against its own weights" in why and "port bug" in why
         assert sw.combine("pass", own)[0] == "fail"
     assert sw.combine("fail", "pass") == ("fail", None)
+    # the dequantized check: a converter bug the twin shares fails the point, whatever HF and the twin say
+    for model in ("pass", "drift"):
+        verdict, why = sw.combine(model, "pass", "fail")
+        assert verdict == "fail" and "converter bug" in why
+        assert sw.combine(model, "pass", "pass") == (model, None)
 
 
 # --- storage, with an engine-free twin -------------------------------------------------------------

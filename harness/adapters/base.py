@@ -86,6 +86,10 @@ class Twin:
     floor_method: str
     open: Callable[[str], ContextManager[Any]]
     versions: dict = field(default_factory=dict)
+    # The artefact's weights read back without the engine, dequantized to fp32 under the HF checkpoint's
+    # names: ``read_weights({hf name: shape}, hf config) -> {hf name: stored_weights.Tensor}``, for the
+    # dequantized check (``harness.correctness.dequantized``); None where the twin has no reader.
+    read_weights: Optional[Callable[[dict, dict], dict]] = None
 
 
 class Adapter(ABC):

@@ -29,6 +29,11 @@ def verdict_line(name: str, gate) -> str:
     same = gate.same_weights
     if same is not None and same.verdict is not None:
         parts.append(f"own weights {same.verdict}" + (f" ({same.kl_ratio:.1f}x)" if same.kl_ratio is not None else ""))
+    audit = same.dequantized if same is not None else None
+    if audit is not None and audit.verdict is not None:
+        parts.append(
+            f"dequantized artefact {audit.verdict} ({audit.ratio:.1f}x)" if audit.ratio else "dequantized artefact fail"
+        )
     parts.append(f"first divergence {gate.free_divergence_index}")
     return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
 

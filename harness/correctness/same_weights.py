@@ -7,13 +7,15 @@ OpenVINO IR, the same GGUF) run on a trusted path of the same engine (``Adapter.
 HF reference's prompts, token count and top-M. Its noise floor is that of identical weights (the twin
 against itself with only its activation precision or threads changed), so drift there is a bug.
 
-Stored like the HF reference: computed once under a lock beside the file, keyed by the twin's weights
-identity (the same on every runner that builds them), the prompt token ids and the settings, and
-refused when they do not match.
+Stored like the HF reference: computed once under a lock beside the file, keyed by the content of the
+twin's weights (their sha256, ``harness.io.file_sha256``: a file patched in place with the same size gets
+a new reference), the engine's version, the prompt token ids and the settings, and refused when they do
+not match.
 
-Verdict (``combine``): the point's verdict is the worse of the model verdict (against HF, where a
-quantized point's drift is only reported) and the own-weights verdict, except that drift against its
-own weights is a failure.
+The twin shares every fault written into the artefact; the dequantized check
+(``harness.correctness.dequantized``) reads the artefact back against the HF checkpoint and catches those.
+Verdict (``combine``): the worse of the model verdict (against HF, where a quantized point's drift is
+only reported), the own-weights verdict (where drift is a failure) and the dequantized verdict.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
             "tokens": hf.settings["tokens"],
             "top_m": hf.settings["top_m"],
             "eos_ids": hf.settings["eos_ids"],
+            "versions": twin.versions,
         },
         sort_keys=True,
     )
@@ -163,17 +166,33 @@ def compare(adapter: Adapter, reference: Reference, config: GateConfig, on_promp
     return gate.run(adapter, reference, replace(config, fail_on_drift=True), on_prompt)
 
 
-def combine(model_verdict: Optional[str], own_verdict: Optional[str]) -> tuple[Optional[str], Optional[str]]:
-    """(the point's verdict, the reason it changed or None). Against its own weights only ``pass`` is
-    clean: drift between identical weights is a port bug, so it fails the point like a failure does."""
-    if own_verdict in (None, "pass"):
-        return model_verdict, None
+def combine(
+    model_verdict: Optional[str], own_verdict: Optional[str], dequantized_verdict: Optional[str] = None
+) -> tuple[Optional[str], Optional[str]]:
+    """(the point's verdict, the reason it changed or None), from three comparisons that each catch what
+    the others cannot:
+
+    - the model verdict (against HF): drift there is the quantization cost, reported, not failed;
+    - the own-weights verdict (against the twin, the same artefact on a trusted engine path): only
+      ``pass`` is clean, since drift between identical weights is a kernel or plugin bug;
+    - the dequantized verdict (the artefact read back row by row against the HF checkpoint,
+      ``harness.correctness.dequantized``): ``fail`` when the artefact holds other weights than the
+      checkpoint, a converter bug the twin shares and so cannot see.
+
+    Any of the last two failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
         return "fail", None
-    return "fail", (
-        f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
-        "disagree beyond their noise floor, a port bug rather than quantization"
-    )
+    if own_verdict not in (None, "pass"):
+        return "fail", (
+            f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
+            "disagree beyond their noise floor, a port bug rather than quantization"
+        )
+    if dequantized_verdict == "fail":
+        return "fail", (
+            "the dequantized artefact differs from the HF checkpoint beyond its quantization: the weights "
+            "were written wrong (a converter bug), which the same-weights twin shares"
+        )
+    return model_verdict, None
 
 
 def summary(result: GateResult, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:

@@ -58,6 +58,24 @@ class GatePhases(Part):
     note: Optional[str] = None  # why a phase fell back to the overall floor
 
 
+class DequantizedAudit(Part):
+    """The point's artefact read back and dequantized, row by row against the HF checkpoint
+    (``harness.correctness.dequantized``): a converter that wrote other weights fails here even when the
+    device path and its twin agree. ``ratio``: the worst row's relative error over its storage format's
+    median row error; ``fail`` above ``fail_factor``."""
+
+    verdict: Optional[str] = None  # pass | fail
+    ratio: Optional[float] = None
+    fail_factor: Optional[float] = None
+    worst: Optional[str] = None  # "<hf name> row <i> (<format>, stored as <name>)"
+    worst_error: Optional[float] = None
+    floors: dict[str, float] = Field(default_factory=dict)  # per storage format
+    tensors: Optional[int] = None
+    method: Optional[str] = None
+    reasons: list[str] = Field(default_factory=list)
+    skipped: Optional[str] = None
+
+
 class SameWeights(Part):
     """A quantized point against its own weights on a trusted engine path (``harness.correctness.same_weights``):
     there the noise floor is that of identical weights, so drift is a bug, not quantization.
@@ -79,6 +97,7 @@ class SameWeights(Part):
     created_at: Optional[str] = None  # when the same-weights reference was computed
     report: Optional[str] = None
     skipped: Optional[str] = None
+    dequantized: Optional[DequantizedAudit] = None  # None: the twin has no weights reader (or records before it)
 
 
 class Correctness(Part):

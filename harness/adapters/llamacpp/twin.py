@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from harness.adapters.base import Twin
+from harness.io import file_sha256
 
 BATCH = {"reference": 512, "floor": 1}
 
@@ -64,6 +65,8 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
     the adapter's context manager that loads a model without extra buffer types."""
     import llama_cpp
 
+    from harness.models import gguf_weights
+
     @contextmanager
     def open_steps(variant: str) -> Iterator[GGUFSteps]:
         steps = GGUFSteps(path, n_ctx, BATCH[variant], threads, plain_params)
@@ -72,9 +75,8 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
         finally:
             steps.llm.close()
 
-    # Cached GGUFs are named by their source and level (``{stem}-{size}-{Q8_0}``, ``{model}-{checksum}-f16``),
-    # so the file name and size identify the weights on every runner that builds them.
-    key = f"{path.parent.name}/{path.name}/{path.stat().st_size}/cpu"
+    # The content, not the name: a GGUF patched in place (same name, same size) gets its own reference.
+    key = f"gguf-sha256:{file_sha256(path)}/cpu"
     return Twin(
         engine="llama.cpp CPU backend, no extra buffer types, step-wise",
         weights=str(path),
@@ -82,4 +84,5 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
         floor_method="teacher-forced KL(twin, prompt in one batch || twin, prompt one token per batch)",
         versions={"llama_cpp_python": llama_cpp.__version__},
         open=open_steps,
+        read_weights=lambda names, config: gguf_weights.read(path, names, config),
     )

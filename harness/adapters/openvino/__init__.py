@@ -97,7 +97,7 @@ class OpenVINOAdapter(Adapter):
 
         from harness.models.sources import cache_dir
 
-        self.point, self.settings = point, settings
+        self.point, self.settings, self.source = point, settings, model
         static = point.device in _STATIC
         self.supports_logits = self.supports_score = not static
         self.supports_forced_top1 = static
@@ -237,7 +237,7 @@ class OpenVINOAdapter(Adapter):
     def trusted_twin(self):
         """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,
         the static NPU pipeline's included, must agree with up to activation rounding."""
-        return twin.twin(self.ir_dir, self.settings.threads)
+        return twin.twin(self.ir_dir, self.settings.threads, self.source)
 
     def weight_bytes(self) -> int:
         return (self.ir_dir / "openvino_model.bin").stat().st_size

@@ -3,20 +3,26 @@ token at a time on the CPU plugin at f32 inference precision, the path the same-
 computed with (``harness.correctness.same_weights``). Every OpenVINO device path of that IR (the step-wise CPU gate
 at the plugin's default precision, GPU, the static NPU pipeline, emulated or real) is compared with it.
 
-The identical-weights noise floor is the same twin at bf16 inference precision against the f32 one:
-activation rounding that any device path may legitimately add (a CPU without bf16 ignores the hint,
-and then the floor is the harness's minimum).
+The identical-weights noise floor comes from another engine: HF transformers in bf16 running the IR's
+own weights, dequantized from its compressed constants (``weights``), against the f32 twin: activation
+rounding any device path may legitimately add. It used to be the same twin at bf16 inference precision,
+but a CPU point at the plugin's default precision runs exactly that path (or, on a CPU without bf16,
+exactly the f32 reference), so its ratio was 1.0 (or 0) by construction; the HF path is never the
+device path. Without the model's HF checkpoint the floor falls back to the bf16 hint.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from harness.adapters.base import Twin
+from harness.io import file_sha256
 
 PRECISIONS = {"reference": "f32", "floor": "bf16"}
+FLOOR_DTYPE = "bf16"  # the dequantized HF model's dtype for the floor
 
 
 def feed(inputs: set[str], ids: Sequence[int], position: int) -> dict:
@@ -61,27 +67,64 @@ class IRSteps:
         return self._infer([int(token)])
 
 
-def twin(ir_dir: Path, threads: Optional[int]) -> Twin:
-    """The trusted twin of the IR in ``ir_dir`` (nothing is compiled until ``open``)."""
+@contextmanager
+def dequantized_hf(model, xml: Path, dtype: str, threads: Optional[int]):
+    """HF transformers (the model's own class and config) in ``dtype`` with the IR's compressed weights,
+    dequantized, in place of the checkpoint's: step-wise like any adapter; closed on exit."""
+    import torch
+
+    from harness.adapters import registry
+    from harness.adapters.base import LoadSettings
+    from harness.adapters.openvino import weights
+    from harness.scenario.sweep import Point
+
+    engine = registry.get("hf")()
+    engine.load(
+        model,
+        Point(adapter="hf", device="cpu", id=f"dequantized-ir-{dtype}"),
+        LoadSettings(dtype=dtype, threads=threads),
+    )
+    try:
+        shapes = {name: tuple(p.shape) for name, p in engine.model.state_dict().items()}
+        stored = weights.read(xml, shapes, {})
+        engine.model.load_state_dict({n: torch.from_numpy(t.values) for n, t in stored.items()}, strict=False)
+        yield engine
+    finally:
+        engine.close()
+
+
+def twin(ir_dir: Path, threads: Optional[int], model=None) -> Twin:
+    """The trusted twin of the IR in ``ir_dir`` (nothing is compiled until ``open``); ``model``: the
+    resolved model whose HF checkpoint gives the floor's engine (None: the bf16-hint floor)."""
     import openvino as ov
+
+    from harness.adapters.openvino import weights as weights_reader
 
     xml, weights = ir_dir / "openvino_model.xml", ir_dir / "openvino_model.bin"
 
     @contextmanager
     def open_steps(variant: str) -> Iterator[IRSteps]:
+        if variant == "floor" and model is not None:
+            with dequantized_hf(model, xml, FLOOR_DTYPE, threads) as engine:
+                yield engine
+            return
         config: dict = {"INFERENCE_PRECISION_HINT": PRECISIONS[variant]}
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
         yield IRSteps(xml, config)
 
-    # The artefact's directory names carry the model checksum, the OpenVINO version and the compression
-    # (export.artefact), so the key is the same on every runner that builds this IR.
-    key = f"{ir_dir.parent.name}/{ir_dir.name}/{weights.stat().st_size}/cpu-f32"
+    # The content, not the directory name: an IR patched in place (same size) gets its own reference.
+    key = f"ir-sha256:{file_sha256(xml)[:32]}:{file_sha256(weights)}/cpu-f32" + ("/hf-floor" if model else "")
     return Twin(
         engine="OpenVINO CPU plugin, step-wise, f32 inference precision",
         weights=str(weights),
         key=key,
-        floor_method="teacher-forced KL(twin f32 || twin bf16 inference precision)",
-        versions={"openvino": ov.__version__},
+        floor_method=(
+            f"teacher-forced KL(twin f32 || HF transformers {FLOOR_DTYPE} running the IR's dequantized weights)"
+            if model is not None
+            else "teacher-forced KL(twin f32 || twin bf16 inference precision)"
+        ),
+        versions={"openvino": ov.__version__, **({"transformers": version("transformers")} if model else {})},
         open=open_steps,
+        read_weights=lambda names, config: weights_reader.read(xml, names, config),
     )

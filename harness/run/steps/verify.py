@@ -112,9 +112,10 @@ def same_weights(
     session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
 ) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
-    ``correctness.same_weights`` holds that comparison (or why there is none), and the point's verdict
-    becomes ``same_weights.combine`` of the model verdict and the own-weights one."""
-    from harness.correctness import gate
+    ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
+    the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``); the point's verdict
+    becomes ``same_weights.combine`` of the model verdict, the own-weights one and the dequantized one."""
+    from harness.correctness import dequantized, gate
     from harness.correctness import same_weights as sw
     from harness.records.record import SameWeights
 
@@ -152,11 +153,16 @@ def same_weights(
     else:
         report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
-    verdict, why = sw.combine(correctness.verdict, found.verdict)
+    audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
+    found = found.model_copy(update={"dequantized": audit})
+    verdict, why = sw.combine(correctness.verdict, found.verdict, audit.verdict if audit else None)
     update = {"same_weights": found, "verdict": verdict}
-    if why:
-        update["reasons"] = [*correctness.reasons, why]
-        update["report"] = "\n".join(filter(None, [correctness.report, f"same weights: {why}", found.report]))
+    details = audit.reasons if audit and audit.verdict == "fail" else []
+    if why or details:
+        update["reasons"] = [*correctness.reasons, *filter(None, [why]), *details]
+        update["report"] = "\n".join(
+            filter(None, [correctness.report, why and f"same weights: {why}", *details, found.report])
+        )
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
 
 

@@ -1,0 +1,97 @@
+"""A GGUF's tensors back under the HF checkpoint's names, dequantized to fp32 with gguf-py.
+
+The inverse of what writes a GGUF from an HF checkpoint (harness's exporter,
+``harness.adapters.llamacpp.gguf_export``, and llama.cpp's ``convert_hf_to_gguf.py``): each HF tensor
+name is mapped to its GGUF name with gguf-py's tensor-name table (the one both converters use), the
+GGUF tensor is dequantized (``gguf.quants.dequantize``) and the converter's transforms are undone:
+
+- llama-family attention: Q and K rows were permuted from HF's half-split RoPE layout to llama.cpp's
+  interleaved pairs; the inverse permutation restores HF's rows (head counts from the HF config, not
+  from the GGUF's metadata, which may itself be wrong);
+- Gemma: RMSNorm weights were written as ``1 + w`` (llama.cpp's norm multiplies by the weight);
+- routed experts (Mixtral) were stacked into one 3-D tensor per layer and projection;
+- a tied output head (``lm_head`` = embeddings) may be absent, or present as a copy.
+
+Only the names the HF checkpoint holds are read: the result is a state dict for that checkpoint.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from harness.models.stored_weights import Tensor, UnsupportedLayout
+
+# HF names -> GGUF names for Mixtral experts, stacked by the converters (expert index = first axis)
+_EXPERT = re.compile(r"model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w[123])\.weight")
+_EXPERT_KIND = {"w1": "FFN_GATE_EXP", "w3": "FFN_UP_EXP", "w2": "FFN_DOWN_EXP"}
+_PERMUTED = {"llama", "mixtral"}  # archs whose converters permute Q/K rows for interleaved RoPE
+_NORM_SHIFTED = {"gemma", "gemma2", "gemma3", "gemma3n"}  # archs written with RMSNorm weight + 1
+
+
+def unpermute(weights: np.ndarray, n_head: int) -> np.ndarray:
+    """Inverse of the converters' Q/K permutation (interleaved pairs back to HF's half-split halves)."""
+    rows = weights.shape[0]
+    return weights.reshape(n_head, rows // n_head // 2, 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+
+
+def architecture(reader) -> str:
+    field = reader.fields["general.architecture"]
+    return bytes(field.parts[field.data[0]]).decode()
+
+
+def _dequantized(tensor) -> np.ndarray:
+    from gguf.quants import dequantize
+
+    return np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+
+
+def read(gguf_path: str | Path, hf_names: dict[str, tuple[int, ...]], config: dict) -> dict[str, Tensor]:
+    """The GGUF's tensors for the HF tensors ``hf_names`` (name -> shape), under those names.
+
+    ``config`` is the HF checkpoint's config.json (head counts, tied embeddings). A name with no GGUF
+    tensor raises ``KeyError``, except a tied ``lm_head.weight`` (transformers ties it to the embeddings).
+    """
+    import gguf
+
+    reader = gguf.GGUFReader(str(gguf_path))
+    arch = architecture(reader)
+    n_layers = config["num_hidden_layers"]
+    n_head = config["num_attention_heads"]
+    n_kv = config.get("num_key_value_heads") or n_head
+    if arch.upper() not in gguf.MODEL_ARCH.__members__:
+        raise UnsupportedLayout(f"{gguf_path}: gguf-py knows no architecture {arch!r}")
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], n_layers)
+    tensors = {t.name: t for t in reader.tensors}
+    cache: dict[str, np.ndarray] = {}
+
+    def values(name: str) -> np.ndarray:
+        if name not in cache:
+            cache[name] = _dequantized(tensors[name])
+        return cache[name]
+
+    out: dict[str, Tensor] = {}
+    for hf_name, shape in hf_names.items():
+        expert = _EXPERT.fullmatch(hf_name)
+        if expert:
+            layer, index, kind = int(expert[1]), int(expert[2]), expert[3]
+            name = gguf.TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, _EXPERT_KIND[kind])].format(bid=layer) + ".weight"
+            array = values(name)[index]
+        else:
+            name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+            if name not in tensors:
+                if hf_name == "lm_head.weight" and config.get("tie_word_embeddings", False):
+                    continue
+                raise KeyError(f"{gguf_path}: no tensor {name!r} for {hf_name}")
+            array = values(name)
+        array = array.reshape(shape)
+        if arch in _PERMUTED and hf_name.endswith("q_proj.weight"):
+            array = unpermute(array, n_head)
+        elif arch in _PERMUTED and hf_name.endswith("k_proj.weight"):
+            array = unpermute(array, n_kv)
+        if arch in _NORM_SHIFTED and hf_name.endswith("norm.weight"):
+            array = array - 1.0
+        out[hf_name] = Tensor(name, tensors[name].tensor_type.name, array)
+    return out

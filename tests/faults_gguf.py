@@ -1,0 +1,77 @@
+"""Converter-class faults written into a GGUF: the artefact holds other weights than the checkpoint.
+
+Each patch rewrites bytes of the file in place (the size never changes), as a converter bug would leave
+them: the device path and the same-weights twin then run the same wrong weights and agree, so only the
+dequantized check (``harness.correctness.dequantized``) can see them. ``adapter(patch)`` makes a
+``llamacpp`` adapter whose quantized GGUF is a patched copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from harness.adapters.llamacpp import LlamaCppAdapter
+
+
+def _tensors(path: Path):
+    import gguf
+
+    reader = gguf.GGUFReader(str(path), "r+")  # tensor data are writable views into the file
+    return {t.name: t for t in reader.tensors}, reader
+
+
+def swap_rows(path: Path, name: str = "blk.0.attn_q.weight", rows: tuple[int, int] = (1, 6)) -> None:
+    """Two rows of one attention weight exchanged (a wrong index in a converter's row loop)."""
+    tensors, reader = _tensors(path)
+    data = tensors[name].data
+    a, b = rows
+    data[[a, b]] = data[[b, a]]
+    reader.data.flush()
+
+
+def patch_scale(path: Path, name: str = "blk.0.attn_v.weight", row: int = 2, factor: float = 8.0) -> None:
+    """One block's scale multiplied (Q4_0, Q4_1 and Q8_0 blocks start with their f16 scale ``d``)."""
+    tensors, reader = _tensors(path)
+    data = tensors[name].data  # uint8 [rows, bytes per row]
+    scale = data[row, :2].view(np.float16)
+    scale[0] = np.float16(float(scale[0]) * factor)
+    reader.data.flush()
+
+
+def wrong_layer(path: Path, name: str = "blk.0.attn_v.weight", source: str = "blk.1.attn_v.weight") -> None:
+    """A tensor written from another layer (an off-by-one layer index in the converter)."""
+    tensors, reader = _tensors(path)
+    tensors[name].data[...] = tensors[source].data
+    reader.data.flush()
+
+
+def small_scale(path: Path) -> None:
+    """One block's scale off by half in a late feed-forward row: the output barely moves (against HF it
+    is within the quantization cost), the weights are plainly not the checkpoint's."""
+    patch_scale(path, "blk.1.ffn_down.weight", row=5, factor=1.5)
+
+
+PATCHES = {"swap-rows": swap_rows, "patched-scale": patch_scale, "wrong-layer": wrong_layer, "small-scale": small_scale}
+
+
+def adapter(label: str) -> type[LlamaCppAdapter]:
+    """A ``llamacpp`` adapter named ``llamacpp-<label>`` that runs a copy of its quantized GGUF with
+    ``PATCHES[label]`` written into it."""
+    patch = PATCHES[label]
+
+    def _quantized(self, source, quantization, threads, cache):
+        clean = LlamaCppAdapter._quantized(self, source, quantization, threads, cache)
+        out = Path(cache) / "llamacpp-faults" / f"{clean.parent.name}-{label}" / "model.gguf"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(clean, out)
+        patch(out)
+        return out
+
+    return type(
+        f"Faulty{label.title().replace('-', '')}",
+        (LlamaCppAdapter,),
+        {"name": f"llamacpp-{label}", "_quantized": _quantized},
+    )
