@@ -81,3 +81,24 @@ def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[Optiona
         rng=np.random.default_rng(SEED),
     ).confidence_interval
     return float(found.low), float(found.high)
+
+
+EQUIVALENCE_ALPHA = 0.05  # each one-sided test of TOST: a 90 % interval of the log ratio inside the bounds
+
+
+def equivalence_p(base: Sequence[float], new: Sequence[float], threshold: float) -> Optional[float]:
+    """Two one-sided tests (TOST, Welch) on log launch values that the ratio new / base lies within
+    ``1 / (1 + threshold) .. 1 + threshold``: the larger of the two one-sided p-values (<= 0.05: the
+    ratio's 90 % interval is inside the bounds, the verdict *same*). None for non-positive values."""
+    import numpy as np
+    from scipy.stats import ttest_ind
+
+    if min(base) <= 0 or min(new) <= 0:
+        return None
+    bound = math.log1p(threshold)
+    log_base, log_new = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(new, dtype=float))
+    if np.ptp(log_base) == 0 and np.ptp(log_new) == 0:  # no spread: the ratio is known exactly
+        return 0.0 if abs(float(log_new[0] - log_base[0])) < bound else 1.0
+    upper = ttest_ind(log_new - bound, log_base, equal_var=False, alternative="less").pvalue
+    lower = ttest_ind(log_new + bound, log_base, equal_var=False, alternative="greater").pvalue
+    return float(max(upper, lower))
