@@ -60,4 +60,7 @@ VARIANTS = {
     for base, engine in ((_SlowHF, "hf"), (_SlowLlama, "llamacpp"))
     for cls in (_variant(base, engine, 0), _variant(base, engine, 5), _variant(base, engine, 10))
 }
+# Larger slowdowns of transformers for the tiny quick run of regression_power.py (--quick), to find where
+# detection reaches the reported minimum detectable change on a noisy machine.
+VARIANTS.update({cls.name: cls for cls in (_variant(_SlowHF, "hf", p) for p in (25, 50, 100))})
 globals().update({cls.__name__: cls for cls in VARIANTS.values()})

@@ -37,7 +37,7 @@ def by_launch(rounds: Sequence, metric: str) -> dict[int, list[float]]:
 def components(groups: Sequence[Sequence[float]]) -> tuple[Optional[float], Optional[float]]:
     """(within-launch CV, between-launch CV) from per-round values grouped by launch, both relative to the
     grand mean. ``within`` needs a launch with two rounds; ``between`` needs two launches."""
-    groups = [list(g) for g in groups if g]
+    groups = [list(g) for g in groups if len(g)]
     every = [v for g in groups for v in g]
     if not every or statistics.fmean(every) <= 0:
         return None, None
