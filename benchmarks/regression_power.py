@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import argparse
 import random
-from dataclasses import dataclass
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapters import registry
