@@ -71,7 +71,7 @@ def quick_scenarios(launches: int) -> list[Scenario]:
         "prompts": ["The river flows past the old mill and"],
         "generation": {"max_new_tokens": 16},
         "measurement": {"warmup_rounds": 1, "min_rounds": 5, "threads": 1, "launches": launches},
-        "sweep": {"adapter": [f"hf-{build}" for build in QUICK_BUILDS], "device": ["cpu"]},
+        "sweep": {"adapter": [f"hfq-{build}" for build in QUICK_BUILDS], "device": ["cpu"]},
     }
     return [Scenario.model_validate(data)]
 

@@ -8,7 +8,9 @@ change is the smallest true worsening that gets that verdict in ``POWER`` (80 %)
 shifted by the change; U is compared with the exact critical value of the null distribution (counted from the
 Gaussian binomial recurrence, as scipy's exact test), the medians with the threshold. The level is the one a
 *lone* regression among the run's ``tests`` needs: ``fdr / tests`` (Benjamini-Hochberg's smallest bar).
-The same random numbers serve every change tried, so power rises with the change and bisection finds it.
+The same random numbers serve every change tried: each night has one smallest shift it calls different (the
+larger of the shift that lifts U to its critical value and the one that lifts the medians past the threshold),
+so the power at any change is the share of nights below it and the detectable change their 80th percentile.
 """
 
 from __future__ import annotations
@@ -66,12 +68,51 @@ def critical_u(n_base: int, n_new: int, level: float) -> Optional[int]:
     return found
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=64)
 def _draws(n_base: int, n_new: int):
     import numpy as np
 
     rng = np.random.default_rng(SEED)
     return rng.standard_normal((TRIALS, n_base)), rng.standard_normal((TRIALS, n_new))
+
+
+@lru_cache(maxsize=64)
+def _keys(n_base: int, n_new: int, level: float):
+    """Per simulated night, in units of the log-scale sigma: ``k``, the worse-direction log shift past which
+    U reaches its critical value (a pair counts when new + shift > base), and ``m``, the nights' own
+    median(new) - median(base). None when no U reaches ``level``. A night with shift s is called different
+    when s > sigma * k and s + sigma * m passes the threshold: the power at every shift follows from
+    these two numbers, so no shift needs simulating twice."""
+    import numpy as np
+
+    critical = critical_u(n_base, n_new, level)
+    if critical is None:
+        return None
+    base_z, new_z = _draws(n_base, n_new)
+    gaps = np.sort((base_z[:, None, :] - new_z[:, :, None]).reshape(TRIALS, -1), axis=1)
+    return gaps[:, critical - 1], np.median(new_z, axis=1) - np.median(base_z, axis=1)
+
+
+def _needed_shifts(cv: float, n_base: int, n_new: int, level: float, threshold: float, higher_is_better: bool):
+    """Per simulated night, the smallest worse-direction log shift the check calls different."""
+    import numpy as np
+
+    keys = _keys(n_base, n_new, level)
+    if keys is None:
+        return None
+    k, m = keys
+    sigma = math.sqrt(math.log1p(cv * cv))
+    past = -math.log1p(-threshold) if higher_is_better else math.log1p(threshold)  # the threshold, as a log shift
+    return np.maximum(sigma * k, past - sigma * m)
+
+
+def _shift(change: float, higher_is_better: bool) -> float:
+    """A relative worsening as a log shift in the worse direction (tokens/s fall, latencies rise)."""
+    return -math.log1p(-change) if higher_is_better else math.log1p(change)
+
+
+def _change(shift: float, higher_is_better: bool) -> float:
+    return -math.expm1(-shift) if higher_is_better else math.expm1(shift)
 
 
 def detection_rate(
@@ -80,56 +121,50 @@ def detection_rate(
     """The share of simulated nights whose verdict is *different* (worse) for a true worsening ``change``."""
     import numpy as np
 
-    critical = critical_u(n_base, n_new, level)
-    if critical is None:
+    if higher_is_better and change >= 1:
+        return 1.0
+    needed = _needed_shifts(cv, n_base, n_new, level, threshold, higher_is_better)
+    if needed is None:
         return 0.0
-    sigma = math.sqrt(math.log1p(cv * cv))
-    base_z, new_z = _draws(n_base, n_new)
-    if higher_is_better:  # worse is lower: (1 - change) times the level
-        if change >= 1:
-            return 1.0
-        shift = math.log1p(-change)
-        base, new = -sigma * base_z, -(shift + sigma * new_z)  # negated: larger is worse, as for latencies
-    else:
-        shift = math.log1p(change)
-        base, new = sigma * base_z, shift + sigma * new_z
-    u = (new[:, :, None] > base[:, None, :]).sum(axis=(1, 2))
-    ratio = np.exp(np.median(new, axis=1) - np.median(base, axis=1))
-    observed = (1 - 1 / ratio) if higher_is_better else (ratio - 1)  # the check's relative worsening
-    return float(np.mean((u >= critical) & (observed > threshold)))
+    return float(np.mean(needed < _shift(change, higher_is_better)))
 
 
 def detectable_change(
     cv: float, n_base: int, n_new: int, level: float, threshold: float, higher_is_better: bool = False
 ) -> Optional[float]:
-    """The smallest worsening the check calls *different* in ``POWER`` of nights; None when no change up to
+    """The smallest worsening the check calls *different* in ``POWER`` of nights; None when none up to
     ``_LARGEST`` is (too few launches for ``level``, or noise beyond any threshold)."""
+    import numpy as np
+
     if not math.isfinite(cv) or cv < 0:
         return None
-    top = min(_LARGEST, 0.999) if higher_is_better else _LARGEST
-    if detection_rate(cv, top, n_base, n_new, level, threshold, higher_is_better) < POWER:
+    needed = _needed_shifts(cv, n_base, n_new, level, threshold, higher_is_better)
+    if needed is None:
         return None
-    low, high = 0.0, top
-    for _ in range(30):
-        middle = (low + high) / 2
-        if detection_rate(cv, middle, n_base, n_new, level, threshold, higher_is_better) >= POWER:
-            high = middle
-        else:
-            low = middle
-        if high - low < 1e-4:
-            break
-    return high
+    shift = float(np.sort(needed)[math.ceil(POWER * TRIALS) - 1])
+    change = _change(shift, higher_is_better)
+    return None if change > _LARGEST else change
 
 
 def launches_to_detect(
     cv: float, change: float, level: float, threshold: float, higher_is_better: bool
 ) -> Optional[int]:
     """Launches a side (equal) for a true worsening ``change`` to be called *different* in ``POWER`` of nights;
-    None beyond ``MOST_LAUNCHES``."""
-    for n in range(2, MOST_LAUNCHES + 1):
-        if detection_rate(cv, change, n, n, level, threshold, higher_is_better) >= POWER:
-            return n
-    return None
+    None beyond ``MOST_LAUNCHES``. Power rises with launches, so the count is found by bisection."""
+
+    def enough(n: int) -> bool:
+        return detection_rate(cv, change, n, n, level, threshold, higher_is_better) >= POWER
+
+    if not enough(MOST_LAUNCHES):
+        return None
+    low, high = 1, MOST_LAUNCHES  # enough(high), and 1 launch never is
+    while high - low > 1:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def launches_to_show_same(cv: float, change: float, threshold: float, equivalence_alpha: float = 0.05) -> Optional[int]:

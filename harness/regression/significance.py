@@ -62,25 +62,20 @@ def fdr_adjust(p_values: Sequence[float], q: float) -> list[float]:
 
 
 def ratio_interval(base: Sequence[float], new: Sequence[float]) -> tuple[Optional[float], Optional[float]]:
-    """A seeded percentile bootstrap 95 % interval of median(new) / median(base), for display."""
+    """A seeded percentile bootstrap 95 % interval of median(new) / median(base): each side resampled on
+    its own (2000 resamples), as scipy.stats.bootstrap does for two samples, in one numpy pass."""
     import numpy as np
-    from scipy.stats import bootstrap
 
     if min(base) <= 0 or (len(set(base)) == 1 and len(set(new)) == 1):
         return None, None
-
-    def ratio(x, y, axis=-1):
-        return np.median(x, axis=axis) / np.median(y, axis=axis)
-
-    found = bootstrap(
-        (list(new), list(base)),
-        ratio,
-        confidence_level=CONFIDENCE,
-        method="percentile",
-        n_resamples=2000,
-        rng=np.random.default_rng(SEED),
-    ).confidence_interval
-    return float(found.low), float(found.high)
+    rng = np.random.default_rng(SEED)
+    base_values, new_values = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    resampled_new = new_values[rng.integers(0, len(new_values), (2000, len(new_values)))]
+    resampled_base = base_values[rng.integers(0, len(base_values), (2000, len(base_values)))]
+    ratios = np.median(resampled_new, axis=1) / np.median(resampled_base, axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 EQUIVALENCE_ALPHA = 0.05  # each one-sided test of TOST: a 90 % interval of the log ratio inside the bounds
