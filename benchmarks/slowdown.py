@@ -65,7 +65,9 @@ VARIANTS = {
 def _delayed_period(step, fraction: float, is_decode):
     """As ``_delayed``, but the delay is a fraction of the whole token period (the time since the previous
     decode step ended: the engine's Python loop, sampling and the forward pass), so a tiny model whose
-    forward pass is a sliver of the period is still slowed by the stated fraction per output token."""
+    forward pass is a sliver of the period is still slowed by the stated fraction per output token. The
+    delay spins instead of sleeping: on a busy machine a sleeping thread waits for a core when it wakes,
+    which costs a tiny model's token more than its own work (even ``sleep(0)`` did)."""
     last: list[float] = []
 
     def run(*args, **kwargs):
@@ -74,7 +76,9 @@ def _delayed_period(step, fraction: float, is_decode):
         end = time.perf_counter()
         if is_decode(*args, **kwargs):
             period = end - last[0] if last else end - start
-            time.sleep(fraction * period)
+            until = end + fraction * period
+            while fraction and time.perf_counter() < until:
+                pass
             last[:] = [time.perf_counter()]
         else:
             last.clear()  # a prefill starts a new generation: its first decode step has no period yet
