@@ -86,3 +86,17 @@ def test_variance_components_recover_known_between_and_within_parts():
 def test_one_launch_has_a_within_part_only_and_no_rounds_have_neither():
     assert noise.components([[1.0, 1.1, 0.9]])[1] is None and noise.components([[1.0, 1.1, 0.9]])[0] > 0
     assert noise.components([]) == (None, None)
+
+
+def test_the_equivalence_test_is_scipys_welch_tost():
+    import math
+
+    from scipy.stats import ttest_ind
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        base, new = np.exp(rng.normal(0, 0.05, 5)), np.exp(rng.normal(0.01, 0.08, 6))
+        bound = math.log1p(0.05)
+        upper = ttest_ind(np.log(new) - bound, np.log(base), equal_var=False, alternative="less").pvalue
+        lower = ttest_ind(np.log(new) + bound, np.log(base), equal_var=False, alternative="greater").pvalue
+        assert significance.equivalence_p(list(base), list(new), 0.05) == pytest.approx(max(upper, lower), rel=1e-9)
