@@ -24,6 +24,7 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapters import registry
@@ -59,6 +60,22 @@ def scenarios(launches: int, long: bool) -> list[Scenario]:
     return out
 
 
+QUICK_BUILDS = ("slow0", "slow5", "slow10", "slow25", "slow50", "slow100")
+
+
+def quick_scenarios(launches: int) -> list[Scenario]:
+    """``--quick``: the tests' tiny seeded model on transformers, one thread, every build of ``QUICK_BUILDS``."""
+    data = {
+        "name": "power_quick",
+        "model": "tiny-llama",
+        "prompts": ["The river flows past the old mill and"],
+        "generation": {"max_new_tokens": 16},
+        "measurement": {"warmup_rounds": 1, "min_rounds": 5, "threads": 1, "launches": launches},
+        "sweep": {"adapter": [f"hfq-{build}" for build in QUICK_BUILDS], "device": ["cpu"]},
+    }
+    return [Scenario.model_validate(data)]
+
+
 def subset(record: Record, chosen: list[int]) -> Record:
     """The record as if only the ``chosen`` launches had run."""
     kept = [stats.launches_of(record)[i].model_copy(update={"index": n}) for n, i in enumerate(chosen)]
@@ -78,8 +95,17 @@ def as_build(record: Record, build: str) -> Record:
     return record.model_copy(update={"point_id": record.point_id.replace(build, "slow0")})
 
 
-def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> bool:
-    """True when the regression check turns the night red (candidate ``build`` against the baseline build)."""
+@dataclass
+class Night:
+    """One resampled night's outcome: red or not, and the three-outcome verdicts of its tests."""
+
+    red: bool
+    verdicts: dict[str, int]  # different (worse) / different (better) / same / unknown: tests of the night
+    tpot: list  # the tpot_ms launch-level tests (harness.regression.outcome.MetricTest)
+
+
+def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> Night:
+    """The regression check of one night: candidate ``build`` against the baseline build (A/A when slow0)."""
     thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
     base, new = [], []
     for builds in pool.values():
@@ -90,7 +116,86 @@ def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float)
             new.append(subset(a, drawn[launches:]))
         else:
             new.append(as_build(subset(b, rng.sample(range(len(stats.launches_of(b))), launches)), build))
-    return not regression.check(base, new, thresholds, fdr=fdr).passed
+    outcome = regression.check(base, new, thresholds, fdr=fdr)
+    words = {"different (worse)": 0, "different (better)": 0, "same": 0, "unknown": 0}
+    for test in outcome.tests:
+        word = (
+            test.verdict if test.verdict != "different" else f"different ({'worse' if test.change > 0 else 'better'})"
+        )
+        words[word] += 1
+    return Night(not outcome.passed, words, [t for t in outcome.tests if t.metric == "tpot_ms"])
+
+
+def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: random.Random, fdr: float) -> None:
+    """The three-outcome table (issue 30): per build, red nights, the verdicts' shares, the reported
+    detectable change of tpot against the detection measured, and the detection the simulation predicts."""
+    import statistics
+
+    from harness.regression import power
+
+    nominal = {build: int(build.removeprefix("slow")) / 100 for build in builds}
+    # The change each build really made on this machine: the median over all its launches against A's (the
+    # delay is a fraction of the token period, but the period on a busy machine is not the engine's alone).
+    pooled = {
+        build: statistics.median([statistics.median(stats.launch_values(b[build], "tpot_ms")) for b in pool.values()])
+        for build in builds
+    }
+    shift = {build: max(0.0, pooled[build] / pooled["slow0"] - 1) for build in builds}
+    results = {build: [night(pool, build, per_side, rng, fdr) for _ in range(nights)] for build in builds}
+    tests = sum(results["slow0"][0].verdicts.values())
+    level = power.alpha(fdr, tests)
+    aa = [t for n in results["slow0"] for t in n.tpot]
+    if not aa or any(t.cv is None for t in aa):
+        print("\nthree-outcome verdicts: no launch-level tests (a night needs 2 launches a side)")
+        return
+    found_change = [t.detectable for t in aa if t.detectable is not None]
+    reported = statistics.median(found_change) if found_change else None
+    cv = statistics.median(t.cv for t in aa)
+    print(
+        f"\nthree-outcome verdicts, {per_side} vs {per_side} launches, {nights} nights per build, {tests} tests a "
+        f"night (lone-regression level {level:.3g}); tpot launch CV (median over A/A nights) {cv:.1%}; "
+        f"reported detectable tpot change (median over A/A nights) "
+        f"{'none' if reported is None else f'{reported:.1%}'}"
+    )
+    print(
+        "| build | measured change | red nights | tpot different (worse) | predicted from the CV | tests: different "
+        "| same | unknown |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    detected = {}
+    for build in builds:
+        found = results[build]
+        detected[build] = sum(any(t.verdict == "different" and t.change > 0 for t in n.tpot) for n in found) / nights
+        total = sum(sum(n.verdicts.values()) for n in found) or 1
+        share = {word: sum(n.verdicts[word] for n in found) / total for word in found[0].verdicts}
+        predicted = power.detection_rate(cv, shift[build], per_side, per_side, level, 0.05) if shift[build] else 0.0
+        red = sum(n.red for n in found)
+        print(
+            f"| +{nominal[build]:.0%} | {shift[build]:+.1%} | {red / nights:.1%} ({red} of {nights}) "
+            f"| {detected[build]:.1%} | {predicted:.1%} "
+            f"| {share['different (worse)'] + share['different (better)']:.1%} | {share['same']:.1%} "
+            f"| {share['unknown']:.1%} |"
+        )
+    reached = _where_80(shift, detected)
+    if reported is not None and reached is not None:
+        verdict = "met" if abs(reached / reported - 1) <= 0.25 else "NOT met"
+        print(
+            f"\ndetection reaches 80 % at a measured change of about +{reached:.0%} (linear between the builds); reported "
+            f"{reported:.0%}: {reached / reported - 1:+.0%} ({verdict}, target +-25 %)"
+        )
+    else:
+        print(
+            f"\ndetection never reaches 80 % among the builds (up to +{max(shift.values()):.0%}); reported {reported}"
+        )
+
+
+def _where_80(shift: dict, detected: dict):
+    """The change where measured detection first reaches 80 %, linear between neighbouring builds."""
+    points = sorted((shift[b], detected[b]) for b in shift)
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if y1 >= 0.8 > y0:
+            return x0 + (0.8 - y0) / (y1 - y0) * (x1 - x0)
+    return points[0][0] if points and points[0][1] >= 0.8 else None
 
 
 def main() -> None:
@@ -100,6 +205,12 @@ def main() -> None:
     )
     parser.add_argument("--nights", type=int, default=200, help="nights resampled per comparison")
     parser.add_argument("--long", action="store_true", help="add cpu_runtimes' 1024-token prompts")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the tests' tiny model on transformers with +0/5/10/25/50/100 %% builds, launches in-process "
+        "(minutes, not half an hour): the three-outcome verdicts and the detectable change against detection",
+    )
     parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -120,11 +231,16 @@ def main() -> None:
     if args.reuse:
         if args.results is None:
             sys.exit("--reuse needs --results DIR")
-        records = [r for _, r in results.iter_records(args.results) if r.scenario in ("quickstart", "cpu_runtimes")]
+        records = [
+            r
+            for _, r in results.iter_records(args.results)
+            if r.scenario in ("quickstart", "cpu_runtimes", "power_quick")
+        ]
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            runner = Runner(results_dir=args.results or Path(tmp), isolation="worker", energy=False)
-            records = runner.run(scenarios(args.launches, args.long))
+            isolation = "none" if args.quick else "worker"
+            runner = Runner(results_dir=args.results or Path(tmp), isolation=isolation, energy=False)
+            records = runner.run(quick_scenarios(args.launches) if args.quick else scenarios(args.launches, args.long))
     wall = time.perf_counter() - start
     bad = [f"{r.point_id}: {r.reason}" for r in records if r.status != "ok"]
     if bad:
@@ -148,7 +264,7 @@ def main() -> None:
     rows = []
     for rule, launches in (("old: 1 launch, threshold + spread", 1), (f"new: {per_side} launches, MWU + BH", per_side)):
         rates = {
-            build: sum(night(pool, build, launches, rng, args.fdr) for _ in range(args.nights)) / args.nights
+            build: sum(night(pool, build, launches, rng, args.fdr).red for _ in range(args.nights)) / args.nights
             for build in ("slow0", "slow5", "slow10")
         }
         rows.append((rule, rates, launches * per_launch))
@@ -180,6 +296,10 @@ def main() -> None:
                 f"  {scenario}::{point_id}: CV {interval.cv:.1%} over {interval.launches} launches, median "
                 f"{interval.estimate:.2f} ms; needs ~{need[0.10]} launches a side for +10 %, ~{need[0.05]} for +5 %"
             )
+
+    if args.quick:
+        builds = tuple(b for b in QUICK_BUILDS if all(b in found for found in pool.values()))
+        verdict_rows(pool, builds, per_side, args.nights, rng, args.fdr)
 
 
 def launches_needed(cv: float, shift: float, alpha: float, power: float = 0.95) -> int:

@@ -60,4 +60,43 @@ VARIANTS = {
     for base, engine in ((_SlowHF, "hf"), (_SlowLlama, "llamacpp"))
     for cls in (_variant(base, engine, 0), _variant(base, engine, 5), _variant(base, engine, 10))
 }
+
+
+def _delayed_period(step, fraction: float, is_decode):
+    """As ``_delayed``, but the delay is a fraction of the whole token period (the time since the previous
+    decode step ended: the engine's Python loop, sampling and the forward pass), so a tiny model whose
+    forward pass is a sliver of the period is still slowed by the stated fraction per output token. The
+    delay spins instead of sleeping: on a busy machine a sleeping thread waits for a core when it wakes,
+    which costs a tiny model's token more than its own work (even ``sleep(0)`` did)."""
+    last: list[float] = []
+
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        out = step(*args, **kwargs)
+        end = time.perf_counter()
+        if is_decode(*args, **kwargs):
+            period = end - last[0] if last else end - start
+            until = end + fraction * period
+            while fraction and time.perf_counter() < until:
+                pass
+            last[:] = [time.perf_counter()]
+        else:
+            last.clear()  # a prefill starts a new generation: its first decode step has no period yet
+        return out
+
+    return run
+
+
+class _SlowHFPeriod(HFAdapter):
+    fraction = 0.0
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.model.forward = _delayed_period(self.model.forward, self.fraction, _hf_decode)
+
+
+# The tiny quick run of regression_power.py (--quick): transformers on the tests' tiny model, slowed by a
+# fraction of the whole token period, at +0/5/10 % and at larger changes to find where detection reaches the
+# reported minimum detectable change on a noisy machine.
+VARIANTS.update({cls.name: cls for cls in (_variant(_SlowHFPeriod, "hfq", p) for p in (0, 5, 10, 25, 50, 100))})
 globals().update({cls.__name__: cls for cls in VARIANTS.values()})

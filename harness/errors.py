@@ -102,3 +102,6 @@ def writing(where: str | Path, kept: str | Callable[[], str] = "", records: Call
 # ``harness gate`` and ``harness compare``: a baseline and new records whose fingerprints differ (another CPU,
 # driver or engine version) neither pass (0) nor fail (1); usage and environment errors are 2.
 EXIT_INCOMPARABLE = 3
+# ``harness gate --fail-on-unknown``: nothing failed, but some comparison was inconclusive (neither shown different
+# nor shown the same; more launches would decide it).
+EXIT_INCONCLUSIVE = 4

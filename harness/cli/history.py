@@ -34,7 +34,7 @@ def _positive(text: str) -> float:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from harness.history.changepoints import DEFAULT_PENALTY
-    from harness.history.check import DEFAULT_SINCE, DEFAULT_THRESHOLD
+    from harness.history.check import DEFAULT_PERSIST, DEFAULT_SINCE, DEFAULT_THRESHOLD
 
     history = subparsers.add_parser("history", help="keep every run in a database; trends and change points")
     commands = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
@@ -81,6 +81,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=DEFAULT_THRESHOLD,
         metavar="PCT",
         help=f"relative worsening that fails (default {DEFAULT_THRESHOLD:.0%})",
+    )
+    check.add_argument(
+        "--persist",
+        type=int,
+        default=DEFAULT_PERSIST,
+        metavar="N",
+        help=f"nights a worsened level must hold to fail (default {DEFAULT_PERSIST}); a worsening step of "
+        "fewer nights is reported as SUSPICIOUS and does not fail",
     )
     check.add_argument(
         "--penalty",
@@ -242,14 +250,22 @@ def _check(args) -> int:
 
     if args.since < 0:
         raise UsageError("--since must be >= 0")
+    if args.persist < 1:
+        raise UsageError(f"--persist: expected a number of nights >= 1, got {args.persist}")
     engine = _open(args)
-    result = check(queries.series(engine), queries.runs(engine), args.since, args.threshold, args.penalty)
+    result = check(queries.series(engine), queries.runs(engine), args.since, args.threshold, args.penalty, args.persist)
     for finding in result.regressions:
         print(f"REGRESSION {finding.describe()}")
+    for finding in result.suspicious:
+        print(
+            f"SUSPICIOUS {finding.describe()}; held {finding.nights} of the {args.persist} night(s) "
+            "a regression needs (--persist): not failed"
+        )
     older = len(result.open) - len(result.regressions)
     print(
         f"checked {result.n_series} series over {result.n_runs} runs: {len(result.regressions)} new change "
         f"point(s) worsen a metric by more than {args.threshold:.1%} in the newest {args.since} runs"
         + (f"; {older} older open one(s) (see harness report --history)" if older else "")
+        + (f"; {len(result.suspicious)} suspicious (not yet {args.persist} nights)" if result.suspicious else "")
     )
     return 1 if result.regressions else 0

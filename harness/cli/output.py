@@ -76,6 +76,7 @@ def run_table_lines(records) -> list[str]:
         ["", "", *(metrics.get(name).unit for name, _ in RUN_TABLE), "", ""],
     ]
     notes: list[list[str]] = []
+    seen = detectable_lines(records)
     for r in records:
         launches = ok_launches(r)
         rows.append(
@@ -95,6 +96,7 @@ def run_table_lines(records) -> list[str]:
         elif r.correctness and r.correctness.report:
             below.append(r.correctness.report.replace("\n", "\n    "))
         below += [f"warning: {text}" for text in warnings(r)]
+        below += seen.get((r.scenario, r.point_id), [])
         notes.append(below)
     header, units, *body = _aligned(rows, left=2)
     lines = [header, units, "-" * len(header)]
@@ -103,6 +105,29 @@ def run_table_lines(records) -> list[str]:
     if any(has_interval(i) for r in records for i in r.samples.intervals.values()):
         lines.append("±: half-width of the 95 % confidence interval over launches")
     return lines
+
+
+def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict[tuple[str, str], list[str]]:
+    """Per point with two or more launches: the smallest worsening ``harness gate`` (default thresholds and
+    FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on."""
+    from harness.regression import power
+    from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
+
+    thresholds = thresholds or parse_thresholds(DEFAULT_THRESHOLDS)
+    fdr = DEFAULT_FDR if fdr is None else fdr
+    ok = [r for r in records if r.status == "ok"]
+    tests = sum(len(power.testable(r, thresholds)) for r in ok)
+    level = power.alpha(fdr, tests)
+    out = {}
+    for r in ok:
+        found = power.detectable(r, thresholds, level)
+        if found:
+            launches = found[0].launches
+            out[(r.scenario, r.point_id)] = [
+                f"detectable change (80 % power, {launches} vs {launches} launches, FDR {fdr:g} over {tests} "
+                f"test(s)): {', '.join(d.describe() for d in found)}"
+            ]
+    return out
 
 
 def run_table(records) -> None:
@@ -147,7 +172,10 @@ def time_split_table(records) -> str:
 
 def regression_report(outcome, baseline_name: str) -> list[str]:
     """Lines explaining a regression-check outcome, point by point."""
+    from harness.regression import verdicts
+
     lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable]]
+    lines += [verdicts.line(test) for test in outcome.tests]
     lines += [f"note {note}" for note in outcome.notes]
     if outcome.findings:
         verdict = f"FAIL ({len(outcome.findings)} problem(s))"
@@ -155,5 +183,43 @@ def regression_report(outcome, baseline_name: str) -> list[str]:
         verdict = f"INCOMPARABLE ({len(outcome.incomparable)} point(s) with another fingerprint; neither pass nor fail)"
     else:
         verdict = "PASS"
-    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared")
+    unknown = len(outcome.unknown)
+    if unknown:
+        lines.append(
+            f"inconclusive: {unknown} of {len(outcome.tests)} launch-level comparison(s) neither different nor "
+            "the same (UNKNOWN lines: the launches that would decide them); --fail-on-unknown exits 4 on them"
+        )
+    counts = {word: sum(t.verdict == word for t in outcome.tests) for word in (verdicts.DIFFERENT, verdicts.SAME)}
+    tally = f"; {counts['different']} different, {counts['same']} same, {unknown} unknown" if outcome.tests else ""
+    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
     return lines
+
+
+def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
+    """``harness gate --json``: the outcome as data — the overall verdict and exit status, every problem,
+    every launch-level test with its three-outcome verdict, interval and detectable change, and the notes."""
+    import math
+    from dataclasses import asdict
+
+    def finite(value):
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    def test_row(test) -> dict:
+        row = {k: finite(v) for k, v in asdict(test).items() if k not in ("base_values", "new_values")}
+        return {**row, "base_values": list(test.base_values), "new_values": list(test.new_values)}
+
+    verdict = "fail" if outcome.findings else "incomparable" if outcome.incomparable else "pass"
+    return {
+        "baseline": baseline_name,
+        "verdict": verdict,
+        "exit_code": exit_code,
+        "compared": outcome.compared,
+        "fdr": outcome.fdr,
+        "findings": [
+            {"scenario": f.scenario, "point_id": f.point_id, "kind": f.kind, "metric": f.metric, "message": f.message}
+            for f in [*outcome.findings, *outcome.incomparable]
+        ],
+        "tests": [test_row(test) for test in outcome.tests],
+        "inconclusive": len(outcome.unknown),
+        "notes": list(outcome.notes),
+    }

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 DEFAULT_PENALTY = 4.0
 MIN_SIZE = 2  # nights on each side of a change: a step shows on the second night after it
@@ -96,6 +96,47 @@ def detect(values: Sequence[float], penalty: float = DEFAULT_PENALTY) -> list[Ch
             ChangePoint(int(index), earliest, latest, float(np.median(x[start:index])), float(np.median(x[index:end])))
         )
     return out
+
+
+def recent_step(
+    values: Sequence[float], nights: int, changes: Sequence[ChangePoint], penalty: float = DEFAULT_PENALTY
+) -> Optional[ChangePoint]:
+    """The newest ``nights`` values (fewer than ``MIN_SIZE``, so ``detect`` cannot split them off) as a step
+    from the segment before them (since the last of ``detect``'s ``changes``; none when that segment would
+    be shorter than ``MIN_SIZE``), when splitting them off would pass ``detect``'s own rule: the squared error falls by more than
+    ``penalty * ln(n)`` noise variances. A one-night step is a change the series has not yet confirmed;
+    None when there is none."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if nights < 1 or n - nights < 2 * MIN_SIZE or not np.all(np.isfinite(x)):
+        return None
+    earlier = x[: n - nights]
+    start = changes[-1].index if changes else 0
+    if n - nights - start < MIN_SIZE:  # the newest nights belong to a segment the segmentation already has
+        return None
+    before, tail = x[start : n - nights], x[n - nights :]
+    sigma = noise(earlier)
+    m = len(before)
+    gain = m * nights / (m + nights) * ((float(np.mean(tail)) - float(np.mean(before))) / sigma) ** 2
+    if gain <= penalty * math.log(n):
+        return None
+    index = n - nights
+    return ChangePoint(index, index, index, float(np.median(before)), float(np.median(tail)))
+
+
+def held(values: Sequence[float], change: ChangePoint, higher_is_better: Optional[bool]) -> int:
+    """How many consecutive nights, at most, the new level held after ``change``: the longest run of nights
+    from the change on that each sit past the midpoint between the levels before and after it, in the
+    change's direction. A lone bad night beside an ordinary one holds 1, however the split fell."""
+    midpoint = (change.before + change.after) / 2
+    rising = change.after > change.before if higher_is_better is None else not higher_is_better
+    longest = run = 0
+    for value in values[change.index :]:
+        run = run + 1 if (value > midpoint if rising else value < midpoint) else 0
+        longest = max(longest, run)
+    return longest
 
 
 def last_level(values: Sequence[float], changes: Sequence[ChangePoint]) -> float:

@@ -1,17 +1,21 @@
 """``history check``: change points over every series; the new ones that worsen a metric beyond a
-threshold, and are still open (the metric has not come back), are regressions with a commit range."""
+threshold, and are still open (the metric has not come back), are regressions with a commit range — once the
+new level has held for ``persist`` consecutive nights (default 2; ``changepoints.held``). A worsening step that
+has held fewer nights (a lone bad newest night, by default, whether or not the segmentation paired it with an
+ordinary night) is *suspicious*: reported, not failed, and a regression if the next night confirms it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from harness.history.catalogue import higher_is_better
-from harness.history.changepoints import DEFAULT_PENALTY, ChangePoint, detect, last_level
+from harness.history.changepoints import DEFAULT_PENALTY, MIN_SIZE, ChangePoint, detect, held, last_level, recent_step
 from harness.history.queries import RunInfo, SeriesData
 
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_SINCE = 7  # runs: a week of nights
+DEFAULT_PERSIST = 2  # nights a worsened level must hold to be a regression; fewer: suspicious
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,11 @@ class Finding:
     first_after: RunInfo  # ... and the first one after it: the commit range to bisect
     range_before: RunInfo  # the wider range that holds the change's plausible locations
     range_after: RunInfo
+
+    @property
+    def nights(self) -> int:
+        """How many consecutive nights the new level has held (``changepoints.held``)."""
+        return held(self.series.values, self.change, self.higher_is_better)
 
     @property
     def still_worse(self) -> float:
@@ -53,36 +62,54 @@ class Finding:
         )
 
 
-def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY) -> list[Finding]:
-    """Every change point of every series, oldest first within a series."""
+def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY, recent: bool = False) -> list[Finding]:
+    """Every change point of every series, oldest first within a series; with ``recent``, then, per series,
+    the longest step in its newest nights too short for a change point (``changepoints.recent_step``)."""
     out = []
     for series in all_series:
         direction = higher_is_better(series.metric)
         changes = detect(series.values, penalty)
+        found = []
         for k, change in enumerate(changes):
             end = changes[k + 1].index if k + 1 < len(changes) else len(series.values)
-            out.append(
-                Finding(
-                    series,
-                    change,
-                    direction,
-                    0.0 if direction is None else change.worsening(direction),
-                    last_level(series.values, changes),
-                    series.runs[change.index - 1],
-                    series.runs[change.index],
-                    series.runs[change.earliest - 1],
-                    series.runs[min(change.latest, end - 1)],
-                )
-            )
+            found.append(_finding(series, change, direction, last_level(series.values, changes), end))
+        for nights in range(MIN_SIZE - 1, 0, -1) if recent else ():
+            since = changes
+            if changes and len(series.values) - changes[-1].index < MIN_SIZE + nights:
+                if held(series.values, changes[-1], direction) <= nights:  # the step paired with an ordinary night
+                    since = changes[:-1]
+            step = recent_step(series.values, nights, since, penalty)
+            if step is not None:
+                # the segmentation may have paired the step's nights with an ordinary one before them: the
+                # step, placed at its own night, replaces that change when the change held no longer
+                found = [f for f in found if f.change.index < step.index - 1 or f.nights > nights]
+                found.append(_finding(series, step, direction, step.after, len(series.values)))
+                break
+        out += found
     return out
+
+
+def _finding(series: SeriesData, change: ChangePoint, direction: Optional[bool], current: float, end: int) -> Finding:
+    return Finding(
+        series,
+        change,
+        direction,
+        0.0 if direction is None else change.worsening(direction),
+        current,
+        series.runs[change.index - 1],
+        series.runs[change.index],
+        series.runs[change.earliest - 1],
+        series.runs[min(change.latest, end - 1)],
+    )
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    regressions: list[Finding]  # new, open, worse beyond the threshold: exit 1
+    regressions: list[Finding]  # new, open, worse beyond the threshold, held ``persist`` nights: exit 1
     open: list[Finding]  # every open worsening change point, new or not
     n_series: int
     n_runs: int
+    suspicious: list[Finding] = field(default_factory=list)  # new worsening steps of fewer nights: reported
 
 
 def check(
@@ -91,8 +118,18 @@ def check(
     since: int = DEFAULT_SINCE,
     threshold: float = DEFAULT_THRESHOLD,
     penalty: float = DEFAULT_PENALTY,
+    persist: int = DEFAULT_PERSIST,
 ) -> CheckResult:
-    """Regressions: open worsening change points whose first run after falls within the newest ``since`` runs."""
+    """Regressions: open worsening change points whose first run after falls within the newest ``since`` runs
+    and whose new level has held ``persist`` nights; the ones that have not held so long, and worsening steps
+    in the newest nights too short for a change point (``recent_steps``), are suspicious."""
     recent = {run.id for run in runs[-since:]} if since > 0 else set()
-    found = [f for f in findings(all_series, penalty) if f.is_open(threshold)]
-    return CheckResult([f for f in found if f.first_after.id in recent], found, len(all_series), len(runs))
+    found = [f for f in findings(all_series, penalty, recent=True) if f.is_open(threshold)]
+    new = [f for f in found if f.first_after.id in recent]
+    return CheckResult(
+        [f for f in new if f.nights >= persist],
+        [f for f in found if f.nights >= persist],
+        len(all_series),
+        len(runs),
+        [f for f in new if f.nights < persist],
+    )

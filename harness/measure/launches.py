@@ -192,7 +192,7 @@ def combine(records: Sequence[Record]) -> Record:
                     warmup_s=[w for r in records for w in r.samples.warmup_s],
                     rounds_ms=_rounds_ms(records),
                     launches=launches,
-                    intervals=intervals(launches),
+                    intervals=intervals(launches, rounds),
                 )
             ),
             time_split=_time_split(records),
@@ -213,6 +213,7 @@ def since(record: Record, first: int) -> Record:
     ]
     failed = next((entry for entry in kept if entry.status in FAILED), None)
     metrics = _metrics([record], kept)
+    rounds = [r.model_copy(update={"launch": r.launch - first}) for r in record.samples.rounds if r.launch >= first]
     return record.model_copy(
         update=dict(
             status=failed.status if failed else "ok",
@@ -221,26 +222,33 @@ def since(record: Record, first: int) -> Record:
             metrics={**record.metrics, **metrics},
             samples=record.samples.model_copy(
                 update=dict(
-                    rounds=[
-                        r.model_copy(update={"launch": r.launch - first})
-                        for r in record.samples.rounds
-                        if r.launch >= first
-                    ],
+                    rounds=rounds,
                     launches=kept,
-                    intervals=intervals(kept),
+                    intervals=intervals(kept, rounds),
                 )
             ),
         )
     )
 
 
-def intervals(launches: Sequence[Launch]) -> dict[str, Interval]:
-    """An interval for every ``metrics.LAUNCH`` figure some ok launch measured."""
+def intervals(launches: Sequence[Launch], rounds: Sequence = ()) -> dict[str, Interval]:
+    """An interval for every ``metrics.LAUNCH`` figure some ok launch measured, with the metric's variance
+    components (``harness.measure.noise``) from the ok launches' ``rounds`` where it has per-round values."""
+    from harness.measure import noise
+
     out = {}
     for name in LAUNCH:
         having = [e for e in launches if e.status == "ok" and e.medians.get(name) is not None]
         if having:
             out[name] = interval([e.medians[name] for e in having], samples=sum(e.rounds for e in having))
+            if name in noise.PER_ROUND and rounds:
+                ok = {e.index for e in having}
+                groups = [g for launch, g in noise.by_launch(rounds, name).items() if launch in ok]
+                within, between = noise.components(groups)
+                per_launch = statistics.harmonic_mean([len(g) for g in groups]) if groups else None
+                out[name] = out[name].model_copy(
+                    update=dict(within_cv=within, between_cv=between, rounds_per_launch=per_launch)
+                )
     return out
 
 

@@ -57,6 +57,11 @@ class Interval(Part):
     launches: int = 0
     samples: int = 0  # per-round (or per-token) values behind the estimate
     method: str = "single launch"  # bootstrap | t | single launch
+    # Variance components (harness.measure.noise, Kalibera & Jones) of the metric's per-round values, relative
+    # to its mean: round to round inside a launch, and what launches add on top; None where not measurable.
+    within_cv: Optional[Number] = None
+    between_cv: Optional[Number] = None
+    rounds_per_launch: Optional[Number] = None  # harmonic mean of the launches' round counts
 
 
 class Samples(Part):

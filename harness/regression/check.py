@@ -29,7 +29,7 @@ from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.fingerprint import differences
 from harness.records.store import Record
-from harness.regression import significance
+from harness.regression import significance, verdicts
 from harness.regression.outcome import Finding, MetricTest, Point, RegressionOutcome  # noqa: F401 - re-exported
 from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
 from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
@@ -201,6 +201,7 @@ def _decide(outcome: RegressionOutcome) -> None:
     p_values = [t.p_value for t in tests if t.p_value is not None]  # each test got its p just above
     for test, q_value in zip(tests, significance.fdr_adjust(p_values, fdr)):
         test.q_value = q_value
+    verdicts.decide(outcome)  # different | same | unknown, each with its interval and detectable change
     lone = fdr / len(tests) if tests else 0.0  # the p a lone regression among them needs
     for test in tests:
         if not test.beyond_limit:
@@ -209,7 +210,6 @@ def _decide(outcome: RegressionOutcome) -> None:
         outcome.beyond_limit.append(point)
         name = f"{test.scenario}::{test.point_id}: {test.metric} {test.change:+.1%} worse (limit {test.limit:.0%})"
         if test.significant(fdr):
-            test.ratio_low, test.ratio_high = significance.ratio_interval(test.base_values, test.new_values)
             outcome.findings.append(Finding(*point, "regression", _message(test), metric=test.metric, test=test))
         elif test.min_p > lone:
             outcome.notes.append(

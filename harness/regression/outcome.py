@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from harness.errors import EXIT_INCOMPARABLE
+from harness.errors import EXIT_INCOMPARABLE, EXIT_INCONCLUSIVE
 from harness.regression.thresholds import DEFAULT_FDR
 
 Point = tuple[str, str]
@@ -27,9 +27,17 @@ class MetricTest:
     min_p: float  # the smallest p these launch counts can reach
     p_value: Optional[float] = None  # one-sided Mann-Whitney U, in the worse direction
     q_value: Optional[float] = None  # Benjamini-Hochberg adjusted over every launch-level test of the run
-    ratio_low: Optional[float] = None  # 95 % bootstrap interval of after / before (regressions only)
+    ratio_low: Optional[float] = None  # 95 % bootstrap interval of after / before
     ratio_high: Optional[float] = None
     higher_is_better: bool = False
+    # The three-outcome verdict (harness.regression.verdicts): different | same | unknown.
+    verdict: Optional[str] = None
+    better_p: Optional[float] = None  # one-sided Mann-Whitney U in the better direction ...
+    better_q: Optional[float] = None  # ... Benjamini-Hochberg adjusted over the run's tests
+    equivalence_p: Optional[float] = None  # TOST on log values within +-limit (<= 0.05: same)
+    cv: Optional[float] = None  # launch-to-launch CV, both sides pooled
+    detectable: Optional[float] = None  # worsening called different in 80 % of nights at these launches
+    launches_needed: Optional[int] = None  # unknown: launches a side that would decide it (None: over 50)
 
     @property
     def launches(self) -> tuple[int, int]:
@@ -45,6 +53,10 @@ class MetricTest:
 
     def significant(self, fdr: float) -> bool:
         return self.q_value is not None and self.q_value <= fdr
+
+    @property
+    def name(self) -> str:
+        return f"{self.scenario}::{self.point_id} {self.metric}"
 
 
 @dataclass
@@ -84,6 +96,17 @@ class RegressionOutcome:
     def exit_code(self) -> int:
         """0 passed, 1 failed, ``EXIT_INCOMPARABLE`` when nothing failed but some points could not be compared."""
         return 1 if self.findings else EXIT_INCOMPARABLE if self.incomparable else 0
+
+    @property
+    def unknown(self) -> list[MetricTest]:
+        """Launch-level tests neither shown different nor shown the same: inconclusive."""
+        return [t for t in self.tests if t.verdict == "unknown"]
+
+    def exit_status(self, fail_on_unknown: bool = False) -> int:
+        """``exit_code``, or ``EXIT_INCONCLUSIVE`` when it would pass but a test is inconclusive and the
+        caller asked to fail on that (``harness gate --fail-on-unknown``)."""
+        code = self.exit_code
+        return EXIT_INCONCLUSIVE if code == 0 and fail_on_unknown and self.unknown else code
 
     @property
     def flagged(self) -> list[Point]:

@@ -78,6 +78,15 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
     if too_big is not None:
         raise ScenarioErrors([too_big])
     errors: list[ScenarioError] = []
+    from harness.run.auto_launches import impossible
+
+    unreachable = impossible(scenario)
+    if unreachable:
+        errors.append(
+            ScenarioError(
+                path, unreachable, line_of(root, ("measurement", "target_change")), "measurement.target_change"
+            )
+        )
     adapter_classes = {}
     for i, name in enumerate(scenario.sweep.adapter):
         try:

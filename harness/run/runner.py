@@ -49,6 +49,7 @@ class Runner:
     energy: bool = True  # energy (Zeus), CPU time and the roofline around the timed rounds
     limits: Limits = field(default_factory=Limits)
     launches: Optional[int] = None
+    plans: dict = field(default_factory=dict)  # (scenario, point id) -> launches planned by launches: auto
 
     def __post_init__(self):
         self.isolation = self.isolation or ("worker" if self.isolate else "none")
@@ -70,15 +71,30 @@ class Runner:
         """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
         self.pool.close()
 
-    def launches_of(self, scenario: Scenario) -> int:
-        return self.launches or scenario.measurement.launches
+    def launches_of(self, scenario: Scenario, point: Optional[Point] = None) -> int:
+        """The point's launch count: ``--launches``, the scenario's, or with ``launches: auto`` the one planned
+        from its stored record (``harness.run.auto_launches``; planned once, before the point runs)."""
+        if self.launches:
+            return self.launches
+        if scenario.measurement.launches != "auto":
+            return scenario.measurement.launches
+        from harness.run import auto_launches
+
+        if point is None:
+            return auto_launches.FALLBACK
+        key = (scenario.name, point.id)
+        if key not in self.plans:
+            found = auto_launches.plan(scenario, point, auto_launches.previous(self.results_dir, scenario, point))
+            self.plans[key] = found.launches
+            self.log(f"{scenario.name}::{point.id}: {found.why}")
+        return self.plans[key]
 
     # --- one point -------------------------------------------------------------------------------
 
     def run_point(self, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None) -> Record:
         """Every launch of one point, one after another (each in a fresh worker), merged and written."""
         launches: list[Record] = []
-        while self._wants_launch(scenario, launches):
+        while self._wants_launch(scenario, launches, point):
             if launches:
                 self.pool.close()  # a launch is independent: fresh worker, fresh load
             launches.append(self._launch(scenario, point, len(launches), on_round))
@@ -105,7 +121,7 @@ class Runner:
         record.finished_at = record.finished_at or now_iso()
         return record
 
-    def _wants_launch(self, scenario: Scenario, launches: list[Record]) -> bool:
+    def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
         """Another launch: until ``launches``; then, with ``target_rel_ci``, until the interval of the
         median TPOT is narrow enough or ``max_launches`` is reached. Never after a launch that was not ok."""
         if not launches:
@@ -113,7 +129,7 @@ class Runner:
         if launches[-1].status != "ok" or not self.timing:  # `harness verify` gates once
             return False
         m = scenario.measurement
-        if len(launches) < self.launches_of(scenario):
+        if len(launches) < self.launches_of(scenario, point):
             return True
         if m.target_rel_ci is None or len(launches) >= (m.max_launches or 0):
             return False
@@ -176,7 +192,7 @@ class Runner:
         if self.results_dir is not None:  # room for the records of the points to run, before any runs
             results.check_free_space(self.results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
-        planned = len(done) + sum(self.launches_of(work[i][0]) for i in order)
+        planned = len(done) + sum(self.launches_of(*work[i]) for i in order)
         try:
             with tqdm(total=planned, desc="sweep", unit="launch", disable=not progress, file=sys.stderr) as bar:
                 bar.update(len(done))
@@ -203,10 +219,12 @@ class Runner:
                                 file=sys.stderr,
                             )
                     self.pool.close()  # the next pass starts fresh workers
-                    pending = [i for i in pending if self._wants_launch(work[i][0], launched[i])]
-                    bar.total = bar.n + sum(max(1, self.launches_of(work[i][0]) - len(launched[i])) for i in pending)
+                    pending = [i for i in pending if self._wants_launch(work[i][0], launched[i], work[i][1])]
+                    bar.total = bar.n + sum(max(1, self.launches_of(*work[i]) - len(launched[i])) for i in pending)
         except lifecycle.Interrupted as exc:
-            complete = [i for i in done if i not in launched or not self._wants_launch(work[i][0], launched[i])]
+            complete = [
+                i for i in done if i not in launched or not self._wants_launch(work[i][0], launched[i], work[i][1])
+            ]
             exc.done, exc.total = len(complete), len(work)
             raise
         finally:
@@ -262,7 +280,8 @@ class Runner:
         settings = json.loads(json.dumps(self.session.settings_of(scenario)))
         same = record.point == point.axes() and record.settings == settings
         complete = record.status == "skipped" or (
-            record.status == "ok" and (not self.timing or len(record.samples.launches) >= self.launches_of(scenario))
+            record.status == "ok"
+            and (not self.timing or len(record.samples.launches) >= self.launches_of(scenario, point))
         )
         return record if same and complete else None
 

@@ -68,11 +68,32 @@ class Measurement(_Strict):
     threads: Optional[PositiveInt] = Field(
         None, le=MAX_THREADS, description=f"engine threads; default: the engine's own (at most {MAX_THREADS} here)"
     )
-    launches: PositiveInt = Field(
+    launches: Union[Annotated[int, Field(ge=1, le=MAX_LAUNCHES)], Literal["auto"]] = Field(
         1,
-        le=MAX_LAUNCHES,
-        description="independent launches per point (fresh worker and load each), interleaved across the sweep",
+        description="independent launches per point (fresh worker and load each), interleaved across the sweep; "
+        "auto: chosen per point from its stored variance components for target_change within time_budget_s",
     )
+    target_change: Optional[float] = Field(
+        None,
+        gt=0,
+        lt=10,
+        description="with launches: auto, the worsening of tpot the regression check should detect with 80 % "
+        "power, as a fraction (0.1) or a percentage ('10%')",
+    )
+    time_budget_s: Optional[PositiveFloat] = Field(
+        None, description="with launches: auto, the most seconds a point's launches may take together"
+    )
+
+    @field_validator("target_change", mode="before")
+    @classmethod
+    def _percent(cls, value):
+        if isinstance(value, str) and value.strip().endswith("%"):
+            try:
+                return float(value.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"expected a percentage such as '10%', got {value!r}") from None
+        return value
+
     target_rel_ci: Optional[PositiveFloat] = Field(
         None,
         description="adaptive: stop adding launches to a point once the 95 % interval of its median "
@@ -88,8 +109,15 @@ class Measurement(_Strict):
             raise ValueError(f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
         if self.target_rel_ci is not None and self.max_launches is None:
             raise ValueError("target_rel_ci needs max_launches (the most launches a point may take)")
-        if self.max_launches is not None and self.max_launches < self.launches:
+        auto = self.launches == "auto"
+        if self.max_launches is not None and isinstance(self.launches, int) and self.max_launches < self.launches:
             raise ValueError(f"max_launches ({self.max_launches}) must be >= launches ({self.launches})")
+        if auto and self.target_change is None:
+            raise ValueError("launches: auto needs target_change (the tpot worsening to detect, e.g. 10%)")
+        if auto and self.target_rel_ci is not None:
+            raise ValueError("launches: auto and target_rel_ci each choose the launch count: use one")
+        if not auto and (self.target_change is not None or self.time_budget_s is not None):
+            raise ValueError("target_change and time_budget_s need launches: auto")
         return self
 
 
