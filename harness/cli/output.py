@@ -30,6 +30,8 @@ def verdict_line(name: str, gate) -> str:
     if same is not None and same.verdict is not None:
         parts.append(f"own weights {same.verdict}" + (f" ({same.kl_ratio:.1f}x)" if same.kl_ratio is not None else ""))
     parts.append(f"first divergence {gate.free_divergence_index}")
+    if gate.text_path is not None:
+        parts.append(f"text path: {gate.text_path.summary()}")
     return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
 
 

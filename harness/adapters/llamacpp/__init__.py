@@ -113,7 +113,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.io import safe_name
         from harness.models.sources import build_once
 
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16"
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16-v{gguf_export.VERSION}"
         try:
             build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
         except ValueError as exc:  # not a Llama-family checkpoint
@@ -204,6 +204,25 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if counters.n_eval:
             engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
         return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
+
+    # --- the engine's own text path (harness.correctness.text_path) ------------------------------
+
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
+        # as create_completion tokenizes a text prompt: the vocabulary's BOS, special-token text parsed
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.llm.detokenize(list(ids)).decode("utf-8", errors="replace")
+
+    def chat_prompt(self, messages: Sequence[dict]) -> str:
+        from harness.adapters.llamacpp.chat import rendered
+
+        return rendered(self.llm, list(messages))
+
+    def chat_template_source(self) -> str:
+        from harness.adapters.llamacpp.chat import source
+
+        return source(self.llm)
 
     def runs_quantized(self, point) -> bool:
         from harness.adapters.llamacpp import gguf_export
