@@ -140,3 +140,60 @@ def test_the_record_says_which_checks_ran_and_why_others_did_not(write_scenario,
     assert llama["chat_template"]["skipped"].startswith("the reference checkpoint has no chat template")
     assert "llama-2" in llama["chat_template"]["engine_template"]
     assert llama["free_text"]["verdict"] == "pass" and len(llama["free_text"]["lengths"]) == 8
+
+
+def sentencepiece_gguf(path):
+    """A vocabulary-only SentencePiece GGUF (as Gemma's): bytes, "a", "b", "▁", "▁b" and a whitespace run
+    "  " that is user-defined, stored with real spaces and scored low, as in Gemma 3's GGUF."""
+    import gguf
+
+    pieces = [("<pad>", 0.0, 3), ("<eos>", 0.0, 3), ("<bos>", 0.0, 3), ("<unk>", 0.0, 2)]
+    pieces += [(f"<0x{b:02X}>", 0.0, 6) for b in range(256)]
+    pieces += [("a", -1.0, 1), ("b", -1.1, 1), ("\u2581", -1.2, 1), ("\u2581b", -1.3, 1), ("  ", -1000.0, 4)]
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(64)
+    writer.add_embedding_length(8)
+    writer.add_block_count(1)
+    writer.add_feed_forward_length(8)
+    writer.add_head_count(1)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list([p[0] for p in pieces])
+    writer.add_token_scores([p[1] for p in pieces])
+    writer.add_token_types([p[2] for p in pieces])
+    writer.add_bos_token_id(2)
+    writer.add_eos_token_id(1)
+    writer.add_unk_token_id(3)
+    writer.add_add_bos_token(True)
+    writer.add_add_space_prefix(False)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_whitespace_runs_of_a_sentencepiece_gguf_split_as_sentencepiece_and_llama_cpp_split_them(tmp_path):
+    """Measured on Gemma 3 270M: the reference tokenizer rebuilt from the GGUF split "two  spaces" as
+    "two", "▁", "▁spaces"; llama.cpp and SentencePiece (the GGUF's vocabulary decides) as "two", "▁▁",
+    "spaces". The rebuilt tokenizer now matches whitespace runs whole, as they do."""
+    from types import SimpleNamespace
+
+    import llama_cpp
+    from gguf import GGUFReader
+
+    from harness.correctness import vocabulary
+    from harness.models.gguf_convert import spm_tokenizer_from_gguf
+
+    path = sentencepiece_gguf(tmp_path / "spm.gguf")
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    engine = llm.tokenize(b"a  b", add_bos=True, special=True)
+    rebuilt, _ = spm_tokenizer_from_gguf(GGUFReader(str(path)))
+    assert engine == [2, 260, 264, 261]  # <bos> a "  " b
+    assert rebuilt.encode("a  b").ids == engine  # before the fix: [2, 260, 262, 263] (a ▁ ▁b)
+    adapter = SimpleNamespace(supports_tokenize=True, describe=lambda: {"gguf": str(path)})
+    decide, found = vocabulary.arbiter(adapter, SimpleNamespace(gguf_path=path))
+    assert found["tokenizer.ggml.model"] == "llama" and found["source"] == "the model's own GGUF"
+    assert decide("a  b", engine, [2, 260, 262, 263])[0] == "engine"
+    assert decide("a  b", [2, 260, 262, 263], engine)[0] == "reference"
