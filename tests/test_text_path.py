@@ -79,7 +79,8 @@ def faults():
 
 
 def verify(write_scenario, tmp_path, model, adapters, extra=""):
-    text = SCENARIO.replace("MODEL", str(model)).replace("ADAPTERS", ", ".join(adapters)) + extra
+    text = SCENARIO.replace("MODEL", str(model)).replace("ADAPTERS", ", ".join(adapters))
+    text = extra + text if extra.startswith("adapter_options") else text + extra
     path = write_scenario(text)
     argv = ["verify", str(path), "--results", str(tmp_path / "results"), "--isolation", "none"]
     return main([*argv, "--reference-dir", str(tmp_path.parent / "text-path-references")])
@@ -197,3 +198,14 @@ def test_whitespace_runs_of_a_sentencepiece_gguf_split_as_sentencepiece_and_llam
     assert found["tokenizer.ggml.model"] == "llama" and found["source"] == "the model's own GGUF"
     assert decide("a  b", engine, [2, 260, 262, 263])[0] == "engine"
     assert decide("a  b", [2, 260, 262, 263], engine)[0] == "reference"
+
+
+def test_the_chat_template_option_gives_llama_cpp_the_checkpoints_template(
+    write_scenario, tmp_path, capsys, faults, chat_model
+):
+    """``adapter_options: {llamacpp: {chat_template: checkpoint}}`` (the quickstart's, for the Gemma GGUF that
+    carries none) replaces whatever llama-cpp-python picked: the llama-2 point now passes its chat check."""
+    extra = "adapter_options: {llamacpp-llama2: {chat_template: checkpoint}}\n"
+    code = verify(write_scenario, tmp_path, chat_model, ["llamacpp-llama2"], extra)
+    line = lines(capsys.readouterr().out)["llamacpp-llama2-cpu-bf16"]
+    assert code == 0 and line.startswith("PASS ") and "chat pass" in line, line

@@ -38,8 +38,8 @@ def sentencepiece_of(gguf: Path) -> Callable[[str], list[int]]:
     tokens = _array(reader, "tokenizer.ggml.tokens", lambda p: bytes(p).decode("utf-8"))
     scores = _array(reader, "tokenizer.ggml.scores", lambda p: float(p[0]))
     types = _array(reader, "tokenizer.ggml.token_type", lambda p: int(p[0]))
-    proto = pb.ModelProto()
-    proto.trainer_spec.model_type = pb.TrainerSpec.BPE
+    proto = pb.ModelProto()  # type: ignore[attr-defined]
+    proto.trainer_spec.model_type = pb.TrainerSpec.BPE  # type: ignore[attr-defined]
     proto.trainer_spec.byte_fallback = True
     proto.trainer_spec.unk_id = _scalar(reader, "tokenizer.ggml.unknown_token_id", 0)
     proto.trainer_spec.bos_id = proto.trainer_spec.eos_id = proto.trainer_spec.pad_id = -1

@@ -13,6 +13,13 @@ from harness.records.base import Part
 Verdict = Optional[Literal["pass", "fail"]]
 
 
+class Check(Part):
+    """One check's outcome: ``verdict``, or ``skipped`` with why it could not run."""
+
+    verdict: Verdict = None
+    skipped: Optional[str] = None
+
+
 class TokenizerDisagreement(Part):
     """One string the engine's tokenizer splits differently from the reference tokenizer."""
 
@@ -24,9 +31,7 @@ class TokenizerDisagreement(Part):
     why: str = ""  # what decided ``right`` (the GGUF's vocabulary metadata), or why nothing could
 
 
-class TokenizerAgreement(Part):
-    verdict: Verdict = None
-    skipped: Optional[str] = None
+class TokenizerAgreement(Check):
     strings: int = 0  # strings compared: the shipped tricky corpus plus the gate's prompt texts
     disagreements: list[TokenizerDisagreement] = Field(default_factory=list)
     vocabulary: dict[str, str] = Field(default_factory=dict)  # the engine's own vocabulary metadata
@@ -39,9 +44,7 @@ class ChatMismatch(Part):
     first_difference: int  # character index
 
 
-class ChatTemplateCheck(Part):
-    verdict: Verdict = None
-    skipped: Optional[str] = None
+class ChatTemplateCheck(Check):
     engine_template: Optional[str] = None  # where the engine's chat path took its template from
     conversations: int = 0
     mismatches: list[ChatMismatch] = Field(default_factory=list)
@@ -57,12 +60,10 @@ class TextDivergence(Part):
     device_token: Optional[int] = None
 
 
-class FreeText(Part):
+class FreeText(Check):
     """text -> engine tokenizer -> greedy generation -> engine detokenizer, against the reference's greedy
     text; ``length_band``: each prompt's generated length within [low, high] x the reference's (+- slack)."""
 
-    verdict: Verdict = None
-    skipped: Optional[str] = None
     prompts: int = 0
     identical_text: int = 0  # prompts whose generated text equals the reference's
     prompt_ids_differ: list[int] = Field(default_factory=list)  # prompts the engine tokenized differently
@@ -71,11 +72,9 @@ class FreeText(Part):
     divergences: list[TextDivergence] = Field(default_factory=list)
 
 
-class BatchInvariance(Part):
+class BatchInvariance(Check):
     """Each sequence of one batch against the same prompt run alone (last-position logits)."""
 
-    verdict: Verdict = None
-    skipped: Optional[str] = None
     batch_size: Optional[int] = None
     kl_max: Optional[float] = None  # max over sequences of KL(alone || in the batch), full vocabulary
     kl_limit: Optional[float] = None
@@ -91,7 +90,7 @@ class TextPath(Part):
     free_text: FreeText = Field(default_factory=FreeText)
     batch: BatchInvariance = Field(default_factory=BatchInvariance)
 
-    def checks(self) -> dict[str, Part]:
+    def checks(self) -> dict[str, Check]:
         return {
             "tokenizer": self.tokenizer,
             "chat_template": self.chat_template,
@@ -100,11 +99,9 @@ class TextPath(Part):
         }
 
     def failed(self) -> list[str]:
-        return [name for name, check in self.checks().items() if getattr(check, "verdict", None) == "fail"]
+        return [name for name, check in self.checks().items() if check.verdict == "fail"]
 
     def summary(self) -> str:
         """One cell: each check's outcome, e.g. ``tok pass, chat fail, text pass, batch -``."""
         short = {"tokenizer": "tok", "chat_template": "chat", "free_text": "text", "batch": "batch"}
-        return ", ".join(
-            f"{short[name]} {getattr(check, 'verdict', None) or '-'}" for name, check in self.checks().items()
-        )
+        return ", ".join(f"{short[name]} {check.verdict or '-'}" for name, check in self.checks().items())

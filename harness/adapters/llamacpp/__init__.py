@@ -12,6 +12,9 @@
   llama-cpp-python 0.3.36 segfaults in its first ``eval`` there (seen on a Xeon with amx_int8, on
   the default model and on every quantized tiny model). ``adapter_options: {llamacpp:
   {extra_buffer_types: true|false}}`` overrides; the record says which was used and why.
+- The chat API's template is llama-cpp-python's choice for the GGUF (its own ``tokenizer.chat_template``, or
+  ``llama-2`` where it carries none); ``adapter_options: {llamacpp: {chat_template: checkpoint}}`` gives it
+  the checkpoint's template (another value names a llama-cpp-python format), as a deployment would.
 - Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
@@ -177,6 +180,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 verbose=False,
             )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
+        self._chat_source = None
+        if settings.options.get("chat_template"):  # the chat path a deployment would configure
+            from harness.adapters.llamacpp import chat
+            from harness.models.prompts import chat_template
+
+            template = chat_template(model.hf_dir)
+            self._chat_source = chat.configure(self.llm, str(settings.options["chat_template"]), template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
@@ -222,7 +232,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def chat_template_source(self) -> str:
         from harness.adapters.llamacpp.chat import source
 
-        return source(self.llm)
+        return self._chat_source or source(self.llm)
 
     def runs_quantized(self, point) -> bool:
         from harness.adapters.llamacpp import gguf_export

@@ -47,6 +47,29 @@ def rendered(llm, messages: list[dict]) -> str:
     raise RuntimeError(f"llama-cpp-python's chat handler for {llm.chat_format!r} never tokenized a prompt")
 
 
+def configure(llm, choice: str, template) -> str:
+    """Set the chat path as a deployment would (``adapter_options.llamacpp.chat_template``): ``checkpoint``
+    installs the checkpoint's own template (``template``), any other value names a llama-cpp-python chat
+    format (e.g. ``gemma``). Returns where the template now comes from."""
+    import llama_cpp.llama_chat_format as chat_format
+
+    if choice != "checkpoint":
+        llm.chat_format = choice
+        return f"{choice} (set by adapter_options.llamacpp.chat_template)"
+    if template is None:
+        raise ValueError("adapter_options.llamacpp.chat_template: checkpoint, but the checkpoint has no chat template")
+    model = llm._model
+    bos, eos = llm.token_bos(), llm.token_eos()
+    llm.chat_handler = chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=model.token_get_text(eos) if eos >= 0 else "",
+        bos_token=model.token_get_text(bos) if bos >= 0 else "",
+        stop_token_ids=[eos],
+    ).to_chat_handler()
+    where = "the GGUF's own is replaced" if "tokenizer.chat_template" in llm.metadata else "the GGUF carries none"
+    return f"the checkpoint's chat template, set by adapter_options.llamacpp.chat_template ({where})"
+
+
 def source(llm) -> str:
     """Where the chat path's template comes from, in words."""
     name = llm.chat_format
