@@ -2,7 +2,7 @@
 shipped tricky strings and the 16 gate prompts (with SentencePiece on the GGUF's vocabulary deciding who
 is right), and llama-cpp-python's chat template against the reference's.
 
-    python benchmarks/text_path_gemma.py [--model gemma3-270m]
+    python benchmarks/text_path_gemma.py [--model gemma3-270m] [--chat-template checkpoint]
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from harness.scenario.sweep import Point
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="gemma3-270m")
+    parser.add_argument("--chat-template", help="adapter_options.llamacpp.chat_template (checkpoint or a format)")
     args = parser.parse_args()
     model = models.resolve(ModelSpec(source=args.model))
     tokenizer = model.tokenizer()
     adapter = LlamaCppAdapter()
-    adapter.load(model, Point(adapter="llamacpp", device="cpu", id="text-path"), LoadSettings(threads=2))
+    options = {"chat_template": args.chat_template} if args.chat_template else {}
+    adapter.load(model, Point(adapter="llamacpp", device="cpu", id="text-path"), LoadSettings(threads=2, options=options))
     try:
         gate = prompts.gate_prompt_set()
         corpus = prompts.tokenizer_corpus()
