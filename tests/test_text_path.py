@@ -131,7 +131,8 @@ def test_the_record_says_which_checks_ran_and_why_others_did_not(write_scenario,
     }
     hf = records["hf-cpu-bf16"]["correctness"]["text_path"]
     assert (
-        hf["tokenizer"]["skipped"] == "hf has no tokenizer of its own: the harness's token ids are its only input path"
+        hf["tokenizer"]["skipped"]
+        == "hf exposes no tokenizer of its own (Adapter.tokenize): the harness's ids are all it was fed"
     )
     assert hf["batch"]["skipped"] == "batch_size 1: nothing batched"
     llama = records["llamacpp-cpu-bf16"]["correctness"]["text_path"]

@@ -53,7 +53,7 @@ class InputIds:
 def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], reference: Reference, index: int) -> InputIds:
     """``engine_ids(i)``: the ids the engine's own text path gives gate prompt i (None: it has none)."""
     if engine_ids is None:
-        return InputIds(index, not_compared="the engine has no tokenizer of its own: it only ever sees these ids")
+        return InputIds(index, not_compared="the engine exposes no tokenizer of its own: it was fed these ids")
     ours, theirs = list(engine_ids(index)), list(reference.prompts[index].prompt_ids)
     if ours == theirs:
         return InputIds(index, agree=True)

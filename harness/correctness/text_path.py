@@ -61,7 +61,7 @@ def tokenizer_agreement(
 ) -> TokenizerAgreement:
     if not adapter.supports_tokenize:
         return TokenizerAgreement(
-            skipped=f"{adapter.name} has no tokenizer of its own: the harness's token ids are its only input path"
+            skipped=f"{adapter.name} exposes no tokenizer of its own (Adapter.tokenize): the harness's ids are all it was fed"
         )
     found = []
     for text in texts:
@@ -157,7 +157,7 @@ def in_band(device: int, reference: int, band: tuple[float, float, int] = LENGTH
 def free_text(adapter, reference: Reference, tokenizer, template: Optional[str], k: int) -> FreeText:
     if not adapter.supports_tokenize:
         return FreeText(
-            skipped=f"{adapter.name} has no tokenizer of its own: its text path is the harness's, which the gate ran"
+            skipped=f"{adapter.name} exposes no tokenizer of its own (Adapter.tokenize): its text path is the harness's, which the gate ran"
         )
     stop = reference.settings["eos_ids"]
     result = FreeText(prompts=len(reference.prompts), length_band=LENGTH_BAND)
