@@ -28,7 +28,9 @@ def main() -> None:
     tokenizer = model.tokenizer()
     adapter = LlamaCppAdapter()
     options = {"chat_template": args.chat_template} if args.chat_template else {}
-    adapter.load(model, Point(adapter="llamacpp", device="cpu", id="text-path"), LoadSettings(threads=2, options=options))
+    adapter.load(
+        model, Point(adapter="llamacpp", device="cpu", id="text-path"), LoadSettings(threads=2, options=options)
+    )
     try:
         gate = prompts.gate_prompt_set()
         corpus = prompts.tokenizer_corpus()
