@@ -85,9 +85,15 @@ def test_shipped_adapters_declare_their_capabilities():
     from harness.adapters import registry
 
     expected = {
-        "hf": {"supports_logits", "supports_score", "supports_hidden_states", "supports_routing"},
+        "hf": {
+            "supports_logits",
+            "supports_score",
+            "supports_hidden_states",
+            "supports_routing",
+            "supports_batch_logits",
+        },
         "openvino": {"supports_logits", "supports_score", "supports_forced_top1"},  # narrowed per point in load
-        "llamacpp": {"supports_logits"},
+        "llamacpp": {"supports_logits", "supports_tokenize", "supports_chat_template"},  # its own text path
         "xrt": {"supports_logits"},
         "coreml": {"supports_logits"},
     }
@@ -104,6 +110,10 @@ def test_default_optional_methods_raise_the_harness_exception():
         ("score", ([1], 1)),
         ("teacher_forced_top1", ([1], [2])),
         ("hidden_states", ([1],)),
+        ("tokenize", ("text",)),
+        ("detokenize", ([1],)),
+        ("chat_prompt", ([{"role": "user", "content": "hi"}],)),
+        ("prefill_batch", ([[1], [2]],)),
     ):
         with pytest.raises(Unsupported):
             getattr(adapter, method)(*args)

@@ -122,9 +122,10 @@ def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
     class Opaque:
         name, supports_hidden_states = "opaque", False
 
-    assert diagnosis.diagnose_failure(Opaque(), healthy, reference, result).to_dict() == {
-        "not_run": "opaque exposes no hidden states"
-    }
+    found = diagnosis.diagnose_failure(Opaque(), healthy, reference, result).to_dict()
+    assert found["not_run"] == "opaque exposes no hidden states"
+    # The input ids come first; an engine without a tokenizer of its own only ever sees the reference's.
+    assert "exposes no tokenizer of its own" in found["input_ids"]["not_compared"]
 
 
 def test_first_failure_is_the_earliest_top_k_failure_else_the_highest_kl_prompt():

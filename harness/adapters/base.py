@@ -120,6 +120,9 @@ class Adapter(ABC):
     # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
     supports_decode_hidden_states: ClassVar[bool] = False
     supports_routing: bool = False  # routing(): tokens per expert (MoE models)
+    supports_tokenize: bool = False  # tokenize()/detokenize(): the engine's own tokenizer (text path checks)
+    supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
+    supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
     # Modules a worker imports once, before its first point, so their import time is paid (and
     # accounted as "imports") once per worker rather than inside a point's load.
     engine_modules: ClassVar[tuple[str, ...]] = ()
@@ -241,6 +244,31 @@ class Adapter(ABC):
         prefill of ``prompts`` (see ``RoutingMonitor.summary``), or None where the model is dense."""
         return None
 
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
+        """Optional (``supports_tokenize``): the engine's own tokenizer on ``text`` as its completion API
+        runs it: special-token text parsed as such, and with ``add_special`` the prefix it adds (e.g. BOS;
+        a ``chat_prompt`` text holds its own, so it is tokenized without)."""
+        raise Unsupported(f"{self.name} has no tokenizer of its own")
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """Optional (``supports_tokenize``): the engine's own detokenizer (special tokens left out)."""
+        raise Unsupported(f"{self.name} has no detokenizer of its own")
+
+    def chat_prompt(self, messages: Sequence[dict]) -> str:
+        """Optional (``supports_chat_template``): the prompt text the engine's own chat API builds from
+        ``messages`` (role/content dicts), with the generation prompt, as it resolves its template; every
+        special token it feeds (a BOS too) written out as text."""
+        raise Unsupported(f"{self.name} has no chat template of its own")
+
+    def chat_template_source(self) -> str:
+        """Where the engine's chat template came from (for the record), e.g. "llama-2 (fallback)"."""
+        return "unknown"
+
+    def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
+        """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits
+        of each sequence's last position, shape [batch, vocab] (the batch-invariance check)."""
+        raise Unsupported(f"{self.name} exposes no batched logits")
+
     def weight_bytes(self) -> Optional[int]:
         """Bytes of weights a decode step reads, at their stored precision (for the roofline)."""
         return None
@@ -276,6 +304,9 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_forced_top1": ("teacher_forced_top1",),
     "supports_hidden_states": ("hidden_states",),
     "supports_routing": ("routing",),
+    "supports_tokenize": ("tokenize", "detokenize"),
+    "supports_chat_template": ("chat_prompt",),
+    "supports_batch_logits": ("prefill_batch",),
 }
 
 

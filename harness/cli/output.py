@@ -35,6 +35,8 @@ def verdict_line(name: str, gate) -> str:
             f"dequantized artefact {audit.verdict} ({audit.ratio:.1f}x)" if audit.ratio else "dequantized artefact fail"
         )
     parts.append(f"first divergence {gate.free_divergence_index}")
+    if gate.text_path is not None:
+        parts.append(f"text path: {gate.text_path.summary()}")
     return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
 
 

@@ -12,13 +12,16 @@ Where the gate failed decides where to look: a failure at the first generated po
 logits) is diagnosed on the prefill; a later one first on the prefill of the whole teacher-forced
 sequence, then, when nothing departs there (a fault that touches only decode steps), on the first decode
 step with the prompt in the cache. When neither can run, the diagnosis says why (``not_run``).
-Informational: it never changes a verdict.
+Before any layer is blamed, the ids the engine's own tokenizer gives the failing prompt are compared with
+the reference's (``input_ids``): the layers only ever see the reference's ids, so a fault on the input
+path (a tokenizer, a chat template) would otherwise be reported as "nothing departs". Where they differ the
+diagnosis names ``"input ids"``. Informational: it never changes a verdict.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -35,6 +38,29 @@ class Component:
     max_abs: float
 
 
+@dataclass(frozen=True)
+class InputIds:
+    """The engine's own ids for a gate prompt against the reference's (what the gate fed it)."""
+
+    prompt: int
+    agree: Optional[bool] = None  # None: not compared (``not_compared`` says why)
+    first_difference: Optional[int] = None
+    engine: Optional[list[int]] = None  # both sides, only where they differ
+    reference: Optional[list[int]] = None
+    not_compared: Optional[str] = None
+
+
+def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], reference: Reference, index: int) -> InputIds:
+    """``engine_ids(i)``: the ids the engine's own text path gives gate prompt i (None: it has none)."""
+    if engine_ids is None:
+        return InputIds(index, not_compared="the engine exposes no tokenizer of its own: it was fed these ids")
+    ours, theirs = list(engine_ids(index)), list(reference.prompts[index].prompt_ids)
+    if ours == theirs:
+        return InputIds(index, agree=True)
+    at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    return InputIds(index, agree=False, first_difference=at, engine=ours, reference=theirs)
+
+
 @dataclass
 class Diagnosis:
     phase: Optional[str] = None  # prefill | decode
@@ -43,6 +69,7 @@ class Diagnosis:
     components: list[Component] = field(default_factory=list)
     departs_at: Optional[str] = None  # the first component whose error jumps; None when none does
     not_run: Optional[str] = None  # why no comparison could be made
+    input_ids: Optional[InputIds] = None  # compared first: "input ids" departs when they differ
 
     @property
     def departs_at_layer(self) -> Optional[int]:
@@ -53,6 +80,8 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         data = {key: value for key, value in asdict(self).items() if value not in (None, [])}
+        if self.input_ids is not None:
+            data["input_ids"] = {k: v for k, v in asdict(self.input_ids).items() if v is not None}
         if self.not_run is None:
             data["departs_at"] = self.departs_at
             data["departs_at_layer"] = self.departs_at_layer
@@ -129,15 +158,21 @@ def first_failure(result: GateResult) -> tuple[int, Optional[int]]:
     return (max(kl)[1] if kl else 0), None
 
 
-def diagnose_failure(device, reference_engine, reference: Reference, result: GateResult, **thresholds) -> Diagnosis:
-    """Localise a failed gate's fault: on the prefill, then (when the gate did not fail at the prefill's
-    own position and nothing departs there) on the first decode step; or say why it could not."""
-    if not device.supports_hidden_states:
-        return Diagnosis(not_run=f"{device.name} exposes no hidden states")
+def diagnose_failure(
+    device, reference_engine, reference: Reference, result: GateResult, engine_ids=None, **thresholds
+) -> Diagnosis:
+    """Localise a failed gate's fault: the input ids first (``engine_ids``, see ``compare_input_ids``), then
+    the prefill, then (when the gate did not fail at the prefill's own position and nothing departs there)
+    the first decode step; or say why it could not."""
     index, position = first_failure(result)
+    ids = compare_input_ids(engine_ids, reference, index)
+    if ids.agree is False:
+        return Diagnosis(prompt=index, position=position, departs_at="input ids", input_ids=ids)
+    if not device.supports_hidden_states:
+        return Diagnosis(not_run=f"{device.name} exposes no hidden states", input_ids=ids)
     ref = reference.prompts[index]
     found = diagnose(device, reference_engine, ref.prompt_ids + ref.tokens[:-1], **thresholds)
-    found.prompt, found.position = index, position
+    found.prompt, found.position, found.input_ids = index, position, ids
     if found.departs_at is not None or position == 0 or found.not_run:
         return found
     where = f"at generated position {position}" if position is not None else "on the KL tier only"
@@ -148,5 +183,5 @@ def diagnose_failure(device, reference_engine, reference: Reference, result: Gat
         )
         return found
     step = diagnose(device, reference_engine, ref.prompt_ids + ref.tokens[:1], decode=True, **thresholds)
-    step.prompt, step.position = index, position
+    step.prompt, step.position, step.input_ids = index, position, ids
     return step

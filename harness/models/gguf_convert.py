@@ -85,6 +85,16 @@ def spm_tokenizer_from_gguf(reader):
     tokenizer.add_tokens(
         [AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == _USER_DEFINED and t.strip()]
     )
+    # Whitespace runs too are matched whole, longest first, before any merge (as SentencePiece and llama.cpp
+    # match user-defined pieces): as merges alone, "two  spaces" became "two", "▁", "▁spaces" instead of
+    # "two", "▁▁", "spaces". They match the normalized text, where spaces are already ▁.
+    tokenizer.add_tokens(
+        [
+            AddedToken(t.replace(" ", "\u2581"), normalized=True)
+            for t, k in zip(tokens, types)
+            if k == _USER_DEFINED and not t.strip()
+        ]
+    )
     bos_id = _scalar(reader, "tokenizer.ggml.bos_token_id")
     if bos_id is not None and _scalar(reader, "tokenizer.ggml.add_bos_token", True):
         bos = tokens[bos_id]

@@ -48,6 +48,12 @@ def _corpus_ids(tokenizer) -> tuple[int, ...]:
 # --- the gate's prompt set --------------------------------------------------------------------
 
 
+def tokenizer_corpus() -> list[str]:
+    """The shipped tricky strings the text-path check tokenizes with both tokenizers."""
+    path = Path(__file__).parent / "data" / "tokenizer_corpus.json"
+    return json.loads(path.read_text(encoding="utf-8"))["strings"]
+
+
 def gate_prompt_set() -> dict[str, list[str]]:
     """The project's own prompts for the correctness gate: 8 plain-text starters and 8 chat requests."""
     path = Path(__file__).parent / "data" / "gate_prompts.json"
@@ -96,12 +102,18 @@ def encode_gate_prompts(tokenizer, hf_dir: Path, pairs: list[tuple[str, str]]) -
 
 
 def render_chat(template: str, tokenizer, text: str) -> str:
+    return render_messages(template, tokenizer, [{"role": "user", "content": text}])
+
+
+def render_messages(template: str, tokenizer, messages: list[dict]) -> str:
+    """``messages`` through the checkpoint's chat template, with the generation prompt (the reference's
+    rendering: the text-path check compares an engine's own chat path with it)."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     prefix = tokenizer.encode("").tokens  # the special prefix the post-processor adds, e.g. <bos>
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     return env.from_string(template).render(
-        messages=[{"role": "user", "content": text}],
+        messages=messages,
         add_generation_prompt=True,
         bos_token=prefix[0] if prefix else "",
         eos_token="",

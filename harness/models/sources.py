@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gemma3-270m"
 TINY_PREFIX = "tiny-"
 _PROVENANCE = "harness-model.json"
-CONVERTER_VERSION = 2  # bump when conversion output changes, so caches rebuild
+CONVERTER_VERSION = 3  # bump when conversion output changes, so caches rebuild
 
 
 def cache_dir(override: str | Path | None = None) -> Path:

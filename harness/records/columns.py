@@ -144,6 +144,10 @@ def gate_detail_columns(gate: Correctness) -> dict:
     out["gate_same_weights_verdict"] = same.verdict if same else None
     out["gate_same_weights_kl_ratio"] = same.kl_ratio if same else None
     out["gate_model_verdict"] = same.model_verdict if same else None
+    checks = gate.text_path.checks() if gate.text_path else {}
+    for name in ("tokenizer", "chat_template", "free_text", "batch"):  # verdict, or "skipped: why"
+        check = checks.get(name)
+        out[f"gate_{name}"] = (check.verdict or f"skipped: {check.skipped}") if check is not None else None
     return out
 
 

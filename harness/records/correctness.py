@@ -7,6 +7,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
+from harness.records.text_path import TextPath
 
 
 class ReferenceInfo(Part):
@@ -121,6 +122,7 @@ class Correctness(Part):
     same_weights: Optional[SameWeights] = None  # None: not compared with its own weights (records before it)
     phases: Optional[GatePhases] = None  # None in top-1 mode and in records made before phases
     distribution: Optional[KLDistribution] = None
+    text_path: Optional[TextPath] = None  # the engine's own input path (None: records before it)
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -26,6 +26,7 @@ class HFAdapter(Adapter):
     supports_max_seq_len = True
     supports_logits = True
     supports_score = True
+    supports_batch_logits = True
     supports_hidden_states = True
     supports_decode_hidden_states = True
     supports_routing = True  # routing() returns None for dense models
@@ -202,6 +203,16 @@ class HFAdapter(Adapter):
             # logits_to_keep: the LM head (262k rows for Gemma) runs only where the caller reads
             out = self.model(input_ids=tensor, use_cache=False, logits_to_keep=last)
             return out.logits[0, -last:].float().cpu().numpy()
+
+    def prefill_batch(self, prompts: Sequence[Sequence[int]]):
+        """One forward over the batch (equal lengths, as ``generate`` batches): each row's last logits."""
+        torch = self._torch
+        with torch.inference_mode():
+            tensor = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+            out = self.model(
+                input_ids=tensor, attention_mask=torch.ones_like(tensor), use_cache=False, logits_to_keep=1
+            )
+            return out.logits[:, -1].float().cpu().numpy()
 
     def prefill(self, tokens: Sequence[int]):
         from transformers import DynamicCache

@@ -12,6 +12,9 @@
   llama-cpp-python 0.3.36 segfaults in its first ``eval`` there (seen on a Xeon with amx_int8, on
   the default model and on every quantized tiny model). ``adapter_options: {llamacpp:
   {extra_buffer_types: true|false}}`` overrides; the record says which was used and why.
+- The chat API's template is llama-cpp-python's choice for the GGUF (its own ``tokenizer.chat_template``, or
+  ``llama-2`` where it carries none); ``adapter_options: {llamacpp: {chat_template: checkpoint}}`` gives it
+  the checkpoint's template (another value names a llama-cpp-python format), as a deployment would.
 - Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
@@ -113,7 +116,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.io import safe_name
         from harness.models.sources import build_once
 
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16"
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16-v{gguf_export.VERSION}"
         try:
             build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
         except ValueError as exc:  # not a Llama-family checkpoint
@@ -177,6 +180,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 verbose=False,
             )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
+        self._chat_source = None
+        if settings.options.get("chat_template"):  # the chat path a deployment would configure
+            from harness.adapters.llamacpp import chat
+            from harness.models.prompts import chat_template
+
+            template = chat_template(model.hf_dir)
+            self._chat_source = chat.configure(self.llm, str(settings.options["chat_template"]), template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
@@ -204,6 +214,25 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if counters.n_eval:
             engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
         return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
+
+    # --- the engine's own text path (harness.correctness.text_path) ------------------------------
+
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
+        # as create_completion tokenizes a text prompt: the vocabulary's BOS, special-token text parsed
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        return self.llm.detokenize(list(ids)).decode("utf-8", errors="replace")
+
+    def chat_prompt(self, messages: Sequence[dict]) -> str:
+        from harness.adapters.llamacpp.chat import rendered
+
+        return rendered(self.llm, list(messages))
+
+    def chat_template_source(self) -> str:
+        from harness.adapters.llamacpp.chat import source
+
+        return self._chat_source or source(self.llm)
 
     def runs_quantized(self, point) -> bool:
         from harness.adapters.llamacpp import gguf_export

@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.io import per_file
 
 SUPPORTED = ("llama", "mixtral")
+VERSION = 2  # in the cached file's name: 2 writes the pre-tokenizer and the chat template
 _EXPERT_PROJECTIONS = {"w1": "FFN_GATE_EXP", "w3": "FFN_UP_EXP", "w2": "FFN_DOWN_EXP"}  # HF Mixtral names
 
 
@@ -51,7 +52,7 @@ def _tokenizer_fields(writer, hf_dir: Path, config: dict) -> None:
     for text, index in vocab.items():
         tokens[index] = text
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
+    writer.add_tokenizer_pre(_pre_tokenizer(data.get("pre_tokenizer")))
     writer.add_token_list(tokens)
     writer.add_token_types(
         [gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL for i in range(len(tokens))]
@@ -61,6 +62,20 @@ def _tokenizer_fields(writer, hf_dir: Path, config: dict) -> None:
         if config.get(key) is not None:
             getattr(writer, f"add_{name}_token_id")(int(config[key]))
     writer.add_add_bos_token(True)
+    from harness.models.prompts import chat_template
+
+    template = chat_template(hf_dir)
+    if template:  # without it llama-cpp-python's chat API falls back to the llama-2 format
+        writer.add_chat_template(template)
+
+
+def _pre_tokenizer(spec: dict | None) -> str:
+    """llama.cpp's name for the checkpoint's pre-tokenizer: a byte-level split with GPT-2's regex is
+    ``gpt-2`` (``default`` is llama.cpp's own split, which cuts digits in threes and punctuation apart)."""
+    parts = (spec.get("pretokenizers") or [spec]) if spec else []
+    if any(p.get("type") == "ByteLevel" and p.get("use_regex", True) for p in parts):
+        return "gpt-2"
+    return "default"
 
 
 def export(hf_dir: str | Path, out: str | Path, dtype: str = "f16") -> Path:

@@ -91,7 +91,7 @@ class Clock:
 
 
 def _steps(session: Session, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
-    from harness.run.steps import probes, resolve, timing, verify
+    from harness.run.steps import probes, resolve, text_path, timing, verify
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
     first_use = not session.has_model(scenario)
@@ -130,6 +130,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             with clock("gate"):
                 apply(record, verify.correctness(session, resolved, adapter, gate_reference))
                 apply(record, verify.same_weights(session, resolved, adapter, gate_reference, record.correctness))
+                apply(record, text_path.check(session, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and session.timing and session.verify:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, verify.accuracy(resolved, adapter, accuracy_reference, record.point_id))

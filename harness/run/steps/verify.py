@@ -168,14 +168,16 @@ def same_weights(
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
     """Where the device first departs from HF (in the reference dtype), on the prompt the gate failed first."""
-    from harness.correctness.diagnosis import Diagnosis, diagnose_failure
+    from harness.correctness.diagnosis import diagnose_failure
     from harness.correctness.reference import hf_engine
+    from harness.correctness.text_path import input_ids_of
 
+    engine_ids = input_ids_of(adapter, reference, prompts.chat_template(resolved.model.hf_dir))
     if not adapter.supports_hidden_states:  # no HF engine to load for nothing
-        return Diagnosis(not_run=f"{adapter.name} exposes no hidden states")
+        return diagnose_failure(adapter, None, reference, result, engine_ids)
     scenario = resolved.scenario
     with hf_engine(resolved.model, scenario.gate.reference_dtype, scenario.measurement.threads) as engine:
-        return diagnose_failure(adapter, engine, reference, result)
+        return diagnose_failure(adapter, engine, reference, result, engine_ids)
 
 
 def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Contribution:

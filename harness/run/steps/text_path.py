@@ -1,0 +1,66 @@
+"""The engine's own text path and batch invariance (``harness.correctness.text_path``, ``.batch``), after the
+gate on the same loaded engine: ``correctness.text_path`` records which checks ran and how they came out
+(or why each could not run); a failed check fails the point, and its input ids are diagnosed."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.adapters.base import Adapter
+from harness.models import prompts
+from harness.records.record import Correctness
+from harness.records.text_path import TextPath
+from harness.run.steps.contribution import Contribution
+from harness.run.steps.resolve import ResolvedPoint
+from harness.run.steps.session import Session
+
+
+def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
+    """``batch_size`` distinct prompts of the point's prompt length (timing repeats one prompt, which
+    would hide sequences mixed up inside a batch)."""
+    length = max(len(resolved.prompt_ids[0]), 2)
+    return prompts.synthetic(resolved.tokenizer, length, resolved.point.batch_size)
+
+
+def check(
+    session: Session, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
+) -> Contribution:
+    from harness.correctness import batch, text_path, vocabulary
+    from harness.correctness.diagnosis import Diagnosis, compare_input_ids
+
+    if correctness is None or reference is None or correctness.skipped:
+        return Contribution()
+    point, tokenizer = resolved.point, resolved.tokenizer
+    session.progress(f"{point.id}: text path")
+    template = prompts.chat_template(resolved.model.hf_dir)
+    texts = prompts.tokenizer_corpus() + [p.text for p in reference.prompts]
+    arbiter, metadata = vocabulary.arbiter(adapter, resolved.model)
+    path = TextPath(
+        tokenizer=text_path.tokenizer_agreement(adapter, tokenizer, texts, arbiter, metadata),
+        chat_template=text_path.chat_template(adapter, template, tokenizer),
+        free_text=text_path.free_text(adapter, reference, tokenizer, template, resolved.scenario.gate.k),
+        batch=batch.check(adapter, batch_prompts(resolved)),
+    )
+    update: dict = {"text_path": path}
+    failed = text_path.reasons(path)
+    if failed:
+        update["verdict"] = "fail"
+        update["reasons"] = [*correctness.reasons, *failed]
+        update["report"] = "\n".join(filter(None, [correctness.report, *failed, text_path.format_report(path)]))
+        if correctness.diagnosis is None:  # the gate passed: only the input path can be at fault
+            engine_ids = text_path.input_ids_of(adapter, reference, template)
+            differing = [compare_input_ids(engine_ids, reference, i) for i in range(len(reference.prompts))]
+            bad = next((ids for ids in differing if ids.agree is False), None)
+            found = (
+                Diagnosis(prompt=bad.prompt, departs_at="input ids", input_ids=bad)
+                if bad is not None
+                else Diagnosis(
+                    not_run="the gate passed and the engine's input ids agree with the reference's on every "
+                    "gate prompt: the fault lies in what the text checks name (chat template, detokenizer, batch)",
+                    input_ids=differing[0] if differing else None,
+                )
+            )
+            update["diagnosis"] = found.to_dict()
+            if found.departs_at:
+                update["report"] += f"\ndiagnosis: input ids depart from the reference's (prompt {found.prompt})"
+    return Contribution(updates={"correctness": correctness.model_copy(update=update)})
