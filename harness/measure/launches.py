@@ -13,7 +13,7 @@ import statistics
 from typing import Optional, Sequence
 
 from harness.records.metrics import LAUNCH
-from harness.records.record import Drift, Interval, Launch, Record, TimeSplit, launch_values, launches_of  # noqa: F401
+from harness.records.record import CanaryReading, Drift, Interval, Launch, Record, TimeSplit, launch_values, launches_of  # noqa: F401
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time
@@ -43,6 +43,8 @@ def launch(
     wall_s: Optional[float] = None,
     status: str = "ok",
     reason: Optional[str] = None,
+    canary: Optional[CanaryReading] = None,
+    excluded: Optional[str] = None,
 ) -> Launch:
     """One launch's entry: its medians of ``metrics.LAUNCH`` (from the point's ``metrics``, which
     ``measure.summarize`` and the energy step filled from this launch's rounds), its round count and
@@ -57,6 +59,8 @@ def launch(
         machine=machine or {},
         started_at=started_at,
         wall_s=wall_s,
+        canary=canary,
+        excluded=excluded,
     )
 
 
@@ -234,18 +238,25 @@ def since(record: Record, first: int) -> Record:
     )
 
 
+def counted(launches: Sequence[Launch]) -> list[Launch]:
+    """The launches a point's figures rest on: the ok launches not excluded as disturbed, or every ok
+    launch when all were excluded (the figures then say so through the launches' ``excluded``)."""
+    ok = [e for e in launches if e.status == "ok"]
+    return [e for e in ok if e.counted] or ok
+
+
 def intervals(launches: Sequence[Launch]) -> dict[str, Interval]:
-    """An interval for every ``metrics.LAUNCH`` figure some ok launch measured."""
+    """An interval for every ``metrics.LAUNCH`` figure some counted launch measured."""
     out = {}
     for name in LAUNCH:
-        having = [e for e in launches if e.status == "ok" and e.medians.get(name) is not None]
+        having = [e for e in counted(launches) if e.medians.get(name) is not None]
         if having:
             out[name] = interval([e.medians[name] for e in having], samples=sum(e.rounds for e in having))
     return out
 
 
 def _metrics(good: Sequence[Record], launches: Sequence[Launch]) -> dict:
-    ok = [e for e in launches if e.status == "ok"]
+    ok = counted(launches)
     names = dict.fromkeys(name for r in good for name in r.metrics)
     out: dict = {}
     for name in names:

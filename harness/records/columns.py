@@ -109,11 +109,31 @@ def drift_flags(record: Record) -> list[str]:
     ]
 
 
+def excluded_launches(record: Record) -> list[str]:
+    """Launches kept in the record but excluded from the significance test as disturbed (their canary moved,
+    the machine was busy: ``Launch.excluded``), with the reason."""
+    return [
+        f"{_launch_name(launch, record)} excluded from the significance test: {launch.excluded}"
+        for launch in record.samples.launches
+        if launch.excluded
+    ]
+
+
+def canary_ratio(record: Record) -> Optional[float]:
+    """The median over launches of the machine-speed canary's ratio to the run's calibration (1.0: as fast
+    as at the start of the run); None when no launch ran the canary."""
+    import statistics
+
+    ratios = [launch.canary.ratio for launch in record.samples.launches if launch.canary is not None]
+    return round(statistics.median(ratios), 4) if ratios else None
+
+
 def machine_noise(record: Record) -> list[str]:
-    """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy`` reason."""
+    """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy``
+    reason (a launch excluded for it says so in ``excluded_launches`` instead)."""
     out = []
     for launch in record.samples.launches:
-        noisy = launch.machine.get("noisy")
+        noisy = None if launch.excluded else launch.machine.get("noisy")
         if noisy:
             reason = noisy if isinstance(noisy, str) else "the machine state flagged it"
             out.append(f"{_launch_name(launch, record)}: noisy machine: {reason}")
@@ -121,8 +141,8 @@ def machine_noise(record: Record) -> list[str]:
 
 
 def warnings(record: Record) -> list[str]:
-    """Why a point's figures are suspect: failed launches, drift, a noisy machine."""
-    return [*failed_launches(record), *drift_flags(record), *machine_noise(record)]
+    """Why a point's figures are suspect: failed launches, drift, disturbed launches, a noisy machine."""
+    return [*failed_launches(record), *drift_flags(record), *excluded_launches(record), *machine_noise(record)]
 
 
 def time_split_columns(split: Optional[TimeSplit]) -> dict:
@@ -173,6 +193,8 @@ def flatten(record: Record) -> dict:
         "failed_launches": "; ".join(failed_launches(record)) or None,
         "drift_flags": "; ".join(drift_flags(record)) or None,
         "machine_noise": "; ".join(machine_noise(record)) or None,
+        "excluded_launches": "; ".join(excluded_launches(record)) or None,
+        "canary_ratio": canary_ratio(record),
         **time_split_columns(record.time_split),
         "model": record.model.name,
         "model_checksum": record.model.checksum,

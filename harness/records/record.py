@@ -23,7 +23,16 @@ from harness.records.correctness import (  # noqa: F401 - re-exported
     SameWeights,
 )
 from harness.records.metrics import LAUNCH
-from harness.records.samples import Drift, Interval, Launch, RoundSample, Samples, TimeSplit  # noqa: F401 - re-exported
+from harness.records.samples import (  # noqa: F401 - re-exported
+    CanaryCalibration,
+    CanaryReading,
+    Drift,
+    Interval,
+    Launch,
+    RoundSample,
+    Samples,
+    TimeSplit,
+)
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "skipped", "failed", "timeout")
@@ -234,9 +243,11 @@ def launches_of(record: Record) -> list[Launch]:
 
 
 def launch_values(record: Record, metric: str) -> list[float]:
-    """The metric's median in each ok launch that measured it: the values the regression check tests."""
+    """The metric's median in each counted launch that measured it: the values the regression check tests.
+    A launch excluded as disturbed (``Launch.excluded``: its canary moved, a noisy machine) stays in the
+    record but is not tested."""
     return [
         float(value)
         for entry in launches_of(record)
-        if entry.status == "ok" and (value := entry.medians.get(metric)) is not None
+        if entry.counted and (value := entry.medians.get(metric)) is not None
     ]

@@ -81,6 +81,17 @@ class Measurement(_Strict):
     max_launches: Optional[PositiveInt] = Field(
         None, le=MAX_LAUNCHES, description="with target_rel_ci: at most this many launches"
     )
+    canary_tolerance: NonNegativeFloat = Field(
+        0.15,
+        description="a launch whose machine-speed canary moved more than this fraction from the run's "
+        "calibration is disturbed (0: every launch counts as moved)",
+    )
+    disturbed_reruns: NonNegativeInt = Field(
+        2,
+        le=MAX_LAUNCHES,
+        description="re-run a disturbed launch (canary moved, noisy machine) at most this many times per point; "
+        "disturbed launches are kept but excluded from the regression check's significance test",
+    )
 
     @model_validator(mode="after")
     def _rounds_consistent(self):
