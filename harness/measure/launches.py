@@ -238,25 +238,19 @@ def since(record: Record, first: int) -> Record:
     )
 
 
-def counted(launches: Sequence[Launch]) -> list[Launch]:
-    """The launches a point's figures rest on: the ok launches not excluded as disturbed, or every ok
-    launch when all were excluded (the figures then say so through the launches' ``excluded``)."""
-    ok = [e for e in launches if e.status == "ok"]
-    return [e for e in ok if e.counted] or ok
-
-
 def intervals(launches: Sequence[Launch]) -> dict[str, Interval]:
-    """An interval for every ``metrics.LAUNCH`` figure some counted launch measured."""
+    """An interval for every ``metrics.LAUNCH`` figure some ok launch measured (launches excluded as
+    disturbed count here: the figures show everything measured; only the regression check leaves them out)."""
     out = {}
     for name in LAUNCH:
-        having = [e for e in counted(launches) if e.medians.get(name) is not None]
+        having = [e for e in launches if e.status == "ok" and e.medians.get(name) is not None]
         if having:
             out[name] = interval([e.medians[name] for e in having], samples=sum(e.rounds for e in having))
     return out
 
 
 def _metrics(good: Sequence[Record], launches: Sequence[Launch]) -> dict:
-    ok = counted(launches)
+    ok = [e for e in launches if e.status == "ok"]
     names = dict.fromkeys(name for r in good for name in r.metrics)
     out: dict = {}
     for name in names:

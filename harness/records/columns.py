@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.records import metrics
+from harness.records.precision import is_quantized
 from harness.records.record import Accuracy, Correctness, Interval, Launch, Record, TimeSplit
 
 # Where a point's wall time went (record.time_split), in the order the parts happen; the timed part is
@@ -167,6 +168,21 @@ def gate_detail_columns(gate: Correctness) -> dict:
     return out
 
 
+def precision_columns(record: Record) -> dict:
+    """``precision``: what the point ran at (the adapter's own word, e.g. a GGUF's ``q4_k_m``; else the
+    quantization axis, or the model's dtype at ``none``), and ``quantization``: the axis value, or the
+    adapter's precision where the axis says ``none`` but the model file itself is quantized."""
+    axis = record.point.get("quantization")
+    ran = record.adapter.get("precision")
+    dtype = (record.settings.get("model") or {}).get("dtype")
+    if ran is None:
+        ran = axis if axis not in (None, "none") else dtype
+    out = {"precision": ran}
+    if axis == "none" and is_quantized(record.adapter.get("precision")):
+        out["quantization"] = ran
+    return out
+
+
 def flatten(record: Record) -> dict:
     """One flat row for a record: identity, axes, metrics, the gate's summary, accuracy, provenance.
     Pandas, the report and pytest-benchmark all use it, so their columns cannot drift apart."""
@@ -177,6 +193,7 @@ def flatten(record: Record) -> dict:
         "status": record.status,
         "reason": record.reason,
         **record.point,
+        **precision_columns(record),
         **record.metrics,
         "gate_verdict": gate.verdict,
         "gate_k": gate.k,

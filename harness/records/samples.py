@@ -59,8 +59,8 @@ class CanaryReading(Part):
 class Launch(Part):
     """One independent launch of a point: a fresh worker loaded the engine afresh and ran the warm-up and
     the timed rounds. ``medians`` are the launch's medians of the headline metrics (``metrics.LAUNCH``).
-    ``excluded`` says why the launch is kept but left out of the regression check's significance test and
-    of the point's figures where clean launches exist (its canary moved, or the machine was disturbed)."""
+    ``excluded`` says why the launch is kept (its figures count in the point's medians and intervals) but
+    left out of the regression check's significance test: its canary moved, or the machine was disturbed."""
 
     index: int
     status: str = "ok"
@@ -76,7 +76,7 @@ class Launch(Part):
 
     @property
     def counted(self) -> bool:
-        """An ok launch the significance test and the point's figures count."""
+        """An ok launch the regression check's significance test counts."""
         return self.status == "ok" and self.excluded is None
 
 

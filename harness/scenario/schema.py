@@ -18,6 +18,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -87,7 +88,7 @@ class Measurement(_Strict):
         "calibration is disturbed (0: every launch counts as moved)",
     )
     disturbed_reruns: NonNegativeInt = Field(
-        2,
+        1,
         le=MAX_LAUNCHES,
         description="re-run a disturbed launch (canary moved, noisy machine) at most this many times per point; "
         "disturbed launches are kept but excluded from the regression check's significance test",
@@ -269,6 +270,13 @@ class Scenario(_Strict):
     markers: list[str] = Field(default_factory=list)
     known_failures: list[KnownFailure] = Field(default_factory=list)
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
+    # adapter -> the precision it runs the model at when quantization is none, where that is not
+    # model.dtype (a GGUF's own file type): set by the loader (harness.run.planning), read by point ids.
+    _native_precision: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def native_precision(self) -> dict[str, str]:
+        return self._native_precision
 
     @property
     def source_file(self) -> Optional[str]:
