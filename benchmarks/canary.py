@@ -79,9 +79,12 @@ def main() -> None:
                     loop.kill()
                     loop.wait()
                 runner.pool.close()  # the next launch: a fresh worker, a fresh load
+            if record.status != "ok" or not record.samples.launches:
+                print(f"launch {i}: {record.status}: {record.reason} (left out)", flush=True)
+                continue
             (launch,) = record.samples.launches
             if launch.canary is None or launch.medians.get("tpot_ms") is None:
-                raise SystemExit(f"launch {i}: {record.status} {record.reason}: no canary or no TPOT")
+                raise SystemExit(f"launch {i}: no canary or no TPOT in an ok launch")
             rows.append(
                 {
                     "launch": i,

@@ -224,6 +224,25 @@ def time_split_missing(df: pd.DataFrame) -> int:
     return int((~df[columns].notna().any(axis=1)).sum())
 
 
+def metric_sources(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per catalogued metric some record measured: label, unit, better direction, source and
+    definition, in the catalogue's order (``harness.records.metrics``)."""
+    direction = {True: "higher", False: "lower", None: "-"}
+    rows = [
+        {
+            "metric": m.name,
+            "label": m.label or m.name,
+            "unit": m.unit,
+            "better": direction[m.higher_is_better],
+            "source": m.source,
+            "definition": m.description or "-",
+        }
+        for m in metrics.CATALOGUE
+        if m.name in df and df[m.name].notna().any()
+    ]
+    return pd.DataFrame(rows)
+
+
 def not_run(df: pd.DataFrame) -> pd.DataFrame:
     """Points that were skipped, failed or timed out, and why."""
     if df.empty:
