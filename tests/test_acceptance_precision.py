@@ -42,6 +42,9 @@ def test_the_default_llamacpp_point_is_named_by_its_gguf_file_type(tmp_path, cap
     assert cli.main(["report", str(results), "-o", str(tmp_path / "report")]) == 0
     overview = pd.read_csv(tmp_path / "report" / "overview.csv")
     assert overview["quantization"].tolist() == ["q4_k_m"], overview
+    sources = pd.read_csv(tmp_path / "report" / "metrics.csv").set_index("metric")["source"]
+    assert sources["tpot_ms"] == "host clock" and sources["engine_tpot_ms"] == "engine counter", sources
+    assert "Metrics and their sources" in (tmp_path / "report" / "summary.md").read_text()
 
     # A baseline saved before ids named the GGUF: its record said llamacpp-cpu-bf16 and no precision.
     old = record.to_dict() | {"point_id": "llamacpp-cpu-bf16"}
