@@ -15,7 +15,7 @@ SCENARIO = """
 model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1, disturbed_reruns: 0}
+measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1}
 sweep:
   adapter: [hf]
   device: [cpu]

@@ -14,7 +14,7 @@ SCENARIO = """
 model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 3}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1, launches: 2, disturbed_reruns: 0}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1, launches: 2}
 sweep:
   adapter: [hf]
   max_seq_len: [32, 64]

@@ -153,7 +153,7 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
         model: tiny-llama
         prompts: ["The river"]
         generation: {{max_new_tokens: 4}}
-        measurement: {{warmup_rounds: 0, min_rounds: 2, launches: 2, target_rel_ci: {target}, max_launches: 4, disturbed_reruns: 0}}
+        measurement: {{warmup_rounds: 0, min_rounds: 2, launches: 2, target_rel_ci: {target}, max_launches: 4}}
         sweep:
           adapter: [fake]
           batch_size: [1, 2]
@@ -171,7 +171,7 @@ def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, wor
         model: tiny-llama
         prompts: ["The river"]
         generation: {max_new_tokens: 3}
-        measurement: {warmup_rounds: 0, min_rounds: 1, launches: 3, disturbed_reruns: 0}
+        measurement: {warmup_rounds: 0, min_rounds: 1, launches: 3}
         sweep:
           adapter: [fake]
           batch_size: [1, 2]

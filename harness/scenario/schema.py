@@ -88,10 +88,10 @@ class Measurement(_Strict):
         "calibration is disturbed (0: every launch counts as moved)",
     )
     disturbed_reruns: NonNegativeInt = Field(
-        1,
+        0,
         le=MAX_LAUNCHES,
-        description="re-run a disturbed launch (canary moved, noisy machine) at most this many times per point; "
-        "disturbed launches are kept but excluded from the regression check's significance test",
+        description="re-run disturbed launches (canary moved, noisy machine) of a point, at most this many extra "
+        "launches; disturbed launches are kept but excluded from the regression check's significance test",
     )
 
     @model_validator(mode="after")
