@@ -1,7 +1,9 @@
 """The machine-speed canary (issue #30): a short fixed workload, compute (an integer matrix product, which
 numpy runs on one core without BLAS threads, so every process runs the same work) and memory (a 32 MiB
 copy), timed at the edges of every launch's timed window and compared with the machine's own speed
-calibrated once at the start of the run.
+calibrated once at the start of the run. Every reading runs in a short-lived child process
+(``python -m harness.measure.canary``), so the calibration and the launches time the same thing in the
+same kind of process, and the workload's memory never counts in a point's peak RSS.
 
 A canary that took longer (or shorter) than the calibration by more than ``measurement.canary_tolerance``
 says the machine changed speed around the launch (a neighbour, a clock change, a noisy host), so the
@@ -12,11 +14,17 @@ significance test (``Launch.excluded``). Nothing here runs at import; numpy load
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
-from typing import Iterator, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional
 
-from harness.records.samples import CanaryCalibration, CanaryReading
+if TYPE_CHECKING:  # the child process imports numpy alone: it starts fast
+    from harness.records.samples import CanaryCalibration, CanaryReading
 
 SIDE = 128  # the matrix product: SIDE x SIDE int64, REPEAT times
 REPEAT = 5
@@ -49,25 +57,50 @@ class _Workload:
         return time.perf_counter() - began
 
 
-def time_workload(times: int = TIMES) -> float:
-    """Seconds the canary workload takes now: the median of ``times`` runs after an untimed one."""
+def _readings(count: int) -> list[float]:
+    """In this process: ``count`` readings, each the median of ``TIMES`` runs, after one untimed run."""
     work = _Workload()
     work.run()
-    return statistics.median(work.run() for _ in range(times))
+    return [statistics.median(work.run() for _ in range(TIMES)) for _ in range(count)]
+
+
+def _in_child(count: int) -> list[float]:
+    """``count`` readings from a fresh child process (see the module docstring)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.measure.canary", str(count)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the machine-speed canary failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    return [float(value) for value in json.loads(done.stdout)]
+
+
+def time_workload() -> float:
+    """Seconds the canary workload takes now (one reading)."""
+    return _in_child(1)[0]
 
 
 def calibrate(runs: int = CALIBRATION_RUNS) -> CanaryCalibration:
     """The machine's canary time at the start of a run: the median of ``runs`` readings."""
-    readings = [time_workload() for _ in range(runs)]
+    from harness.records.samples import CanaryCalibration
+
+    readings = _in_child(runs)
     return CanaryCalibration(
         seconds=statistics.median(readings),
         readings_s=[round(r, 6) for r in readings],
-        workload=f"int64 matmul {SIDE}x{SIDE} x{REPEAT} + {COPY_MIB} MiB copy x{COPY_PASSES}, median of {TIMES}",
+        workload=f"int64 matmul {SIDE}x{SIDE} x{REPEAT} + {COPY_MIB} MiB copy x{COPY_PASSES}, median of {TIMES}, "
+        "in a child process",
     )
 
 
 def reading(calibration: CanaryCalibration, before_s: float, after_s: float) -> CanaryReading:
     """A launch's canary: its times before and after the timed window and their ratios to the calibration."""
+    from harness.records.samples import CanaryReading
+
     return CanaryReading(
         before_s=round(before_s, 6),
         after_s=round(after_s, 6),
@@ -116,3 +149,7 @@ def exclusion(canary: Optional[CanaryReading], noisy: Optional[str], tolerance: 
     the machine was disturbed (``machine_state.noisy``); None for a clean launch."""
     reasons = [why for why in (moved(canary, tolerance), noisy and f"noisy machine: {noisy}") if why]
     return "; ".join(reasons) or None
+
+
+if __name__ == "__main__":  # the child process of _in_child: its readings as a JSON list
+    print(json.dumps(_readings(int(sys.argv[1]))))

@@ -128,15 +128,15 @@ def canary_columns(record: Record) -> dict:
     spread on a shared machine). None where no launch ran the canary."""
     import statistics
 
-    ran = [launch for launch in record.samples.launches if launch.canary is not None]
+    ran = [(launch, launch.canary) for launch in record.samples.launches if launch.canary is not None]
     pairs = [
-        (tpot / launch.canary.ratio)
-        for launch in ran
-        if launch.status == "ok" and (tpot := launch.medians.get("tpot_ms")) is not None and launch.canary.ratio > 0
+        tpot / canary.ratio
+        for launch, canary in ran
+        if launch.status == "ok" and (tpot := launch.medians.get("tpot_ms")) is not None and canary.ratio > 0
     ]
     cv = statistics.stdev(pairs) / statistics.fmean(pairs) if len(pairs) > 1 and statistics.fmean(pairs) else None
     return {
-        "canary_ratio": round(statistics.median(launch.canary.ratio for launch in ran), 4) if ran else None,
+        "canary_ratio": round(statistics.median(canary.ratio for _, canary in ran), 4) if ran else None,
         "tpot_ms_canary_normalised": statistics.median(pairs) if pairs else None,
         "tpot_ms_canary_normalised_cv": cv,
     }
