@@ -120,26 +120,14 @@ def excluded_launches(record: Record) -> list[str]:
     ]
 
 
-def canary_columns(record: Record) -> dict:
-    """``canary_ratio``: the median over launches of the machine-speed canary's ratio to the run's
-    calibration (1.0: as fast as at the start of the run); ``tpot_ms_canary_normalised``: the median over
-    ok launches of launch TPOT / canary ratio, and its launch-to-launch ``_cv`` — an extra view beside the
-    raw ``tpot_ms``, never replacing it (benchmarks/canary.py measured that it narrows the launch-to-launch
-    spread on a shared machine). None where no launch ran the canary."""
+def canary_ratio(record: Record) -> Optional[float]:
+    """The median over launches of the machine-speed canary's ratio to the run's calibration (1.0: as fast
+    as at the start of the run); None when no launch ran the canary. TPOT is not divided by it:
+    benchmarks/canary.py found no steady gain in launch-to-launch spread from doing so."""
     import statistics
 
-    ran = [(launch, launch.canary) for launch in record.samples.launches if launch.canary is not None]
-    pairs = [
-        tpot / canary.ratio
-        for launch, canary in ran
-        if launch.status == "ok" and (tpot := launch.medians.get("tpot_ms")) is not None and canary.ratio > 0
-    ]
-    cv = statistics.stdev(pairs) / statistics.fmean(pairs) if len(pairs) > 1 and statistics.fmean(pairs) else None
-    return {
-        "canary_ratio": round(statistics.median(canary.ratio for _, canary in ran), 4) if ran else None,
-        "tpot_ms_canary_normalised": statistics.median(pairs) if pairs else None,
-        "tpot_ms_canary_normalised_cv": cv,
-    }
+    ratios = [launch.canary.ratio for launch in record.samples.launches if launch.canary is not None]
+    return round(statistics.median(ratios), 4) if ratios else None
 
 
 def machine_noise(record: Record) -> list[str]:
@@ -224,7 +212,7 @@ def flatten(record: Record) -> dict:
         "drift_flags": "; ".join(drift_flags(record)) or None,
         "machine_noise": "; ".join(machine_noise(record)) or None,
         "excluded_launches": "; ".join(excluded_launches(record)) or None,
-        **canary_columns(record),
+        "canary_ratio": canary_ratio(record),
         **time_split_columns(record.time_split),
         "model": record.model.name,
         "model_checksum": record.model.checksum,

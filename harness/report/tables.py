@@ -187,9 +187,8 @@ def launches(df: pd.DataFrame) -> pd.DataFrame:
         ends = [f"{name}_ci_low", f"{name}_ci_high", f"{name}_cv"]
         if name in ok and all(c in ok for c in ends) and ok[ends[0]].notna().any():
             cols += [name, *ends]
-    for column in ("canary_ratio", "tpot_ms_canary_normalised", "tpot_ms_canary_normalised_cv"):
-        if column in ok and ok[column].notna().any():
-            cols.append(column)
+    if "canary_ratio" in ok and ok["canary_ratio"].notna().any():
+        cols.append("canary_ratio")
     table = ok[cols].copy()
     table["warnings"] = ok[[c for c in notes if c in ok]].apply(
         lambda row: "; ".join(str(v) for v in row if isinstance(v, str)) or None, axis=1
