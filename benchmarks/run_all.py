@@ -27,6 +27,7 @@ BENCHMARKS = [
     ("gate reference cost", ["reference_cost.py"], True),
     ("accuracy scoring, one pass vs stepwise", ["accuracy_scoring.py"], False),
     ("regression check power, A/A and A/B nights, old and new rule", ["regression_power.py"], True),
+    ("machine-speed canary vs launch TPOT, busy loops beside", ["canary.py"], True),
 ]
 
 

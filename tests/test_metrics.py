@@ -103,3 +103,9 @@ def test_ttft_p99_is_summarized_and_catalogued():
     assert summary["ttft_ms_p90"] <= summary["ttft_ms_p99"] <= ttfts[-1]
     assert summary["ttft_ms_p99"] == pytest.approx(ttfts[-2] + (ttfts[-1] - ttfts[-2]) * 0.81)
     assert metrics.get("ttft_ms_p99").unit == "ms" and metrics.resolve("ttft_p99").name == "ttft_ms_p99"
+
+
+def test_every_entry_says_where_it_comes_from():
+    assert all(metric.source in metrics.SOURCES for metric in metrics.CATALOGUE)
+    assert metrics.get("tpot_ms").source == metrics.HOST and metrics.get("engine_tpot_ms").source == metrics.ENGINE
+    assert metrics.get("energy_j").source == metrics.SENSOR and metrics.get("cpu_cycles").source == metrics.HW

@@ -174,6 +174,13 @@ class Adapter(ABC):
                 return f"{cls.name} {axis.needs.lacking} ({axis.name}={value})"
         return None
 
+    @classmethod
+    def native_precision(cls, spec) -> Optional[str]:
+        """The precision this adapter runs ``spec`` (a ``ModelSpec``) at when the sweep's quantization is
+        ``none``, where that is not ``model.dtype`` (llama.cpp runs a GGUF's own file type): the point id and
+        the report say it. Decided before anything loads; None: ``model.dtype``."""
+        return None
+
     @abstractmethod
     def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
         """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""

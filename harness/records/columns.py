@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.records import metrics
+from harness.records.precision import is_quantized
 from harness.records.record import Accuracy, Correctness, Interval, Launch, Record, TimeSplit
 
 # Where a point's wall time went (record.time_split), in the order the parts happen; the timed part is
@@ -109,11 +110,32 @@ def drift_flags(record: Record) -> list[str]:
     ]
 
 
+def excluded_launches(record: Record) -> list[str]:
+    """Launches kept in the record but excluded from the significance test as disturbed (their canary moved,
+    the machine was busy: ``Launch.excluded``), with the reason."""
+    return [
+        f"{_launch_name(launch, record)} excluded from the significance test: {launch.excluded}"
+        for launch in record.samples.launches
+        if launch.excluded
+    ]
+
+
+def canary_ratio(record: Record) -> Optional[float]:
+    """The median over launches of the machine-speed canary's ratio to the run's calibration (1.0: as fast
+    as at the start of the run); None when no launch ran the canary. TPOT is not divided by it:
+    benchmarks/canary.py found no steady gain in launch-to-launch spread from doing so."""
+    import statistics
+
+    ratios = [launch.canary.ratio for launch in record.samples.launches if launch.canary is not None]
+    return round(statistics.median(ratios), 4) if ratios else None
+
+
 def machine_noise(record: Record) -> list[str]:
-    """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy`` reason."""
+    """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy``
+    reason (a launch excluded for it says so in ``excluded_launches`` instead)."""
     out = []
     for launch in record.samples.launches:
-        noisy = launch.machine.get("noisy")
+        noisy = None if launch.excluded else launch.machine.get("noisy")
         if noisy:
             reason = noisy if isinstance(noisy, str) else "the machine state flagged it"
             out.append(f"{_launch_name(launch, record)}: noisy machine: {reason}")
@@ -121,8 +143,8 @@ def machine_noise(record: Record) -> list[str]:
 
 
 def warnings(record: Record) -> list[str]:
-    """Why a point's figures are suspect: failed launches, drift, a noisy machine."""
-    return [*failed_launches(record), *drift_flags(record), *machine_noise(record)]
+    """Why a point's figures are suspect: failed launches, drift, disturbed launches, a noisy machine."""
+    return [*failed_launches(record), *drift_flags(record), *excluded_launches(record), *machine_noise(record)]
 
 
 def time_split_columns(split: Optional[TimeSplit]) -> dict:
@@ -151,6 +173,21 @@ def gate_detail_columns(gate: Correctness) -> dict:
     return out
 
 
+def precision_columns(record: Record) -> dict:
+    """``precision``: what the point ran at (the adapter's own word, e.g. a GGUF's ``q4_k_m``; else the
+    quantization axis, or the model's dtype at ``none``), and ``quantization``: the axis value, or the
+    adapter's precision where the axis says ``none`` but the model file itself is quantized."""
+    axis = record.point.get("quantization")
+    ran = record.adapter.get("precision")
+    dtype = (record.settings.get("model") or {}).get("dtype")
+    if ran is None:
+        ran = axis if axis not in (None, "none") else dtype
+    out = {"precision": ran}
+    if axis == "none" and is_quantized(record.adapter.get("precision")):
+        out["quantization"] = ran
+    return out
+
+
 def flatten(record: Record) -> dict:
     """One flat row for a record: identity, axes, metrics, the gate's summary, accuracy, provenance.
     Pandas, the report and pytest-benchmark all use it, so their columns cannot drift apart."""
@@ -161,6 +198,7 @@ def flatten(record: Record) -> dict:
         "status": record.status,
         "reason": record.reason,
         **record.point,
+        **precision_columns(record),
         **record.metrics,
         "gate_verdict": gate.verdict,
         "gate_k": gate.k,
@@ -177,6 +215,8 @@ def flatten(record: Record) -> dict:
         "failed_launches": "; ".join(failed_launches(record)) or None,
         "drift_flags": "; ".join(drift_flags(record)) or None,
         "machine_noise": "; ".join(machine_noise(record)) or None,
+        "excluded_launches": "; ".join(excluded_launches(record)) or None,
+        "canary_ratio": canary_ratio(record),
         **time_split_columns(record.time_split),
         "model": record.model.name,
         "model_checksum": record.model.checksum,

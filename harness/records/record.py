@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.records import precision
 from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa: F401 - re-exported
 from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
@@ -24,7 +25,16 @@ from harness.records.correctness import (  # noqa: F401 - re-exported
     SameWeights,
 )
 from harness.records.metrics import LAUNCH
-from harness.records.samples import Drift, Interval, Launch, RoundSample, Samples, TimeSplit  # noqa: F401 - re-exported
+from harness.records.samples import (  # noqa: F401 - re-exported
+    CanaryCalibration,
+    CanaryReading,
+    Drift,
+    Interval,
+    Launch,
+    RoundSample,
+    Samples,
+    TimeSplit,
+)
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "skipped", "failed", "timeout")
@@ -172,7 +182,22 @@ def migrate(data: dict) -> dict:
         raise ValueError(f"unsupported record schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})")
     if version == 1:
         data = _from_v1(data)
-    return data
+    return _precision_in_id(data)
+
+
+def _precision_in_id(data: dict) -> dict:
+    """Point ids name the precision a point ran at: a llama.cpp point at quantization ``none`` runs its
+    GGUF's own file type (``llamacpp-cpu-q4_k_m``), where records written before said the model's dtype
+    (``llamacpp-cpu-bf16``). Such a record (its adapter part names the GGUF ``file_type``) gets the new id
+    as it loads, so older results and baselines keep matching the points of a new run. Idempotent."""
+    adapter, point = data.get("adapter") or {}, data.get("point") or {}
+    file_type, pid = adapter.get("file_type"), data.get("point_id")
+    if not isinstance(file_type, str) or not isinstance(pid, str) or point.get("quantization", "none") != "none":
+        return data
+    dtype = ((data.get("settings") or {}).get("model") or {}).get("dtype") or "bf16"
+    ran = precision.from_gguf_file_type(file_type)
+    renamed = precision.id_with_precision(pid, str(point.get("adapter")), str(point.get("device")), dtype, ran)
+    return data if renamed == pid else {**data, "point_id": renamed}
 
 
 def _from_v1(data: dict) -> dict:
@@ -235,9 +260,11 @@ def launches_of(record: Record) -> list[Launch]:
 
 
 def launch_values(record: Record, metric: str) -> list[float]:
-    """The metric's median in each ok launch that measured it: the values the regression check tests."""
+    """The metric's median in each counted launch that measured it: the values the regression check tests.
+    A launch excluded as disturbed (``Launch.excluded``: its canary moved, a noisy machine) stays in the
+    record but is not tested."""
     return [
         float(value)
         for entry in launches_of(record)
-        if entry.status == "ok" and (value := entry.medians.get(metric)) is not None
+        if entry.counted and (value := entry.medians.get(metric)) is not None
     ]

@@ -32,9 +32,35 @@ class Drift(Part):
     why: Optional[str] = None
 
 
+class CanaryCalibration(Part):
+    """The machine's canary time at the start of a run (``harness.measure.canary.calibrate``), stored in the
+    record's environment under ``canary``."""
+
+    seconds: float  # the median of the readings
+    readings_s: list[float] = Field(default_factory=list)
+    workload: str = ""
+
+
+class CanaryReading(Part):
+    """A launch's canary (``harness.measure.canary``): the workload's seconds just before and just after the
+    timed window, and each over the run's calibration (1.0 = as fast as at the start, 1.3 = 30 % slower)."""
+
+    before_s: float
+    after_s: float
+    ratio_before: float
+    ratio_after: float
+
+    @property
+    def ratio(self) -> float:
+        """The mean of the two edges' ratios: the machine's speed factor over the launch."""
+        return (self.ratio_before + self.ratio_after) / 2
+
+
 class Launch(Part):
     """One independent launch of a point: a fresh worker loaded the engine afresh and ran the warm-up and
-    the timed rounds. ``medians`` are the launch's medians of the headline metrics (``metrics.LAUNCH``)."""
+    the timed rounds. ``medians`` are the launch's medians of the headline metrics (``metrics.LAUNCH``).
+    ``excluded`` says why the launch is kept (its figures count in the point's medians and intervals) but
+    left out of the regression check's significance test: its canary moved, or the machine was disturbed."""
 
     index: int
     status: str = "ok"
@@ -45,6 +71,13 @@ class Launch(Part):
     machine: dict[str, Any] = Field(default_factory=dict)  # harness.measure.machine_state during the timed window
     started_at: Optional[str] = None
     wall_s: Optional[Number] = None
+    canary: Optional[CanaryReading] = None  # None: no canary ran (an older record, a run without calibration)
+    excluded: Optional[str] = None
+
+    @property
+    def counted(self) -> bool:
+        """An ok launch the regression check's significance test counts."""
+        return self.status == "ok" and self.excluded is None
 
 
 class Interval(Part):

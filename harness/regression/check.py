@@ -27,6 +27,7 @@ from typing import Iterable, Optional
 from harness.errors import UsageError
 from harness.measure import launches as stats
 from harness.records import metrics
+from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
 from harness.records.store import Record
 from harness.regression import significance, verdicts
@@ -163,6 +164,11 @@ def check(
             )
             continue
         outcome.compared += 1
+        outcome.notes += [  # kept in the records, left out of the test (records.record.launch_values)
+            f"{scenario}::{pid}: {side} {text}"
+            for side, record in (("baseline", before), ("new", after))
+            for text in excluded_launches(record)
+        ]
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
         for threshold in thresholds:

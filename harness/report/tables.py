@@ -172,10 +172,10 @@ def first_next(df: pd.DataFrame) -> pd.DataFrame:
 
 def launches(df: pd.DataFrame) -> pd.DataFrame:
     """Per point measured over launches: how many, each launch-level metric with its 95 % interval and
-    launch-to-launch cv, and the launches' warnings (failed launches, drift, a noisy machine). Empty when
-    every point is a single launch without warnings."""
+    launch-to-launch cv, the canary's ratio, and the launches' warnings (failed launches, drift, launches
+    excluded as disturbed, a noisy machine). Empty when every point is a single launch without warnings."""
     ok = ok_points(df)
-    notes = ["failed_launches", "drift_flags", "machine_noise"]
+    notes = ["failed_launches", "drift_flags", "excluded_launches", "machine_noise"]
     if ok.empty or "launches" not in ok:
         return pd.DataFrame()
     warned = ok[[c for c in notes if c in ok]].notna().any(axis=1)
@@ -187,6 +187,8 @@ def launches(df: pd.DataFrame) -> pd.DataFrame:
         ends = [f"{name}_ci_low", f"{name}_ci_high", f"{name}_cv"]
         if name in ok and all(c in ok for c in ends) and ok[ends[0]].notna().any():
             cols += [name, *ends]
+    if "canary_ratio" in ok and ok["canary_ratio"].notna().any():
+        cols.append("canary_ratio")
     table = ok[cols].copy()
     table["warnings"] = ok[[c for c in notes if c in ok]].apply(
         lambda row: "; ".join(str(v) for v in row if isinstance(v, str)) or None, axis=1
@@ -220,6 +222,25 @@ def time_split_missing(df: pd.DataFrame) -> int:
     if not all(c in df for c in columns):
         return len(df)
     return int((~df[columns].notna().any(axis=1)).sum())
+
+
+def metric_sources(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per catalogued metric some record measured: label, unit, better direction, source and
+    definition, in the catalogue's order (``harness.records.metrics``)."""
+    direction = {True: "higher", False: "lower", None: "-"}
+    rows = [
+        {
+            "metric": m.name,
+            "label": m.label or m.name,
+            "unit": m.unit,
+            "better": direction[m.higher_is_better],
+            "source": m.source,
+            "definition": m.description or "-",
+        }
+        for m in metrics.CATALOGUE
+        if m.name in df and df[m.name].notna().any()
+    ]
+    return pd.DataFrame(rows)
 
 
 def not_run(df: pd.DataFrame) -> pd.DataFrame:

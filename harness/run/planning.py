@@ -133,6 +133,7 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
     if not errors:
+        scenario._native_precision = native_precisions(scenario, adapter_classes)
         try:
             points = expand(scenario)
         except ScenarioError as shared_id:  # two points, one id: reported with the file's other errors
@@ -144,6 +145,25 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
         errors += _contradictions(scenario, points, adapter_classes, root, path)
     if errors:
         raise ScenarioErrors(errors)
+
+
+def native_precisions(scenario: Scenario, adapter_classes: dict) -> dict[str, str]:
+    """adapter -> the precision it runs the model at when quantization is ``none``, where the adapter
+    says it differs from ``model.dtype`` (``Adapter.native_precision``): the point ids name it. A model
+    whose file cannot be read here leaves the dtype in the id; its points report the problem when they run."""
+    if "none" not in scenario.sweep.quantization and not any(
+        entry.get("quantization", "none") == "none" for entry in scenario.include
+    ):
+        return {}
+    out = {}
+    for name, cls in adapter_classes.items():
+        try:
+            precision = cls.native_precision(scenario.model)
+        except (HarnessError, OSError, ValueError):
+            precision = None
+        if precision:
+            out[name] = precision
+    return out
 
 
 def _contradictions(scenario: Scenario, points: list[Point], adapter_classes, root, path: str) -> list[ScenarioError]:

@@ -93,6 +93,7 @@ class Runner:
 
     def run_point(self, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None) -> Record:
         """Every launch of one point, one after another (each in a fresh worker), merged and written."""
+        self.session.calibrate_canary()
         launches: list[Record] = []
         while self._wants_launch(scenario, launches, point):
             if launches:
@@ -122,14 +123,16 @@ class Runner:
         return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
-        """Another launch: until ``launches``; then, with ``target_rel_ci``, until the interval of the
-        median TPOT is narrow enough or ``max_launches`` is reached. Never after a launch that was not ok."""
+        """Another launch: until ``launches``, each disturbed launch (``Launch.excluded``) re-run up to
+        ``disturbed_reruns`` times; then, with ``target_rel_ci``, until the interval of the median TPOT is
+        narrow enough or ``max_launches`` is reached. Never after a launch that was not ok."""
         if not launches:
             return True
         if launches[-1].status != "ok" or not self.timing:  # `harness verify` gates once
             return False
         m = scenario.measurement
-        if len(launches) < self.launches_of(scenario, point):
+        disturbed = sum(1 for r in launches for entry in r.samples.launches if entry.excluded)
+        if len(launches) < self.launches_of(scenario, point) + min(disturbed, m.disturbed_reruns):
             return True
         if m.target_rel_ci is None or len(launches) >= (m.max_launches or 0):
             return False
@@ -179,6 +182,8 @@ class Runner:
         """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved."""
         from tqdm import tqdm
 
+        if work:
+            self.session.calibrate_canary()  # once per run, before any point: the machine's speed now
         if self.results_dir is not None:  # before any work, not after the first point ran
             for scenario, point in work:
                 where = Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
@@ -237,6 +242,7 @@ class Runner:
         merged with the launches it has, written and returned in the same order (``harness gate --confirm``)."""
         from harness.run import planning
 
+        self.session.calibrate_canary()
         out = []
         try:
             for record in records:

@@ -18,6 +18,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -101,6 +102,17 @@ class Measurement(_Strict):
     )
     max_launches: Optional[PositiveInt] = Field(
         None, le=MAX_LAUNCHES, description="with target_rel_ci: at most this many launches"
+    )
+    canary_tolerance: NonNegativeFloat = Field(
+        0.15,
+        description="a launch whose machine-speed canary moved more than this fraction from the run's "
+        "calibration is disturbed (0: every launch counts as moved)",
+    )
+    disturbed_reruns: NonNegativeInt = Field(
+        0,
+        le=MAX_LAUNCHES,
+        description="re-run disturbed launches (canary moved, noisy machine) of a point, at most this many extra "
+        "launches; disturbed launches are kept but excluded from the regression check's significance test",
     )
 
     @model_validator(mode="after")
@@ -286,6 +298,13 @@ class Scenario(_Strict):
     markers: list[str] = Field(default_factory=list)
     known_failures: list[KnownFailure] = Field(default_factory=list)
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
+    # adapter -> the precision it runs the model at when quantization is none, where that is not
+    # model.dtype (a GGUF's own file type): set by the loader (harness.run.planning), read by point ids.
+    _native_precision: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def native_precision(self) -> dict[str, str]:
+        return self._native_precision
 
     @property
     def source_file(self) -> Optional[str]:

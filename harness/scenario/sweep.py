@@ -57,13 +57,18 @@ def _check_point_fields() -> None:
 _check_point_fields()
 
 
-def point_id(axes: dict, dtype: str, explicit: frozenset[str], defaults: dict) -> str:
+def point_id(
+    axes: dict, dtype: str, explicit: frozenset[str], defaults: dict, native: Optional[dict[str, str]] = None
+) -> str:
     """``adapter-device-precision`` plus a part for each axis the sweep names or the point changes.
 
+    The precision is the quantization, or at ``none`` what the adapter runs the model at: ``native``
+    (adapter -> precision, e.g. llama.cpp's GGUF file type ``q4_k_m``) or else the model's ``dtype``.
     Unset (None) values have no part: ``hf-cpu-bf16`` runs a dynamic cache, ``hf-cpu-bf16-seq128`` a
     static one of 128.
     """
-    precision = dtype if axes["quantization"] == "none" else axes["quantization"]
+    own = (native or {}).get(axes["adapter"]) or dtype
+    precision = own if axes["quantization"] == "none" else axes["quantization"]
     parts = [precision if axis == "quantization" else axes[axis] for axis in _LEAD]
     for axis, prefix in _ID_PARTS.items():
         value = axes[axis]
@@ -103,7 +108,7 @@ def expand(scenario: Scenario) -> list[Point]:
     combos += [{**defaults, **entry} for entry in scenario.include]
     points: dict[str, Point] = {}
     for axes in combos:
-        pid = point_id(axes, scenario.model.dtype, scenario.explicit_axes, defaults)
+        pid = point_id(axes, scenario.model.dtype, scenario.explicit_axes, defaults, scenario.native_precision)
         point = Point(**axes, id=pid)
         first = points.setdefault(pid, point)
         if first != point:

@@ -1,7 +1,8 @@
 """``llamacpp``: llama.cpp through llama-cpp-python, on GGUF models.
 
-- The model's own GGUF runs as quantization ``none`` (its tensor types are recorded as the point's
-  ``quantization_detail``). Other levels come from llama.cpp's quantizer (int8_sym -> Q8_0,
+- The model's own GGUF runs as quantization ``none``; its file type names the point's precision
+  (``llamacpp-cpu-q4_k_m`` for the default model, ``-f16`` for an exported checkpoint: ``native_precision``)
+  and its tensor types are recorded as the point's ``quantization_detail``. Other levels come from llama.cpp's quantizer (int8_sym -> Q8_0,
   int4_sym -> Q4_0, int4_asym -> Q4_1) and need a full-precision source: a checkpoint without a GGUF
   (a Llama-family HF directory) is exported to an F16 GGUF first; an already quantized GGUF is not
   quantized again (those points skip, saying so).
@@ -98,6 +99,22 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if not llama_cpp.llama_supports_gpu_offload():
             return "this llama-cpp-python build has no GPU backend (rebuild with CMAKE_ARGS=-DGGML_CUDA=on or similar)"
         return None
+
+    @classmethod
+    def native_precision(cls, spec) -> Optional[str]:
+        """The model's own GGUF file type (``q4_k_m`` for the default model); a checkpoint without a GGUF is
+        exported to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py missing)."""
+        from harness.models.sources import gguf_of
+
+        path = gguf_of(spec)
+        if path is None:
+            return "f16"
+        try:
+            from harness.adapters.llamacpp import gguf_export
+
+            return gguf_export.precision(path)
+        except ImportError:
+            return None
 
     @staticmethod
     def _context(point, settings: LoadSettings) -> int:
@@ -266,6 +283,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             "device": self.point.device,
             "gguf": str(self.path),
             "file_type": gguf_export.file_type(self.path),
+            "precision": gguf_export.precision(self.path),  # what the point id and the report say it ran at
             "quantization_detail": gguf_export.tensor_types(self.path),
             "n_ctx": self.llm.n_ctx(),
             "n_batch": self.llm.n_batch,

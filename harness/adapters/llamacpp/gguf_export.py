@@ -218,6 +218,13 @@ def file_type(path: str | Path) -> str:
         return f"file_type {value}"
 
 
+def precision(path: str | Path) -> str:
+    """The GGUF's precision word for point ids and the report (``MOSTLY_Q4_K_M`` -> ``q4_k_m``)."""
+    from harness.records.precision import from_gguf_file_type
+
+    return from_gguf_file_type(file_type(path))
+
+
 def is_full_precision(path: str | Path) -> bool:
     """True when every tensor is F32, F16 or BF16 (a source llama.cpp's quantizer can start from)."""
     return set(tensor_types(path)) <= {"F32", "F16", "BF16"}

@@ -11,6 +11,7 @@ from harness.report.sections import (
     first_next,
     history,
     launches,
+    metric_sources,
     moe,
     not_run,
     overview,
@@ -35,5 +36,6 @@ SECTIONS: list[Section] = [
     moe,
     history,
     not_run,
+    metric_sources,
     points,
 ]

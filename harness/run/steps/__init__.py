@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from harness.adapters.base import PointSkipped
 from harness.errors import HarnessError
+from harness.measure import canary
 from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.record import Failure, Record, TimeSplit
@@ -121,9 +122,16 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
                 apply(record, probes.not_probed())
             # The launch's entry once every per-launch figure (energy included) is known.
             wall_s = round(time.perf_counter() - clock.start, 3)
+            tolerance = scenario.measurement.canary_tolerance
             record.samples.launches = [
                 stats.launch(
-                    record.metrics, timed.rounds, machine=timed.machine, started_at=record.started_at, wall_s=wall_s
+                    record.metrics,
+                    timed.rounds,
+                    machine=timed.machine,
+                    started_at=record.started_at,
+                    wall_s=wall_s,
+                    canary=timed.canary,
+                    excluded=canary.exclusion(timed.canary, timed.machine.get("noisy"), tolerance),
                 )
             ]
         if gate_reference is not None:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Union
 
 from harness.models import sources as models
 from harness.records import environment
+from harness.records.samples import CanaryCalibration
 from harness.scenario.schema import Scenario
 
 SETTINGS_PARTS = {
@@ -55,6 +56,9 @@ class Session:
     kept_engine: Any = field(default=None, repr=False)
     # False: the correctness gate and accuracy are left out (a point's second and later launches).
     verify: bool = True
+    # The machine-speed canary's calibration (harness.measure.canary), made once per run by the runner
+    # and passed to its workers; None: no canary runs around the timed rounds.
+    canary: Optional[CanaryCalibration] = None
 
     def options(self) -> dict:
         """The settings a worker process needs to rebuild this session (JSON-safe)."""
@@ -68,6 +72,7 @@ class Session:
             "energy": self.energy,
             "reuse_engines": self.reuse_engines,
             "verify": self.verify,
+            "canary": self.canary.model_dump() if self.canary else None,
         }
 
     @classmethod
@@ -77,6 +82,7 @@ class Session:
                 **options,
                 "cache_dir": Path(options["cache_dir"]) if options["cache_dir"] else None,
                 "reference_dir": Path(options["reference_dir"]) if options["reference_dir"] else None,
+                "canary": CanaryCalibration.model_validate(options["canary"]) if options.get("canary") else None,
             },
             log=log,
         )
@@ -90,7 +96,16 @@ class Session:
     def environment(self) -> dict:
         if self._environment is None:
             self._environment = environment.collect()
+        if self.canary is not None:  # the run's calibration, with the machine it describes
+            return {**self._environment, "canary": self.canary.model_dump()}
         return self._environment
+
+    def calibrate_canary(self) -> None:
+        """Time the machine-speed canary once, at the start of a run (``harness.measure.canary``)."""
+        if self.canary is None and self.timing:
+            from harness.measure import canary
+
+            self.canary = canary.calibrate()
 
     @staticmethod
     def settings_of(scenario: Scenario) -> dict:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from harness.adapters.base import Adapter
-from harness.measure import machine_state
+from harness.measure import canary, machine_state
 from harness.measure import rounds as measure
-from harness.records.record import Samples
+from harness.records.record import CanaryReading, Samples
 from harness.run.steps import finite
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -25,6 +25,7 @@ class Timed:
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
     extra: dict = field(default_factory=dict)
     machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
+    canary: Optional[CanaryReading] = None  # the machine-speed canary at the window's edges
 
 
 def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
@@ -58,23 +59,32 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
 
     @contextlib.contextmanager
     def energy_window():
-        with machine_state.watch() as machine:  # the machine's state over the timed rounds, with the launch
+        with (
+            canary.around(session.canary) as edges,  # the canary runs just outside the window, at both edges
+            machine_state.watch() as machine,  # the machine's state over the timed rounds, with the launch
+        ):
             try:
-                if meter is None:
+                with meter_window():
                     yield
-                    return
-                from harness.measure.energy import CycleCounter
-
-                cycles = CycleCounter()
-                cycles.begin()
-                meter.begin("generation")
-                try:
-                    yield
-                finally:  # closed even when a round fails, so the next point can open its own
-                    windows["generation"] = meter.end("generation")
-                    windows["cycles"] = (cycles.end(), cycles.reason)
             finally:
                 windows["machine"] = machine
+        windows["canary"] = edges.result()
+
+    @contextlib.contextmanager
+    def meter_window():
+        if meter is None:
+            yield
+            return
+        from harness.measure.energy import CycleCounter
+
+        cycles = CycleCounter()
+        cycles.begin()
+        meter.begin("generation")
+        try:
+            yield
+        finally:  # closed even when a round fails, so the next point can open its own
+            windows["generation"] = meter.end("generation")
+            windows["cycles"] = (cycles.end(), cycles.reason)
 
     warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
     figures = {
@@ -92,5 +102,11 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
         },
     )
     return Timed(
-        contribution, rounds, meter, windows.get("generation"), windows.get("cycles", (None, None)), machine=machine
+        contribution,
+        rounds,
+        meter,
+        windows.get("generation"),
+        windows.get("cycles", (None, None)),
+        machine=machine,
+        canary=windows.get("canary"),
     )

@@ -1,0 +1,155 @@
+"""The machine-speed canary (issue #30): a short fixed workload, compute (an integer matrix product, which
+numpy runs on one core without BLAS threads, so every process runs the same work) and memory (a 32 MiB
+copy), timed at the edges of every launch's timed window and compared with the machine's own speed
+calibrated once at the start of the run. Every reading runs in a short-lived child process
+(``python -m harness.measure.canary``), so the calibration and the launches time the same thing in the
+same kind of process, and the workload's memory never counts in a point's peak RSS.
+
+A canary that took longer (or shorter) than the calibration by more than ``measurement.canary_tolerance``
+says the machine changed speed around the launch (a neighbour, a clock change, a noisy host), so the
+launch is re-run (``measurement.disturbed_reruns``) and kept but excluded from the regression check's
+significance test (``Launch.excluded``). Nothing here runs at import; numpy loads inside the functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Optional
+
+if TYPE_CHECKING:  # the child process imports numpy alone: it starts fast
+    from harness.records.samples import CanaryCalibration, CanaryReading
+
+SIDE = 128  # the matrix product: SIDE x SIDE int64, REPEAT times
+REPEAT = 5
+COPY_MIB = 32  # the memory copy: COPY_PASSES passes over this many MiB
+COPY_PASSES = 4
+TIMES = 3  # a reading is the median of this many timed runs of the workload, after one untimed
+CALIBRATION_RUNS = 5  # the calibration is the median of this many readings
+DEFAULT_TOLERANCE = 0.15  # measurement.canary_tolerance's default
+
+
+class _Workload:
+    """The canary's arrays, made once per reading (the first pass pays the page faults, untimed)."""
+
+    def __init__(self):
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        self.a = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
+        self.b = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
+        self.src = np.ones(COPY_MIB * 2**20 // 8)
+        self.dst = np.empty_like(self.src)
+        self.copyto = np.copyto
+
+    def run(self) -> float:
+        began = time.perf_counter()
+        for _ in range(REPEAT):
+            self.a @ self.b
+        for _ in range(COPY_PASSES):
+            self.copyto(self.dst, self.src)
+        return time.perf_counter() - began
+
+
+def _readings(count: int) -> list[float]:
+    """In this process: ``count`` readings, each the median of ``TIMES`` runs, after one untimed run."""
+    work = _Workload()
+    work.run()
+    return [statistics.median(work.run() for _ in range(TIMES)) for _ in range(count)]
+
+
+def _in_child(count: int) -> list[float]:
+    """``count`` readings from a fresh child process (see the module docstring)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.measure.canary", str(count)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the machine-speed canary failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    return [float(value) for value in json.loads(done.stdout)]
+
+
+def time_workload() -> float:
+    """Seconds the canary workload takes now (one reading)."""
+    return _in_child(1)[0]
+
+
+def calibrate(runs: int = CALIBRATION_RUNS) -> CanaryCalibration:
+    """The machine's canary time at the start of a run: the median of ``runs`` readings."""
+    from harness.records.samples import CanaryCalibration
+
+    readings = _in_child(runs)
+    return CanaryCalibration(
+        seconds=statistics.median(readings),
+        readings_s=[round(r, 6) for r in readings],
+        workload=f"int64 matmul {SIDE}x{SIDE} x{REPEAT} + {COPY_MIB} MiB copy x{COPY_PASSES}, median of {TIMES}, "
+        "in a child process",
+    )
+
+
+def reading(calibration: CanaryCalibration, before_s: float, after_s: float) -> CanaryReading:
+    """A launch's canary: its times before and after the timed window and their ratios to the calibration."""
+    from harness.records.samples import CanaryReading
+
+    return CanaryReading(
+        before_s=round(before_s, 6),
+        after_s=round(after_s, 6),
+        ratio_before=round(before_s / calibration.seconds, 4),
+        ratio_after=round(after_s / calibration.seconds, 4),
+    )
+
+
+class Edges:
+    """What ``around()`` yields; ``result()`` is the reading once the with-block has ended."""
+
+    _result: Optional[CanaryReading] = None
+
+    def result(self) -> Optional[CanaryReading]:
+        return self._result
+
+
+@contextlib.contextmanager
+def around(calibration: Optional[CanaryCalibration]) -> Iterator[Edges]:
+    """``with around(calibration) as canary: <timed window>``: the canary runs just before and just after
+    the window, never inside it. Without a calibration nothing runs and ``result()`` is None."""
+    edges = Edges()
+    if calibration is None:
+        yield edges
+        return
+    before = time_workload()
+    yield edges  # an exception in the window propagates: a launch that failed needs no canary
+    edges._result = reading(calibration, before, time_workload())
+
+
+def moved(canary: Optional[CanaryReading], tolerance: float) -> Optional[str]:
+    """Why the canary says the machine's speed moved beyond ``tolerance`` (0.15 = 15 %), else None."""
+    if canary is None:
+        return None
+    worst = max((canary.ratio_before, "before"), (canary.ratio_after, "after"), key=lambda x: abs(x[0] - 1))
+    if abs(worst[0] - 1) <= tolerance and tolerance > 0:
+        return None
+    return (
+        f"canary {worst[0]:.2f}x its calibration {worst[1]} the timed window "
+        f"(tolerance {tolerance:.0%}; before {canary.ratio_before:.2f}x, after {canary.ratio_after:.2f}x)"
+    )
+
+
+def exclusion(canary: Optional[CanaryReading], noisy: Optional[str], tolerance: float) -> Optional[str]:
+    """Why a launch is excluded from the significance test: its canary moved, or its machine state says
+    the machine was disturbed (``machine_state.noisy``); None for a clean launch."""
+    reasons = [why for why in (moved(canary, tolerance), noisy and f"noisy machine: {noisy}") if why]
+    return "; ".join(reasons) or None
+
+
+if __name__ == "__main__":  # the child process of _in_child: its readings as a JSON list
+    print(json.dumps(_readings(int(sys.argv[1]))))
