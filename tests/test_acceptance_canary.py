@@ -79,5 +79,21 @@ def test_gate_leaves_excluded_launches_out_of_the_significance_test(ran, capsys)
     assert cli.main([*gate, "--max-regression", "tpot=5%"]) == 0
     out = capsys.readouterr().out
     assert f"canary::hf-cpu-bf16: new launch 1/3 {EXCLUDED}" in out, out
-    # every launch was excluded: no launch-level test ran, the point fell back to the one-launch rule
-    assert "Mann-Whitney" not in out and "judged without launch statistics" in out, out
+    # every launch was excluded: the significance test counts them all rather than none, and says so
+    assert "under two undisturbed launches, so the significance test counts the disturbed ones too" in out, out
+    assert "judged without launch statistics" not in out, out
+
+
+def test_a_machine_disturbed_throughout_still_fails_a_real_regression(ran, capsys):
+    """Every launch excluded must not mean no launch-level test: a baseline 4x as fast, with its launches'
+    medians scaled but its rounds unchanged, once passed through the one-launch rule (the rounds agree)."""
+    root, _ = ran
+    baselines = root / "baselines"
+    assert cli.main(["baseline", "save", str(root / "results"), "--name", "fast", "--baselines-dir", str(baselines)]) == 0
+    for path, saved in store.iter_records([baselines / "fast"]):
+        for launch in saved.samples.launches:
+            launch.medians = {k: v * 0.25 for k, v in launch.medians.items()}
+        path.write_text(json.dumps(saved.to_dict()))
+    capsys.readouterr()
+    gate = ["gate", str(root / "results"), "--baseline", "fast", "--baselines-dir", str(baselines)]
+    assert cli.main([*gate, "--max-regression", "tpot=5%"]) == 1, capsys.readouterr().out

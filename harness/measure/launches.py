@@ -13,7 +13,17 @@ import statistics
 from typing import Optional, Sequence
 
 from harness.records.metrics import LAUNCH
-from harness.records.record import CanaryReading, Drift, Interval, Launch, Record, TimeSplit, launch_values, launches_of  # noqa: F401
+from harness.records.record import (  # noqa: F401 - launch_values, disturbed_throughout re-exported
+    CanaryReading,
+    Drift,
+    Interval,
+    Launch,
+    Record,
+    TimeSplit,
+    disturbed_throughout,
+    launch_values,
+    launches_of,
+)
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time

@@ -262,9 +262,15 @@ def launches_of(record: Record) -> list[Launch]:
 def launch_values(record: Record, metric: str) -> list[float]:
     """The metric's median in each counted launch that measured it: the values the regression check tests.
     A launch excluded as disturbed (``Launch.excluded``: its canary moved, a noisy machine) stays in the
-    record but is not tested."""
-    return [
-        float(value)
-        for entry in launches_of(record)
-        if entry.counted and (value := entry.medians.get(metric)) is not None
-    ]
+    record but is not tested — unless fewer than two launches are left, when every ok launch is tested
+    (``disturbed_throughout`` says so): on a machine disturbed throughout, a test on disturbed launches
+    beats no test, and the check's note says the figures may be the machine's."""
+    ok = [entry for entry in launches_of(record) if entry.status == "ok" and entry.medians.get(metric) is not None]
+    counted = [entry for entry in ok if entry.counted]
+    return [float(entry.medians[metric]) for entry in (ok if len(counted) < 2 else counted)]
+
+
+def disturbed_throughout(record: Record) -> bool:
+    """Fewer than two undisturbed ok launches but at least two ok ones: ``launch_values`` tests them all."""
+    ok = [entry for entry in launches_of(record) if entry.status == "ok"]
+    return len(ok) >= 2 and sum(entry.counted for entry in ok) < 2

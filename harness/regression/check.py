@@ -169,6 +169,12 @@ def check(
             for side, record in (("baseline", before), ("new", after))
             for text in excluded_launches(record)
         ]
+        outcome.notes += [
+            f"{scenario}::{pid}: {side}: under two undisturbed launches, so the significance test counts the "
+            "disturbed ones too; its figures may be the machine's, not the build's — rerun on a quiet machine"
+            for side, record in (("baseline", before), ("new", after))
+            if stats.disturbed_throughout(record)
+        ]
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
         for threshold in thresholds:
