@@ -29,7 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 # a method <module>.x<Class>ǁ<method>__mutmut_<n>)
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "correctness/kl": ("harness/correctness/kl.py", ("harness.correctness.kl.*",)),
-    "correctness/gate (tiers: _conclude)": ("harness/correctness/gate.py", ("harness.correctness.gate.x__conclude__*",)),
+    "correctness/gate (tiers: _conclude)": (
+        "harness/correctness/gate.py",
+        ("harness.correctness.gate.x__conclude__*",),
+    ),
     "correctness/same_weights (combine)": (
         "harness/correctness/same_weights.py",
         ("harness.correctness.same_weights.x_combine__*",),
@@ -89,7 +92,9 @@ def row(label: str) -> str:
     other = total - killed - len(survived)  # no tests, timeouts, not run
     scored = total - len(equivalent)
     score = f"{100 * killed / scored:.0f} %" if scored else "-"
-    return f"| {label} | {total} | {killed} | {len(survived) - len(equivalent)} | {len(equivalent)} | {other} | {score} |"
+    return (
+        f"| {label} | {total} | {killed} | {len(survived) - len(equivalent)} | {len(equivalent)} | {other} | {score} |"
+    )
 
 
 def survivors(label: str) -> list[str]:

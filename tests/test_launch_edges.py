@@ -92,7 +92,12 @@ def test_intervals_use_the_ok_launches_that_measured_each_figure():
 
 def _record(metrics: dict, intervals: dict | None = None) -> Record:
     return Record(
-        scenario="demo", point_id="p", point={}, status="ok", metrics=metrics, samples=Samples(intervals=intervals or {})
+        scenario="demo",
+        point_id="p",
+        point={},
+        status="ok",
+        metrics=metrics,
+        samples=Samples(intervals=intervals or {}),
     )
 
 
