@@ -7,9 +7,13 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import EXIT_INCOMPARABLE
+from harness.records.record import Record, Samples
 from harness.regression import significance
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
-from harness.regression.thresholds import Threshold
+from harness.regression.spread_rule import _iqr, metric_check
+from harness.regression.thresholds import Threshold, parse_thresholds
+
+TPOT = parse_thresholds("tpot=5%")[0]
 
 # --- significance ---------------------------------------------------------------------------------
 
@@ -93,3 +97,44 @@ def test_the_outcome_exit_code_and_the_points_worth_more_launches():
     assert not failed.passed and failed.exit_code == 1
     assert failed.flagged == [("demo", "a"), ("demo", "c")]  # regressed first, each once; "missing" is no regression
     assert RegressionOutcome().fdr == 0.05 and RegressionOutcome().compared == 0
+
+
+# --- the one-launch rule --------------------------------------------------------------------------
+
+
+def _one_launch(before, rounds=None, metric="tpot_ms") -> Record:
+    samples = Samples(rounds_ms=None if rounds is None else {metric: rounds})
+    return Record(scenario="demo", point_id="p", point={}, status="ok", metrics={metric: before}, samples=samples)
+
+
+def test_the_interquartile_range_of_per_round_figures():
+    assert _iqr([5.0]) == 0.0 and _iqr([]) == 0.0
+    assert _iqr([1.0, 3.0]) == 1.0  # inclusive quartiles 1.5 and 2.5
+    assert _iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0  # inclusive: 2 and 4 (exclusive would say 3)
+    assert _iqr([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]) == 4.0
+
+
+def test_the_one_launch_rule_needs_both_values_and_a_positive_baseline():
+    assert metric_check(TPOT, _one_launch(0.0), _one_launch(60.0)) == (None, None)
+    assert metric_check(TPOT, _one_launch(None), _one_launch(60.0)) == (None, None)
+    assert metric_check(TPOT, _one_launch(50.0), _one_launch(None)) == (None, None)
+    failure, note = metric_check(TPOT, _one_launch(1.0, []), _one_launch(2.0, []))
+    assert failure == "tpot_ms 1 -> 2 (+100.0% worse; limit 5%, measured spread 0)" and note is None
+
+
+def test_the_one_launch_rule_at_the_threshold_and_at_the_spread():
+    assert metric_check(TPOT, _one_launch(50.0, []), _one_launch(52.5, [])) == (None, None)  # exactly 5 %: passes
+    within = "demo::p: tpot_ms +20.0% is within the measured spread (10)"
+    assert metric_check(TPOT, _one_launch(50.0, [40.0, 60.0]), _one_launch(60.0, [])) == (None, within)
+    assert metric_check(TPOT, _one_launch(50.0, []), _one_launch(60.0, [40.0, 60.0])) == (None, within)
+    failure, note = metric_check(TPOT, _one_launch(50.0, [45.0, 55.0]), _one_launch(60.0, [59.0]))
+    assert failure == "tpot_ms 50 -> 60 (+20.0% worse; limit 5%, measured spread 5)" and note is None
+
+
+def test_a_metric_with_one_value_per_run_says_it_had_no_spread():
+    energy = parse_thresholds("energy_per_token=10%")[0]
+    base, new = _one_launch(4.0, metric="energy_per_token_mj"), _one_launch(5.0, metric="energy_per_token_mj")
+    assert metric_check(energy, base, new) == (
+        "energy_per_token_mj 4 -> 5 (+25.0% worse; limit 10%, measured spread 0)",
+        "demo::p: energy_per_token_mj has one value per run, so no spread to compare",
+    )
