@@ -19,7 +19,9 @@ from harness.history.queries import RunInfo, SeriesData
 
 def test_noise_is_the_successive_difference_scale_with_a_floor():
     assert noise([1, 3, 2, 4]) == pytest.approx(1.0)  # diffs 2, -1, 2: stdev sqrt(2), over sqrt(2)
-    assert noise([5, 5]) == pytest.approx(5e-4)  # two values: the floor, 0.01 % of the level
+    assert noise([1.0, 3.0, 2.0]) == pytest.approx(1.5 / math.sqrt(2))  # three values: diffs 2, -1
+    assert noise([5, 7]) == pytest.approx(6e-4)  # two values: the floor, 0.01 % of the level
+    assert noise([5]) == pytest.approx(5e-4)
     assert noise([-200, -200, -200]) == pytest.approx(0.02)  # the level's size, whatever its sign
     assert noise([0, 0, 0]) == pytest.approx(1e-16)
 
@@ -49,6 +51,7 @@ def test_the_penalty_decides_and_a_weak_step_gets_a_wide_range():
 def test_too_short_or_non_finite_series_have_no_change_points():
     assert detect([1.0, 1.0, 9.0]) == []
     assert detect([1.0, 1.0, 9.0, 9.0]) == [ChangePoint(2, 2, 2, 1.0, 9.0)]  # 2 a side is enough
+    assert detect([10, 10, 10, 20, 20, 20, 20]) == [ChangePoint(3, 3, 3, 10.0, 20.0)]  # any night, odd ones too
     assert detect([1.0, 1.0, 1.0, 9.0, 9.0, math.nan]) == []
     assert detect([1.0, 1.0, 1.0, 9.0, 9.0, math.inf]) == []
 

@@ -23,7 +23,7 @@ def test_one_launch_has_no_interval_and_unusable_values_are_dropped():
     assert stats.interval([5.0, None, math.nan, math.inf], samples=3) == Interval(
         estimate=5.0, launches=1, samples=3, method="single launch"
     )
-    with pytest.raises(ValueError, match="at least one launch value"):
+    with pytest.raises(ValueError, match=r"^interval: expected at least one launch value, got none$"):
         stats.interval([None, math.nan], samples=0)
 
 
@@ -51,7 +51,7 @@ def _rounds(*tpot_ms: float):
 
 def test_too_few_rounds_with_tokens_say_the_trend_was_not_checked():
     (entry,) = stats.drift(_rounds(10, 11, 12, 13) + [SimpleNamespace(gaps_s=())])
-    assert not entry.checked and not entry.flagged and entry.p_value is None
+    assert not entry.checked and not entry.flagged and entry.p_value is None and entry.metric == "tpot_ms"
     assert entry.why == (
         "not checked: 4 timed round(s) with tokens; the trend test needs 5 to be able to reach p < 0.05 "
         "(measurement.min_rounds: 5)"
@@ -60,7 +60,11 @@ def test_too_few_rounds_with_tokens_say_the_trend_was_not_checked():
 
 def test_a_steady_rise_or_fall_is_flagged_with_its_slope_and_p():
     (rise,) = stats.drift(_rounds(10, 11, 12, 13, 14))
-    assert rise.checked and rise.flagged
+    assert rise.checked and rise.flagged and rise.metric == "tpot_ms"
+    assert rise.why == (
+        "tpot_ms rose 33% over 5 rounds (Theil-Sen +8.33% a round, Kendall p=0.017): the machine changed during "
+        "the launch (throttling, a busy neighbour); see the launch's machine state"
+    )
     assert rise.slope_per_round == pytest.approx(1 / 12) and rise.p_value == pytest.approx(1 / 60)
     assert rise.why.startswith("tpot_ms rose 33% over 5 rounds (Theil-Sen +8.33% a round, Kendall p=0.017)")
     (fall,) = stats.drift(_rounds(14, 13, 12, 11, 10))
@@ -73,6 +77,12 @@ def test_a_significant_but_small_trend_and_constant_rounds_are_not_flagged():
     assert small.slope_per_round == pytest.approx(0.01 / 10.02)  # relative to the median round
     (flat,) = stats.drift(_rounds(10, 10, 10, 10, 10))
     assert (flat.checked, flat.p_value, flat.slope_per_round, flat.flagged) == (True, None, 0.0, False)
+    (edge,) = stats.drift(_rounds(78, 79, 80, 81, 82))  # moves exactly DRIFT_TOTAL over the launch: not more
+    assert edge.slope_per_round * 4 == stats.DRIFT_TOTAL and edge.p_value < stats.DRIFT_P and not edge.flagged
+    (idle,) = stats.drift(_rounds(0, 0, 0, 0, 0))  # no time between tokens: no level to be relative to
+    assert (idle.slope_per_round, idle.p_value, idle.flagged) == (0.0, None, False)
+    (fast,) = stats.drift(_rounds(0.5, 0.6, 0.7, 0.8, 0.9))  # under a millisecond a token is a level too
+    assert fast.flagged and fast.slope_per_round == pytest.approx(0.1 / 0.7)
     (noisy,) = stats.drift(_rounds(10, 10.1, 10, 10.1, 10.2))
     assert noisy.p_value == pytest.approx(0.11718508719813801, rel=1e-9) and not noisy.flagged
 
@@ -120,3 +130,4 @@ def test_the_relative_half_width_of_an_interval():
     assert stats.rel_half_width(single) is None
     assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=0.0, low=-1.0, high=1.0)})) is None
     assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, low=19.0)})) is None
+    assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, high=21.0)})) is None
