@@ -83,7 +83,10 @@ def test_a_finding_places_its_change_among_the_runs():
         "demo::p tpot_ms [host cpu hf 5.0]: 10 -> 20 (+100.0%, now 5) from run #104 (2026-01-05 00:00, commit c04); "
         "last run before: run #103 (2026-01-04 00:00, commit c03); bisect c03..c04 (plausible range c02..c05)"
     )
-    assert "plausible" not in second.describe()
+    assert second.describe() == (
+        "demo::p tpot_ms [host cpu hf 5.0]: 20 -> 5 (-75.0%, now 5) from run #108 (2026-01-09 00:00, commit c08); "
+        "last run before: run #107 (2026-01-08 00:00, commit c07); bisect c07..c08"
+    )
 
 
 def test_a_range_never_reaches_past_the_next_change():
@@ -123,3 +126,35 @@ def test_the_check_keeps_open_changes_and_calls_the_recent_ones_regressions():
     assert history_check.check([series], runs, since=0).regressions == []
     assert history_check.check([series], runs, threshold=0.1).open == []
     assert history_check.DEFAULT_SINCE == 7 and history_check.check([series], runs).regressions != []
+
+
+def _finding(worsening: float, current: float, commits=True, fingerprint=True) -> history_check.Finding:
+    values = [10, 10, 10, 10, 11, 11, 11, 11]
+    series = _series(values)
+    if not commits:
+        series.runs = [RunInfo(r.id, r.position, r.started_at, None, r.host, r.source, 1) for r in series.runs]
+    if not fingerprint:
+        series.fingerprint = FingerprintKey(None, None, None, None, None)
+    before, after, earlier = series.runs[3], series.runs[4], series.runs[2]
+    change = ChangePoint(4, 3, 4, before=10.0, after=11.0)
+    return history_check.Finding(series, change, False, worsening, current, before, after, earlier, after)
+
+
+def test_both_worsenings_must_be_beyond_the_threshold():
+    assert _finding(0.2, 12.0).is_open(0.1)
+    assert not _finding(0.1, 12.0).is_open(0.1)  # worse at the change exactly by the threshold
+    assert not _finding(0.2, 11.0).is_open(0.1)  # now exactly the threshold worse
+
+
+def test_a_finding_without_commits_or_fingerprint_still_reads():
+    assert _finding(0.1, 11.0, commits=False, fingerprint=False).describe() == (
+        "demo::p tpot_ms [no fingerprint]: 10 -> 11 (+10.0%, now 11) from run #104 (2026-01-05 00:00, commit no commit); "
+        "last run before: run #103 (2026-01-04 00:00, commit no commit); bisect ?..? (plausible range ?..?)"
+    )
+
+
+def test_the_check_passes_its_penalty_on():
+    weak = _series([10.0, 10.3, 9.7, 10.0, 10.4, 9.9, 10.6, 10.5])
+    assert history_check.check([weak], weak.runs).open == []
+    (found,) = history_check.check([weak], weak.runs, penalty=0.5).open
+    assert found.first_after.id == 106 and found.worsening == pytest.approx(0.055)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import EXIT_INCOMPARABLE
+from harness.errors import EXIT_INCOMPARABLE, UsageError
 from harness.records.record import Record, Samples
 from harness.regression import significance
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
@@ -138,3 +138,21 @@ def test_a_metric_with_one_value_per_run_says_it_had_no_spread():
         "energy_per_token_mj 4 -> 5 (+25.0% worse; limit 10%, measured spread 0)",
         "demo::p: energy_per_token_mj has one value per run, so no spread to compare",
     )
+
+
+def test_threshold_errors_name_what_is_wrong():
+    with pytest.raises(UsageError, match=r"^--max-regression: 'Tpot=5%': unknown metric 'Tpot'; did you mean 'tpot'\?"):
+        parse_thresholds("Tpot=5%")  # a name in capitals is a name, not a malformed entry
+    with pytest.raises(UsageError) as found:
+        parse_thresholds("prompt_tokens=5%")
+    assert str(found.value) == (
+        "--max-regression: 'prompt_tokens=5%': prompt_tokens has no better direction (prompt tokens, tokens), "
+        "so it cannot regress"
+    )
+    with pytest.raises(UsageError, match=r"^--max-regression: no thresholds given$"):
+        parse_thresholds(" , ")
+
+
+def test_a_baseline_under_one_unit_still_gets_an_interval():
+    low, high = significance.ratio_interval([0.5, 0.6], [0.7, 0.8])
+    assert low is not None and low <= 0.75 / 0.55 <= high

@@ -59,8 +59,7 @@ def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY) -> 
     for series in all_series:
         direction = higher_is_better(series.metric)
         changes = detect(series.values, penalty)
-        for k, change in enumerate(changes):
-            end = changes[k + 1].index if k + 1 < len(changes) else len(series.values)
+        for change in changes:  # change.latest stays MIN_SIZE runs before the next change (changepoints._plausible)
             out.append(
                 Finding(
                     series,
@@ -71,7 +70,7 @@ def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY) -> 
                     series.runs[change.index - 1],
                     series.runs[change.index],
                     series.runs[change.earliest - 1],
-                    series.runs[min(change.latest, end - 1)],
+                    series.runs[change.latest],
                 )
             )
     return out
