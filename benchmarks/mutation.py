@@ -7,6 +7,7 @@ counts each module's results from mutmut's own records (``mutants/**/*.meta``):
     python benchmarks/mutation.py                 # every module (~20 min on 2 cores)
     python benchmarks/mutation.py kl significance # some of them
     python benchmarks/mutation.py --report        # count what the last runs left, run nothing
+    python benchmarks/mutation.py --equivalent    # the equivalent mutants, by reason
 
 Score = killed / (total - equivalent), where ``EQUIVALENT`` lists the surviving mutants that change no
 behaviour, each with its reason (docs/benchmarks.md shows the table). ``--survivors`` prints the diff
@@ -53,8 +54,79 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "history/check": ("harness/history/check.py", ("harness.history.check.*",)),
 }
 
-# Surviving mutants that change no behaviour: name -> why (kept to one line each).
-EQUIVALENT: dict[str, str] = {}
+# Surviving mutants that change no behaviour: name -> why (one line each). "In practice": no input the
+# harness produces reaches the difference (a float landing exactly on a line, a resample's seed where every
+# seed gives the same percentile).
+_DTYPE = "the values are floats already (records hold floats), so the dtype argument changes nothing"
+_SCIPY_CASE = "scipy lower-cases this method/alternative name"
+_BOOT = (
+    "in practice: the percentile endpoints of seeded bootstrap medians land on the same data midpoints for any "
+    "seed, method or resample count at launch counts (checked 5-40 values)"
+)
+_PERM = "C(n+m, n) <= 9999 splits up to 7 launches a side: the permutation test enumerates them all, no seed"
+_RUPTURES = "ruptures' C PELT for the linear kernel ignores jump; its defaults are kernel='linear', min_size=2"
+_SHIFT = "the squared-error cost of a split is unchanged by a constant added to every value"
+EQUIVALENT: dict[str, str] = {
+    "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
+    "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
+    "harness.correctness.gate.x__conclude__mutmut_71": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_16": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_17": "scipy's default n_resamples is 9999; " + _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_18": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_19": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_20": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_38": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_40": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_44": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_46": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_58": "scipy's method='auto' is exact without ties "
+    "up to 8 values a side, where this branch runs",
+    "harness.regression.significance.x_worse_p_values__mutmut_61": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_69": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_worse_p_values__mutmut_73": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_worse_p_values__mutmut_74": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_fdr_adjust__mutmut_7": "BH-adjusted p-values do not depend on alpha",
+    "harness.regression.significance.x_fdr_adjust__mutmut_11": "statsmodels lower-cases the method name",
+    "harness.regression.significance.x_ratio_interval__mutmut_25": _BOOT,
+    "harness.regression.significance.x_ratio_interval__mutmut_28": "CONFIDENCE is scipy's default, 0.95",
+    "harness.regression.significance.x_ratio_interval__mutmut_35": _SCIPY_CASE,
+    "harness.regression.spread_rule.x__iqr__mutmut_9": "n=4 is statistics.quantiles' default",
+    "harness.measure.launches.x_drift__mutmut_27": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.launches.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.launches.x_drift__mutmut_51": "in practice: no exact Kendall p for 5-50 rounds equals 0.05",
+    "harness.measure.launches.x_drift__mutmut_60": "only flagged trends are worded, and those have |total| > 0.05",
+    "harness.measure.launches.x_interval__mutmut_21": "'single launch' is the Interval's default method",
+    "harness.measure.launches.x_interval__mutmut_46": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_49": "CONFIDENCE is scipy's default, 0.95",
+    "harness.measure.launches.x_interval__mutmut_50": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_51": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_53": _SCIPY_CASE,
+    "harness.measure.launches.x_interval__mutmut_54": _BOOT,
+    "harness.history.changepoints.x_noise__mutmut_3": _DTYPE,
+    "harness.history.changepoints.x_noise__mutmut_5": _DTYPE,
+    "harness.history.changepoints.x_noise__mutmut_29": "two values have one difference, whose stdev is 0: the floor",
+    "harness.history.changepoints.x__plausible__mutmut_4": "index 0 of the cumulative sums is never read (t >= 2)",
+    "harness.history.changepoints.x__plausible__mutmut_7": "index 0 of the cumulative sums is never read (t >= 2)",
+    "harness.history.changepoints.x__plausible__mutmut_26": "adds the same constant to every split's cost",
+    "harness.history.changepoints.x__plausible__mutmut_27": "adds the same constant to every split's cost",
+    "harness.history.changepoints.x__plausible__mutmut_42": "in practice: a cost difference exactly 6.0",
+    "harness.history.changepoints.x_detect__mutmut_3": _DTYPE,
+    "harness.history.changepoints.x_detect__mutmut_5": _DTYPE,
+    "harness.history.changepoints.x_detect__mutmut_16": _SHIFT,
+    "harness.history.changepoints.x_detect__mutmut_24": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_25": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_26": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_27": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_30": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_34": "ruptures reshapes a 1-D signal to one column itself",
+    "harness.history.changepoints.x_detect__mutmut_36": "numpy reads any negative size as 'the rest'",
+    "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
+    "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
+    "harness.history.check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
+    "the first after one: since=1 finds nothing either way",
+}
 
 KILLED = {1, 3}  # mutmut: a failing test (1) or a pytest internal error (3)
 SURVIVED = {0}
@@ -106,7 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help="labels (or parts of them) of MODULES; default: all")
     parser.add_argument("--report", action="store_true", help="count the last runs' results, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print each unexplained survivor's diff")
+    parser.add_argument("--equivalent", action="store_true", help="list EQUIVALENT by reason, as Markdown")
     args = parser.parse_args(argv)
+    if args.equivalent:
+        by_reason: dict[str, list[str]] = {}
+        for name, why in EQUIVALENT.items():
+            by_reason.setdefault(why, []).append(name.removeprefix("harness.").replace("__mutmut_", "#"))
+        for why, names in by_reason.items():
+            print(f"- {why}: " + ", ".join(f"`{n}`" for n in names))
+        return 0
     chosen = [label for label in MODULES if not args.modules or any(m in label for m in args.modules)]
     if not args.report:
         run(chosen)
