@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import EXIT_INCOMPARABLE, UsageError
-from harness.records.record import Record, Samples
+from harness.records.record import Launch, Record, Samples
 from harness.regression import significance
+from harness.regression.check import check, launch_test
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
 from harness.regression.spread_rule import _iqr, metric_check
 from harness.regression.thresholds import Threshold, parse_thresholds
@@ -156,3 +157,38 @@ def test_threshold_errors_name_what_is_wrong():
 def test_a_baseline_under_one_unit_still_gets_an_interval():
     low, high = significance.ratio_interval([0.5, 0.6], [0.7, 0.8])
     assert low is not None and low <= 0.75 / 0.55 <= high
+
+
+# --- the check's launch-level and one-launch paths --------------------------------------------------
+
+
+def _launches(*tpots: float) -> Record:
+    entries = [Launch(index=i, medians={"tpot_ms": t}, rounds=5) for i, t in enumerate(tpots)]
+    return Record(
+        scenario="demo",
+        point_id="p",
+        point={},
+        status="ok",
+        metrics={"tpot_ms": tpots[0]},
+        samples=Samples(launches=entries),
+    )
+
+
+def test_two_launches_a_side_get_a_launch_level_test_whatever_the_unit():
+    test = launch_test(TPOT, _launches(0.5, 0.5), _launches(0.6, 0.6))
+    assert test is not None and test.launches == (2, 2) and test.change == pytest.approx(0.2)
+    assert launch_test(TPOT, _launches(0.0, 0.0), _launches(0.6, 0.6)) is None
+    assert launch_test(TPOT, _launches(0.5), _launches(0.6, 0.6)) is None
+
+
+def test_one_launch_a_side_is_judged_by_the_spread_rule_and_recorded():
+    e2e = parse_thresholds("e2e=5%")
+    outcome = check([_one_launch(0.5, [], "e2e_ms")], [_one_launch(0.6, [], "e2e_ms")], e2e)
+    (finding,) = outcome.findings
+    assert finding.metric == "e2e_ms" and outcome.beyond_limit == [("demo", "p")]
+    assert outcome.single_launch == []  # e2e_ms is no launch figure
+    at_limit = check([_one_launch(50.0, [])], [_one_launch(52.5, [])], [TPOT])
+    assert at_limit.findings == [] and at_limit.beyond_limit == [] and at_limit.single_launch == [("demo", "p")]
+    for old, new in ((50.0, None), (None, 60.0), (0.0, 60.0)):
+        quiet = check([_one_launch(old, [])], [_one_launch(new, [])], [TPOT])
+        assert quiet.findings == [] and quiet.beyond_limit == [] and quiet.single_launch == []
