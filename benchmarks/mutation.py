@@ -72,6 +72,8 @@ EQUIVALENT: dict[str, str] = {
     "harness.correctness.gate.x__conclude__mutmut_71": "reasons is empty when verdict is pass, so = and += agree",
     "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_12": "without ties the permutation test's p is "
+    "the exact table's; " + _PERM,
     "harness.regression.significance.x_worse_p_values__mutmut_16": _PERM,
     "harness.regression.significance.x_worse_p_values__mutmut_17": "scipy's default n_resamples is 9999; " + _PERM,
     "harness.regression.significance.x_worse_p_values__mutmut_18": _PERM,
