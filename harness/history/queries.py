@@ -36,7 +36,7 @@ class SeriesData:
     runs: list[RunInfo] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     spread: list[tuple[Optional[float], Optional[float]]] = field(default_factory=list)  # low, high per run
-    spread_over: list[Optional[str]] = field(default_factory=list)  # what each spread is: SPREAD_SOURCES
+    spread_over: list[Optional[str]] = field(default_factory=list)  # what each spread is: launches | rounds | interval
     verdicts: list[Optional[str]] = field(default_factory=list)
 
     @property
@@ -57,9 +57,6 @@ def runs(engine) -> list[RunInfo]:
             )
         ).all()
     return [RunInfo(r.id, i, r.started_at, r.commit, r.host, r.source, r.n_points) for i, r in enumerate(rows)]
-
-
-SPREAD_SOURCES = ("launches", "rounds", "interval")
 
 
 def _spread(rounds, launches, low, high) -> tuple[Optional[float], Optional[float], Optional[str]]:

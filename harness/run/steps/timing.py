@@ -23,7 +23,6 @@ class Timed:
     meter: Any = None  # the energy meter, when energy is measured
     window: Any = None  # the meter's reading over the timed rounds
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
-    extra: dict = field(default_factory=dict)
     machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
     canary: Optional[CanaryReading] = None  # the machine-speed canary at the window's edges
 

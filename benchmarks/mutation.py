@@ -1,0 +1,208 @@
+"""Mutation scores of the modules that decide verdicts (issue #28), with mutmut 3.
+
+mutmut reads ``[tool.mutmut]`` in pyproject.toml (the files it may mutate and the fast, pure tests it
+runs); this script asks it for the mutants of the functions below only, one module at a time, then
+counts each module's results from mutmut's own records (``mutants/**/*.meta``):
+
+    python benchmarks/mutation.py                 # every module (~20 min on 2 cores)
+    python benchmarks/mutation.py kl significance # some of them
+    python benchmarks/mutation.py --report        # count what the last runs left, run nothing
+    python benchmarks/mutation.py --equivalent    # the equivalent mutants, by reason
+
+Score = killed / (total - equivalent), where ``EQUIVALENT`` lists the surviving mutants that change no
+behaviour, each with its reason (docs/benchmarks.md shows the table). ``--survivors`` prints the diff
+of every survivor not listed there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# module label -> (source file, mutant-name globs: mutmut names a mutant <module>.x_<function>__mutmut_<n>,
+# a method <module>.x<Class>ǁ<method>__mutmut_<n>)
+MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "correctness/kl": ("harness/correctness/kl.py", ("harness.correctness.kl.*",)),
+    "correctness/gate (tiers: _conclude)": (
+        "harness/correctness/gate.py",
+        ("harness.correctness.gate.x__conclude__*",),
+    ),
+    "correctness/same_weights (combine)": (
+        "harness/correctness/same_weights.py",
+        ("harness.correctness.same_weights.x_combine__*",),
+    ),
+    "regression/significance": ("harness/regression/significance.py", ("harness.regression.significance.*",)),
+    "regression/thresholds": ("harness/regression/thresholds.py", ("harness.regression.thresholds.*",)),
+    "regression/check": ("harness/regression/check.py", ("harness.regression.check.*",)),
+    "regression/spread_rule": ("harness/regression/spread_rule.py", ("harness.regression.spread_rule.*",)),
+    "regression/outcome": ("harness/regression/outcome.py", ("harness.regression.outcome.*",)),
+    "measure/launches (statistics, intervals)": (
+        "harness/measure/launches.py",
+        tuple(
+            f"harness.measure.launches.x_{name}__*"
+            for name in ("_fewest_rounds", "drift", "interval", "rel_half_width", "intervals", "_metrics")
+        ),
+    ),
+    "history/changepoints": ("harness/history/changepoints.py", ("harness.history.changepoints.*",)),
+    "history/check": ("harness/history/check.py", ("harness.history.check.*",)),
+}
+
+# Surviving mutants that change no behaviour: name -> why (one line each). "In practice": no input the
+# harness produces reaches the difference (a float landing exactly on a line, a resample's seed where every
+# seed gives the same percentile).
+_DTYPE = "the values are floats already (records hold floats), so the dtype argument changes nothing"
+_SCIPY_CASE = "scipy lower-cases this method/alternative name"
+_BOOT = (
+    "in practice: the percentile endpoints of seeded bootstrap medians land on the same data midpoints for any "
+    "seed, method or resample count at launch counts (checked 5-40 values)"
+)
+_PERM = "C(n+m, n) <= 9999 splits up to 7 launches a side: the permutation test enumerates them all, no seed"
+_RUPTURES = "ruptures' C PELT for the linear kernel ignores jump; its defaults are kernel='linear', min_size=2"
+_SHIFT = "the squared-error cost of a split is unchanged by a constant added to every value"
+EQUIVALENT: dict[str, str] = {
+    "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
+    "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
+    "harness.correctness.gate.x__conclude__mutmut_71": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_12": "without ties the permutation test's p is "
+    "the exact table's; " + _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_16": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_17": "scipy's default n_resamples is 9999; " + _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_18": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_19": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_20": _PERM,
+    "harness.regression.significance.x_worse_p_values__mutmut_38": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_40": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_44": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_46": _DTYPE,
+    "harness.regression.significance.x_worse_p_values__mutmut_58": "scipy's method='auto' is exact without ties "
+    "up to 8 values a side, where this branch runs",
+    "harness.regression.significance.x_worse_p_values__mutmut_61": _SCIPY_CASE,
+    "harness.regression.significance.x_worse_p_values__mutmut_69": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_worse_p_values__mutmut_73": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_worse_p_values__mutmut_74": "typing.cast does nothing at run time",
+    "harness.regression.significance.x_fdr_adjust__mutmut_7": "BH-adjusted p-values do not depend on alpha",
+    "harness.regression.significance.x_fdr_adjust__mutmut_11": "statsmodels lower-cases the method name",
+    "harness.regression.significance.x_ratio_interval__mutmut_25": _BOOT,
+    "harness.regression.significance.x_ratio_interval__mutmut_28": "CONFIDENCE is scipy's default, 0.95",
+    "harness.regression.significance.x_ratio_interval__mutmut_35": _SCIPY_CASE,
+    "harness.regression.spread_rule.x__iqr__mutmut_9": "n=4 is statistics.quantiles' default",
+    "harness.measure.launches.x_drift__mutmut_27": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.launches.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.launches.x_drift__mutmut_51": "in practice: no exact Kendall p for 5-50 rounds equals 0.05",
+    "harness.measure.launches.x_drift__mutmut_60": "only flagged trends are worded, and those have |total| > 0.05",
+    "harness.measure.launches.x_interval__mutmut_21": "'single launch' is the Interval's default method",
+    "harness.measure.launches.x_interval__mutmut_46": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_49": "CONFIDENCE is scipy's default, 0.95",
+    "harness.measure.launches.x_interval__mutmut_50": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_51": _BOOT,
+    "harness.measure.launches.x_interval__mutmut_53": _SCIPY_CASE,
+    "harness.measure.launches.x_interval__mutmut_54": _BOOT,
+    "harness.history.changepoints.x_noise__mutmut_3": _DTYPE,
+    "harness.history.changepoints.x_noise__mutmut_5": _DTYPE,
+    "harness.history.changepoints.x_noise__mutmut_29": "two values have one difference, whose stdev is 0: the floor",
+    "harness.history.changepoints.x__plausible__mutmut_4": "index 0 of the cumulative sums is never read (t >= 2)",
+    "harness.history.changepoints.x__plausible__mutmut_7": "index 0 of the cumulative sums is never read (t >= 2)",
+    "harness.history.changepoints.x__plausible__mutmut_26": "adds the same constant to every split's cost",
+    "harness.history.changepoints.x__plausible__mutmut_27": "adds the same constant to every split's cost",
+    "harness.history.changepoints.x__plausible__mutmut_42": "in practice: a cost difference exactly 6.0",
+    "harness.history.changepoints.x_detect__mutmut_3": _DTYPE,
+    "harness.history.changepoints.x_detect__mutmut_5": _DTYPE,
+    "harness.history.changepoints.x_detect__mutmut_16": _SHIFT,
+    "harness.history.changepoints.x_detect__mutmut_24": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_25": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_26": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_27": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_30": _RUPTURES,
+    "harness.history.changepoints.x_detect__mutmut_34": "ruptures reshapes a 1-D signal to one column itself",
+    "harness.history.changepoints.x_detect__mutmut_36": "numpy reads any negative size as 'the rest'",
+    "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
+    "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
+    "harness.history.check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
+    "the first after one: since=1 finds nothing either way",
+}
+
+KILLED = {1, 3}  # mutmut: a failing test (1) or a pytest internal error (3)
+SURVIVED = {0}
+
+
+def _mutmut() -> str:
+    found = Path(sys.executable).parent / "mutmut"
+    return str(found) if found.exists() else "mutmut"
+
+
+def run(labels: list[str]) -> None:
+    """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once."""
+    globs = [g for label in labels for g in MODULES[label][1]]
+    cmd = ["nice", "-n", "10", _mutmut(), "run", "--max-children", str(os.cpu_count() or 2), *globs]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, check=False)
+
+
+def results(label: str) -> dict[str, int]:
+    """mutant name -> mutmut's exit code, for this module's globs (None: not run yet)."""
+    source, globs = MODULES[label]
+    meta = REPO / "mutants" / (source + ".meta")
+    if not meta.exists():
+        return {}
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    return {name: code for name, code in codes.items() if any(fnmatch.fnmatch(name, g) for g in globs)}
+
+
+def row(label: str) -> str:
+    codes = results(label)
+    total = len(codes)
+    killed = sum(code in KILLED for code in codes.values())
+    survived = [name for name, code in codes.items() if code in SURVIVED]
+    equivalent = [name for name in survived if name in EQUIVALENT]
+    other = total - killed - len(survived)  # no tests, timeouts, not run
+    scored = total - len(equivalent)
+    score = f"{100 * killed / scored:.0f} %" if scored else "-"
+    return (
+        f"| {label} | {total} | {killed} | {len(survived) - len(equivalent)} | {len(equivalent)} | {other} | {score} |"
+    )
+
+
+def survivors(label: str) -> list[str]:
+    return sorted(n for n, code in results(label).items() if code in SURVIVED and n not in EQUIVALENT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help="labels (or parts of them) of MODULES; default: all")
+    parser.add_argument("--report", action="store_true", help="count the last runs' results, run nothing")
+    parser.add_argument("--survivors", action="store_true", help="print each unexplained survivor's diff")
+    parser.add_argument("--equivalent", action="store_true", help="list EQUIVALENT by reason, as Markdown")
+    args = parser.parse_args(argv)
+    if args.equivalent:
+        by_reason: dict[str, list[str]] = {}
+        for name, why in EQUIVALENT.items():
+            by_reason.setdefault(why, []).append(name.removeprefix("harness.").replace("__mutmut_", "#"))
+        for why, names in by_reason.items():
+            print(f"- {why}: " + ", ".join(f"`{n}`" for n in names))
+        return 0
+    chosen = [label for label in MODULES if not args.modules or any(m in label for m in args.modules)]
+    if not args.report:
+        run(chosen)
+    print("| module | mutants | killed | survived | equivalent | no test / timeout | score |")
+    print("|---|---|---|---|---|---|---|")
+    for label in chosen:
+        print(row(label))
+    if args.survivors:
+        for label in chosen:
+            for name in survivors(label):
+                shown = subprocess.run([_mutmut(), "show", name], cwd=REPO, capture_output=True, text=True)
+                print(shown.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
