@@ -58,6 +58,21 @@ class GatePhases(Part):
     note: Optional[str] = None  # why a phase fell back to the overall floor
 
 
+class PositionBucket(Part):
+    """The teacher-forced positions from ``start`` to ``end`` (``harness.correctness.positions``): their mean KL
+    against the bucket's own noise floor (the overall one where the reference has none, ``floor_source``);
+    ``verdict`` is the bucket's KL tier, None where it is not judged (too few positions, or one bucket)."""
+
+    start: int
+    end: int
+    positions: int
+    kl_mean: float
+    noise_floor: float
+    kl_ratio: float
+    verdict: Optional[Literal["pass", "drift", "fail"]] = None
+    floor_source: Literal["bucket", "overall"] = "bucket"
+
+
 class SameWeights(Part):
     """A quantized point against its own weights on a trusted engine path (``harness.correctness.same_weights``):
     there the noise floor is that of identical weights, so drift is a bug, not quantization.
@@ -102,6 +117,8 @@ class Correctness(Part):
     same_weights: Optional[SameWeights] = None  # None: not compared with its own weights (records before it)
     phases: Optional[GatePhases] = None  # None in top-1 mode and in records made before phases
     distribution: Optional[KLDistribution] = None
+    buckets: Optional[list[PositionBucket]] = None  # KL by position; None in top-1 mode and older records
+    length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: short only
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -246,8 +246,13 @@ class Runner:
         """Compute (or find) the scenario's gate reference without touching any device: run once on
         any machine, then ship the reference directory to the runners (``--reference-dir``)."""
         from harness.run.steps.verify import gate_reference
+        from harness.scenario.sweep import expand
 
-        return gate_reference(self.session, scenario, self.session.model(scenario))
+        model = self.session.model(scenario)
+        found = gate_reference(self.session, scenario, model)
+        for point in expand(scenario):  # each gate length once (the session keeps them by path)
+            found = gate_reference(self.session, scenario, model, point)
+        return found
 
     def finished(self, scenario: Scenario, point: Point) -> Optional[Record]:
         """The stored record of this point when it is ``ok`` (with all its launches) or ``skipped`` and its
