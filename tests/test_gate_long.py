@@ -9,6 +9,7 @@ On tiny-mistral (every layer a 64-token sliding window), through ``harness run``
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -42,8 +43,8 @@ sweep:
 """
 
 
-def run_gate(write_scenario, tmp_path, name: str, adapters, length: str) -> tuple[int, dict]:
-    """``harness run`` on these adapters; (exit code, record by adapter)."""
+def run_gate(write_scenario, tmp_path, name: str, adapters, length: str) -> tuple[int, dict, Path]:
+    """``harness run`` on these adapters: (exit code, record by adapter, the results directory)."""
     from harness.adapters import registry
 
     for cls in adapters:
@@ -59,7 +60,7 @@ def run_gate(write_scenario, tmp_path, name: str, adapters, length: str) -> tupl
         for cls in adapters:
             registry.unregister_adapter(cls.name)
     records = {record.point["adapter"]: record for _, record in store.iter_records(results / name)}
-    return code, records
+    return code, records, results
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ STARTS = {
 
 
 def test_the_point_is_gated_at_its_length_with_kl_per_position_bucket(long_run):
-    code, records = long_run
+    code, records, _ = long_run
     assert code == 1  # the faults fail the run
     clean = records["hf"].correctness
     assert clean.verdict == "pass" and clean.length == 384
@@ -118,7 +119,7 @@ def test_the_point_is_gated_at_its_length_with_kl_per_position_bucket(long_run):
 
 @pytest.mark.parametrize("fault", faults_long.FAULTS, ids=lambda f: f.__name__)
 def test_a_fault_past_the_window_fails_by_the_bucket_where_it_starts(long_run, fault):
-    _, records = long_run
+    _, records, _ = long_run
     correctness = records[fault.name].correctness
     assert correctness.verdict == "fail", correctness.reasons
     start, ratio = _rises(correctness)
@@ -130,14 +131,14 @@ def test_a_fault_past_the_window_fails_by_the_bucket_where_it_starts(long_run, f
 
 @pytest.mark.parametrize("variant", BENIGN, ids=lambda f: f.__name__)
 def test_benign_variants_pass_with_two_long_prompts(long_run, variant):
-    _, records = long_run
+    _, records, _ = long_run
     correctness = records[variant.name].correctness
     assert correctness.verdict == "pass", correctness.reasons
     assert max(b.kl_ratio for b in correctness.buckets) < 3
 
 
 def test_benign_variants_pass_with_one_long_prompt(mistral, tmp_path_factory):
-    code, records = _run(tmp_path_factory, "one", [HFAdapter, *BENIGN], "long_prompts: 1")
+    code, records, _ = _run(tmp_path_factory, "one", [HFAdapter, *BENIGN], "long_prompts: 1")
     assert code == 0
     for variant in (HFAdapter, *BENIGN):
         correctness = records[variant.name].correctness
@@ -146,9 +147,23 @@ def test_benign_variants_pass_with_one_long_prompt(mistral, tmp_path_factory):
 
 
 def test_the_short_prompts_alone_miss_every_fault(mistral, tmp_path_factory):
-    code, records = _run(tmp_path_factory, "short", [HFAdapter, *faults_long.FAULTS], "length: short")
+    code, records, _ = _run(tmp_path_factory, "short", [HFAdapter, *faults_long.FAULTS], "length: short")
     assert code == 0  # the issue: each fault passes the short gate prompts (~45 positions, inside the window)
     for fault in faults_long.FAULTS:
         correctness = records[fault.name].correctness
         assert correctness.verdict == "pass" and correctness.length is None
         assert [b.start for b in correctness.buckets] == [0]
+
+
+def test_the_report_plots_and_tabulates_kl_by_position(long_run, tmp_path):
+    import pandas as pd
+
+    _, _, results = long_run
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "-o", str(out)]) == 0
+    assert (out / "plots" / "gate_positions.png").stat().st_size > 0
+    table = pd.read_csv(out / "gate_positions.csv")
+    window_off = table[table.point_id.str.startswith(faults_long.SlidingWindowOff.name)]
+    assert list(window_off.positions) == ["0-63", "64-255", "256-511"]
+    assert list(window_off.verdict) == ["pass", "fail", "fail"]
+    assert "Correctness by position" in (out / "index.html").read_text()
