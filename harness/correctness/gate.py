@@ -381,7 +381,10 @@ def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
                 continue
             seen.add(key)
             text = reference.prompts[d.prompt].text
-            lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, position {d.position}: {d.why}")
+            where = f"position {d.position}"
+            if is_long(prompt.kind):  # teacher-forced from its head: where that is in the sequence
+                where += f" (sequence position {len(reference.prompts[d.prompt].prompt_ids) + d.position})"
+            lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, {where}: {d.why}")
             lines.append(f"    reference {show(d.reference_token):<24} device {show(d.device_token)}")
             lines.append("    reference top-k: " + ", ".join(f"{show(i)} {lp:.2f}" for i, lp in d.reference_topk))
             if d.device_topk:

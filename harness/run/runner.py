@@ -249,10 +249,8 @@ class Runner:
         from harness.scenario.sweep import expand
 
         model = self.session.model(scenario)
-        found = gate_reference(self.session, scenario, model)
-        for point in expand(scenario):  # each gate length once (the session keeps them by path)
-            found = gate_reference(self.session, scenario, model, point)
-        return found
+        # every gate length the points need, each once (the session keeps references by path)
+        return [gate_reference(self.session, scenario, model, point) for point in expand(scenario)][-1]
 
     def finished(self, scenario: Scenario, point: Point) -> Optional[Record]:
         """The stored record of this point when it is ``ok`` (with all its launches) or ``skipped`` and its
