@@ -115,6 +115,8 @@ def test_the_point_is_gated_at_its_length_with_kl_per_position_bucket(long_run):
     # 2 short prompts x 32 positions, a `long` prompt from position 16 to 383, a `long-prefill` one's last 32
     assert sum(b.positions for b in clean.buckets) == 64 + 368 + 32
     assert all(b.floor_source == "bucket" and b.verdict == "pass" for b in clean.buckets)
+    window_off = records[faults_long.SlidingWindowOff.name].correctness.report
+    assert "(long)" in window_off and "(sequence position " in window_off  # where in the sequence it failed
 
 
 @pytest.mark.parametrize("fault", faults_long.FAULTS, ids=lambda f: f.__name__)
