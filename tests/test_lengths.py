@@ -114,3 +114,24 @@ def test_harness_reference_computes_each_gate_length_once(write_scenario, tmp_pa
         assert len(long["prompt_ids"]) == lengths.HEAD
         assert len(long["prompt_ids"]) + len(long["tokens"]) == ref["settings"]["length"]
         assert [b["start"] for b in ref["noise_floor"]["buckets"]] == [0, 64]
+
+
+def test_a_fault_in_one_late_bucket_fails_the_point_though_the_mean_stays_under_the_fail_line():  # (unit)
+    from harness.correctness import gate
+    from harness.correctness.reference import PromptReference, Reference
+
+    kls = [1e-3] * 240 + [0.2] * 40  # positions 16-255 at the floor, 256-295 at 200x
+    prompt = PromptReference("long", "text", list(range(16)), [0] * 280, [[0]] * 280, [[0.0]] * 280)
+    floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
+    reference = Reference(
+        model={}, settings={"top_m": 64, "eos_ids": []}, versions={}, noise_floor=floor, prompts=[prompt]
+    )
+    result = gate._conclude(
+        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        reference,
+        gate.GateConfig(),
+        "forced",
+    )
+    assert result.kl_ratio < 100  # the mean over every position: 29x, under the fail line
+    assert result.verdict == "fail"
+    assert any(reason.startswith("positions 256-511 mean KL") for reason in result.reasons), result.reasons
