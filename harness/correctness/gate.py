@@ -25,17 +25,20 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness import kl as kl_stats
+from harness.correctness import positions
 from harness.correctness.kl import MIN_FLOOR
+from harness.correctness.lengths import is_long
 from harness.correctness.reference import (
     PromptReference,
     Reference,
     coarse_kl,
     coarse_kl_reverse,
-    forced_logprobs,
+    iter_forced_logprobs,
     log_softmax,
     top_ids,
 )
 from harness.errors import Unsupported
+from harness.records.correctness import PositionBucket
 from harness.records.record import GatePhases, KLDistribution
 
 
@@ -99,12 +102,17 @@ class GateResult:
     reference: dict = field(default_factory=dict)
     phases: Optional[GatePhases] = None  # the KL tier per phase (None in top-1 mode)
     distribution: Optional[KLDistribution] = None
+    buckets: Optional[list[PositionBucket]] = None  # KL by position (harness.correctness.positions)
 
     def to_dict(self) -> dict:
-        return asdict(self) | {
-            name: part.model_dump() if part is not None else None
-            for name, part in (("phases", self.phases), ("distribution", self.distribution))
-        }
+        return (
+            asdict(self)
+            | {
+                name: part.model_dump() if part is not None else None
+                for name, part in (("phases", self.phases), ("distribution", self.distribution))
+            }
+            | {"buckets": [b.model_dump() for b in self.buckets] if self.buckets is not None else None}
+        )
 
 
 def _topk_pairs(
@@ -157,10 +165,11 @@ def free_running(
 
 def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
     result = PromptResult(prompt=index, kind=ref.kind)
-    device = forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
+    device = iter_forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
     kls, reverse, cosines, top1, matches = [], [], [], 0, []
-    for position, (ref_token, logprobs) in enumerate(zip(ref.tokens, device)):
+    for position, logprobs in enumerate(device):
         ref_ids, ref_lps = ref.top_ids[position], ref.top_logprobs[position]
+        ref_token = ref_ids[0]  # the reference's greedy choice (a long prompt feeds its own text instead)
         dev_top = top_ids(logprobs, k).tolist()
         device_token = dev_top[0]
         top1 += device_token == ref_token
@@ -242,7 +251,7 @@ def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) 
             if config.mode in ("forced", "both")
             else PromptResult(index, ref.kind)
         )
-        if config.mode in ("free", "both"):
+        if config.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
             ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
             if detail is not None and not ok:
@@ -282,8 +291,9 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=N
                         )
                     )
         result.forced_ok = result.forced_violations == 0
-        result.top1_match_rate = sum(d == r for d, r in zip(chosen, ref.tokens)) / len(ref.tokens)
-        result.position_top1 = [int(d == r) for d, r in zip(chosen, ref.tokens)]
+        greedy = [ids[0] for ids in ref.top_ids]  # the reference's choices (a long prompt feeds its own text)
+        result.top1_match_rate = sum(d == r for d, r in zip(chosen, greedy)) / len(ref.tokens)
+        result.position_top1 = [int(d == r) for d, r in zip(chosen, greedy)]
         prompt_results.append(result)
     return _conclude(prompt_results, reference, config, "forced-top1")
 
@@ -305,6 +315,10 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         kl_stats.phases(forward, reference.noise_floor, config.drift_factor, config.fail_factor) if forward else None
     )
     fails, drifts = kl_stats.judge(kl_mean, ratio, floor, phases, config.drift_factor, config.fail_factor)
+    buckets = _buckets(prompt_results, reference, config)
+    if buckets:
+        more_fails, more_drifts = positions.judge(buckets, config.drift_factor, config.fail_factor)
+        fails, drifts = fails + more_fails, drifts + more_drifts
     reasons += fails
     verdict = "fail" if reasons else "pass"
     if verdict == "pass" and drifts:
@@ -327,11 +341,26 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         free_divergence_index=min(divergences) if divergences else None,
         prompts=prompt_results,
         phases=phases,
+        buckets=buckets,
         distribution=kl_stats.distribution(
             forward,
             [r.position_kl_reverse or [] for r in prompt_results],
             [r.position_top1 or [] for r in prompt_results],
         ),
+    )
+
+
+def _buckets(prompt_results: list[PromptResult], reference: Reference, config: GateConfig):
+    """KL by position bucket of the teacher-forced prompts (None in top-1 mode)."""
+    measured = [(r.position_kl, reference.prompts[r.prompt]) for r in prompt_results if r.position_kl is not None]
+    if not measured:
+        return None
+    return positions.buckets(
+        [kls for kls, _ in measured],
+        [len(ref.prompt_ids) for _, ref in measured],
+        reference.noise_floor,
+        config.drift_factor,
+        config.fail_factor,
     )
 
 
@@ -342,6 +371,8 @@ def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
         return "-" if token_id is None else f"{tokenizer.decode([token_id])!r}({token_id})"
 
     lines = [f"gate {result.verdict.upper()}: " + "; ".join(result.reasons)]
+    if result.buckets:
+        lines.append(positions.describe(result.buckets))
     for prompt in result.prompts:
         seen = set()
         for d in prompt.failures:
@@ -350,7 +381,10 @@ def format_failures(result: GateResult, reference: Reference, tokenizer) -> str:
                 continue
             seen.add(key)
             text = reference.prompts[d.prompt].text
-            lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, position {d.position}: {d.why}")
+            where = f"position {d.position}"
+            if is_long(prompt.kind):  # teacher-forced from its head: where that is in the sequence
+                where += f" (sequence position {len(reference.prompts[d.prompt].prompt_ids) + d.position})"
+            lines.append(f"  prompt {d.prompt} ({prompt.kind}) {text[:50]!r}, {where}: {d.why}")
             lines.append(f"    reference {show(d.reference_token):<24} device {show(d.device_token)}")
             lines.append("    reference top-k: " + ", ".join(f"{show(i)} {lp:.2f}" for i, lp in d.reference_topk))
             if d.device_topk:

@@ -20,11 +20,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
+from harness.correctness import lengths, positions
 from harness.correctness.kl import phase_floors
+from harness.correctness.lengths import is_long
 from harness.errors import HarnessError
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
 
@@ -90,6 +92,7 @@ class ReferenceSettings:
     floor_dtype: str = "fp32"
     device: str = "cpu"
     threads: Optional[int] = None
+    length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: none
 
 
 def tokenizer_sha256(hf_dir: Path) -> str:
@@ -122,12 +125,27 @@ def greedy_steps(adapter, prompt_ids: Sequence[int], n_tokens: int, stop_ids: Se
     return tokens, ids_per_step, lps_per_step
 
 
-def forced_logprobs(adapter, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[np.ndarray]:
-    """Teacher forcing: the device's log-probabilities at every position of the given continuation."""
-    out = [log_softmax(adapter.prefill(prompt_ids))]
+def forced_steps(adapter, prompt_ids: Sequence[int], tokens: Sequence[int], top_m: int):
+    """Teacher forcing: (top ids per position, their logprobs) of the given continuation."""
+    ids_per_step, lps_per_step = [], []
+    for logprobs in iter_forced_logprobs(adapter, prompt_ids, tokens):
+        best = top_ids(logprobs, top_m)
+        ids_per_step.append(best.tolist())
+        lps_per_step.append([round(float(v), 6) for v in logprobs[best]])
+    return ids_per_step, lps_per_step
+
+
+def iter_forced_logprobs(adapter, prompt_ids: Sequence[int], tokens: Sequence[int]) -> Iterator[np.ndarray]:
+    """Teacher forcing: the device's log-probabilities at every position of the given continuation, one
+    position at a time (a long prompt's full-vocabulary rows would not fit in memory together)."""
+    yield log_softmax(adapter.prefill(prompt_ids))
     for token in tokens[:-1]:
-        out.append(log_softmax(adapter.decode(token)))
-    return out
+        yield log_softmax(adapter.decode(token))
+
+
+def forced_logprobs(adapter, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[np.ndarray]:
+    """``iter_forced_logprobs`` as a list."""
+    return list(iter_forced_logprobs(adapter, prompt_ids, tokens))
 
 
 def coarse_kl(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logprobs: np.ndarray) -> float:
@@ -167,7 +185,10 @@ class ReferenceStore:
         self.compute = compute or globals()["compute"]  # injectable: tests count how often it runs
 
     def path_for(self, model_name: str, pairs: list[tuple[str, str]], settings: ReferenceSettings) -> Path:
-        identity = json.dumps({"prompts": pairs, "settings": asdict(settings) | {"threads": None}}, sort_keys=True)
+        keyed = asdict(settings) | {"threads": None}
+        if settings.length is None:  # references stored before long prompts keep their keys
+            del keyed["length"]
+        identity = json.dumps({"prompts": pairs, "settings": keyed}, sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
         return self.root / safe_name(model_name) / f"{digest}.json"
 
@@ -180,7 +201,7 @@ class ReferenceStore:
             problems.append(f"model checksum {reference.model['checksum'][:12]}… != {model.checksum[:12]}…")
         if reference.model["tokenizer_sha256"] != tokenizer_sha256(model.hf_dir):
             problems.append("tokenizer.json differs")
-        if [p.prompt_ids for p in reference.prompts] != prompt_ids:
+        if [p.prompt_ids + (p.tokens if is_long(p.kind) else []) for p in reference.prompts] != prompt_ids:
             problems.append("prompt token ids differ")
         if problems:
             raise ReferenceMismatch(
@@ -193,10 +214,8 @@ class ReferenceStore:
         self, model, pairs: list[tuple[str, str]], settings: ReferenceSettings, refresh: bool = False
     ) -> tuple[Reference, Path, bool]:
         """(reference, its path, whether it was reused)."""
-        from harness.models import prompts
-
         tokenizer = model.tokenizer()
-        prompt_ids = prompts.encode_gate_prompts(tokenizer, model.hf_dir, pairs)
+        prompt_ids = encode(tokenizer, model.hf_dir, pairs, settings.length)
         path = self.path_for(model.name, pairs, settings)
         # Under a lock beside the file: runners sharing a reference directory compute it once, the
         # others wait and read it; the atomic write means no reader ever sees half a file.
@@ -208,6 +227,17 @@ class ReferenceStore:
             refresh=refresh,
         )
         return reference, path, reused
+
+
+def encode(tokenizer, hf_dir: Path, pairs: list[tuple[str, str]], length: Optional[int]) -> list[list[int]]:
+    """Token ids per prompt: a long prompt's ``length`` ids whole (``lengths.split`` cuts its head)."""
+    from harness.models import prompts
+
+    short = prompts.encode_gate_prompts(tokenizer, hf_dir, [p for p in pairs if not is_long(p[0])])
+    if any(is_long(kind) for kind, _ in pairs) and length is None:
+        raise ValueError("long gate prompts need the reference's length")
+    it = iter(short)
+    return [lengths.encode(tokenizer, text, length) if is_long(kind) else next(it) for kind, text in pairs]  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -239,14 +269,18 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
     references = []
     with hf_engine(model, settings.dtype, settings.threads, settings.device) as engine:
         for (kind, text), ids in zip(pairs, prompt_ids):
-            tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
+            if is_long(kind):  # teacher-forced on its own text
+                ids, tokens = lengths.split(kind, ids, settings.tokens)
+                tops, lps = forced_steps(engine, ids, tokens, settings.top_m)
+            else:
+                tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
             references.append(PromptReference(kind, text, list(ids), tokens, tops, lps))
         describe = engine.describe()
 
     per_prompt = []
     with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
         for ref in references:
-            device = forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
+            device = iter_forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
             per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
 
     import harness
@@ -264,6 +298,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
             "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
             "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
             "phases": phase_floors(per_prompt),
+            "buckets": positions.floors(per_prompt, [len(ref.prompt_ids) for ref in references]),
             "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
         },
         prompts=references,

@@ -26,6 +26,9 @@ ARCHITECTURES: dict[str, dict] = {
     "llama": dict(model_type="llama", **_COMMON),
     "qwen2": dict(model_type="qwen2", **_COMMON),
     "gemma3_text": dict(model_type="gemma3_text", head_dim=16, sliding_window=32, **_COMMON),
+    # Every layer attends over a 64-token sliding window: "long" is a few hundred positions (the gate's
+    # long-context faults, tests/faults_long.py).
+    "mistral": dict(model_type="mistral", sliding_window=64, **_COMMON),
     # Mixture-of-experts families (routing statistics, capacity studies): 8 experts, top-2.
     "qwen2_moe": dict(
         model_type="qwen2_moe",

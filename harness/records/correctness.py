@@ -77,6 +77,19 @@ class DequantizedAudit(Part):
     skipped: Optional[str] = None
 
 
+class PositionBucket(Part):
+    """The teacher-forced positions from ``start`` to ``end`` (``harness.correctness.positions``): their mean KL
+    against the bucket's own noise floor (the overall one where the reference has none, ``floor_source``);
+    ``verdict`` is the bucket's KL tier, None where it is not judged (too few positions, or one bucket)."""
+
+    start: int
+    end: int
+    kl_mean: float
+    kl_ratio: float
+    verdict: Optional[Literal["pass", "drift", "fail"]] = None
+    floor_source: Literal["bucket", "overall"] = "bucket"
+
+
 class SameWeights(Part):
     """A quantized point against its own weights on a trusted engine path (``harness.correctness.same_weights``):
     there the noise floor is that of identical weights, so drift is a bug, not quantization.
@@ -123,6 +136,8 @@ class Correctness(Part):
     phases: Optional[GatePhases] = None  # None in top-1 mode and in records made before phases
     distribution: Optional[KLDistribution] = None
     text_path: Optional[TextPath] = None  # the engine's own input path (None: records before it)
+    buckets: Optional[list[PositionBucket]] = None  # KL by position; None in top-1 mode and older records
+    length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: short only
 
     @field_validator("reference", mode="before")
     @classmethod

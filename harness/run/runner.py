@@ -268,8 +268,11 @@ class Runner:
         """Compute (or find) the scenario's gate reference without touching any device: run once on
         any machine, then ship the reference directory to the runners (``--reference-dir``)."""
         from harness.run.steps.verify import gate_reference
+        from harness.scenario.sweep import expand
 
-        return gate_reference(self.session, scenario, self.session.model(scenario))
+        model = self.session.model(scenario)
+        # every gate length the points need, each once (the session keeps references by path)
+        return [gate_reference(self.session, scenario, model, point) for point in expand(scenario)][-1]
 
     def finished(self, scenario: Scenario, point: Point) -> Optional[Record]:
         """The stored record of this point when it is ``ok`` (with all its launches) or ``skipped`` and its

@@ -155,6 +155,13 @@ class Gate(_Strict):
         "auto", description="auto: drift fails unquantized points and is only reported for quantized ones"
     )
     reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    length: Union[Literal["auto", "short"], Tokens] = Field(
+        "auto",
+        description="long teacher-forced prompts (harness.correctness.lengths): auto on points that set "
+        "prompt_len or max_seq_len, at their context and past the sliding window; N positions on every "
+        "point; short: none",
+    )
+    long_prompts: PositiveInt = Field(2, le=16, description="long prompts per point when it has a gate length")
 
     @model_validator(mode="after")
     def _factors_ordered(self):

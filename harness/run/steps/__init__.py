@@ -102,7 +102,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
     gate_reference = accuracy_reference = None
     if session.verify:  # references before the device loads
         with clock("gate"):
-            gate_reference = verify.gate_reference(session, scenario, resolved.model)
+            gate_reference = verify.gate_reference(session, scenario, resolved.model, point)
         with clock("accuracy"):
             accuracy_reference = verify.accuracy_reference(session, scenario, resolved.model)
     session.progress(f"{point.id}: loading {point.adapter} on {point.device}")

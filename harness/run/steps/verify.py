@@ -16,16 +16,37 @@ if TYPE_CHECKING:
     from harness.accuracy.evaluate import Reference
 
 
-def gate_reference(session: Session, scenario, model):
-    """The scenario's stored HF reference (computed once per model, prompt set and settings), or None."""
+def gate_reference(session: Session, scenario, model, point=None):
+    """The point's stored HF reference (computed once per model, prompt set, settings and gate length), or
+    None. ``point`` None: the short prompts only."""
     if scenario.gate is None:
         return None
+    from harness.correctness import lengths
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
 
     spec = scenario.gate
     pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
+    plan = (
+        lengths.plan(
+            spec.length,
+            spec.long_prompts,
+            point.prompt_len,
+            point.max_seq_len,
+            scenario.generation.max_new_tokens,
+            model.hf_dir,
+        )
+        if point is not None
+        else None
+    )
+    if plan is not None:
+        pairs = pairs + lengths.pairs(plan.count)
+        session.log(f"gate length {plan.length} for {point.id}: {plan.why}")
     settings = ReferenceSettings(
-        tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype, threads=scenario.measurement.threads
+        tokens=spec.tokens,
+        top_m=max(64, spec.k),
+        dtype=spec.reference_dtype,
+        threads=scenario.measurement.threads,
+        length=plan.length if plan is not None else None,
     )
     store = ReferenceStore(session.reference_store)
 
@@ -94,7 +115,8 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
                 noise_floor=reference.noise_floor,
                 prompts=len(reference.prompts),
                 tokens=reference.settings["tokens"],
-            )
+            ),
+            "length": reference.settings.get("length"),
         }
     )
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""

@@ -1,0 +1,126 @@
+"""The gate at the lengths a point runs: long teacher-forced prompts past the sliding window.
+
+The short gate prompts reach ~50 positions, inside every sliding window; a fault that acts only past a
+few hundred positions (window off or mis-sized, a KV cache stored at lower precision, position
+encodings losing precision) passes them. A point that sweeps a length (``prompt_len``, ``max_seq_len``)
+is therefore also gated on long prompts cut from the shipped long-context texts
+(``harness/models/data/long_prompts.json``), at the **gate length**:
+
+- ``gate.length: auto`` (the default): only on points that set ``prompt_len`` or ``max_seq_len``; the
+  point's context (``prompt_len + max_new_tokens``, at most ``max_seq_len``), raised to twice the model's
+  sliding window (``sliding_window`` in its HF config; none for full-attention models) so whole
+  buckets of positions lie past it, and capped by ``max_seq_len`` and the model's
+  ``max_position_embeddings``;
+- ``gate.length: N``: every point, at N positions (capped the same way);
+- ``gate.length: short``: never (the short prompts only).
+
+Each long prompt is teacher-forced on its own text: ``long`` prompts prefill a short head and feed the
+rest one decode step at a time (every position is compared, so a fault that starts at position N shows
+in the position buckets, ``harness.correctness.positions``); ``long-prefill`` prompts prefill all but the
+last ``gate.tokens`` positions (the prefill path at length) and feed the rest. ``gate.long_prompts``
+prompts alternate the two kinds, ``long`` first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+LONG = "long"  # short head, every later position one decode step
+LONG_PREFILL = "long-prefill"  # prefill up to the last `tokens` positions, then decode steps
+KINDS = (LONG, LONG_PREFILL)
+HEAD = 16  # positions a `long` prompt prefills before its decode steps
+
+
+def is_long(kind: str) -> bool:
+    """Long prompts are teacher-forced on their own text: no greedy continuation to free-run against."""
+    return kind in KINDS
+
+
+@dataclass(frozen=True)
+class LengthPlan:
+    """The long prompts of one point: ``count`` of them, each ``length`` positions in all."""
+
+    length: int
+    count: int
+    window: Optional[int]  # the model's sliding window, or None
+    why: str  # how the length was chosen, for the log
+
+
+def model_limits(hf_dir: Path) -> tuple[Optional[int], Optional[int]]:
+    """(sliding window, max_position_embeddings) from the model's HF ``config.json`` (a multimodal
+    config's ``text_config`` where it has one); a window its config switches off is None."""
+    path = Path(hf_dir) / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    config = config.get("text_config") or config
+    window = config.get("sliding_window")
+    if config.get("use_sliding_window") is False or not isinstance(window, int) or window <= 0:
+        window = None
+    limit = config.get("max_position_embeddings")
+    return window, limit if isinstance(limit, int) and limit > 0 else None
+
+
+def plan(
+    setting,
+    count: int,
+    prompt_len: Optional[int],
+    max_seq_len: Optional[int],
+    max_new_tokens: int,
+    hf_dir: Path,
+) -> Optional[LengthPlan]:
+    """The point's long prompts from ``gate.length`` (``setting``), or None when it has none."""
+    if setting == "short":
+        return None
+    window, limit = model_limits(hf_dir)
+    caps = [c for c in (max_seq_len, limit) if c is not None]
+    cap = min(caps) if caps else None
+    if isinstance(setting, int) and not isinstance(setting, bool):
+        length, why = setting, f"gate.length {setting}"
+    elif prompt_len is None and max_seq_len is None:
+        return None  # auto: the point runs the short prompts' lengths only
+    else:
+        context = (prompt_len or 0) + max_new_tokens
+        if max_seq_len is not None:
+            context = min(context, max_seq_len)
+        length, why = context, f"the point's context {context}"
+        if window is not None and 2 * window > context:
+            length, why = 2 * window, f"twice the sliding window {window} (the point's context is {context})"
+    if cap is not None and length > cap:
+        length, why = cap, f"{why}, capped at {cap}"
+    return LengthPlan(length=length, count=count, window=window, why=why)
+
+
+def long_texts() -> list[str]:
+    path = Path(__file__).parents[1] / "models" / "data" / "long_prompts.json"
+    return json.loads(path.read_text(encoding="utf-8"))["texts"]
+
+
+def pairs(count: int) -> list[tuple[str, str]]:
+    """(kind, text) of ``count`` long prompts: kinds alternate, texts cycle through the shipped set."""
+    texts = long_texts()
+    return [(KINDS[i % 2], texts[i % len(texts)]) for i in range(count)]
+
+
+def encode(tokenizer, text: str, length: int) -> list[int]:
+    """Exactly ``length`` ids of ``text`` (with the tokenizer's own prefix), the text repeated when short."""
+    ids = list(tokenizer.encode(text).ids)
+    body = tokenizer.encode(text, add_special_tokens=False).ids
+    if not body:
+        raise ValueError("a long gate prompt encodes to no tokens")
+    while len(ids) < length:
+        ids += body
+    return ids[:length]
+
+
+def head(kind: str, length: int, tokens: int) -> int:
+    """Positions prefilled before the teacher-forced decode steps (at least 1, at most length - 1)."""
+    wanted = HEAD if kind == LONG else length - tokens
+    return max(1, min(wanted, length - 1))
+
+
+def split(kind: str, ids: Sequence[int], tokens: int) -> tuple[list[int], list[int]]:
+    """(prefilled head, teacher-forced tokens) of a long prompt's ids."""
+    cut = head(kind, len(ids), tokens)
+    return list(ids[:cut]), list(ids[cut:])
