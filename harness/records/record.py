@@ -15,10 +15,13 @@ from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa
 from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
     Correctness,
+    GatePath,
     GatePhase,
     GatePhases,
+    GatePower,
     KLDistribution,
     KLSpread,
+    PairedTest,
     ReferenceInfo,
     SameWeights,
 )

@@ -115,6 +115,14 @@ class Gate(_Strict):
         "auto", description="auto: drift fails unquantized points and is only reported for quantized ones"
     )
     reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    min_positions: PositiveInt = Field(
+        8, description="fewest teacher-forced positions a KL tier (overall or per phase) is judged on"
+    )
+    power: Optional[PositiveFloat] = Field(
+        None,
+        description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "
+        "set until the KL test detects this rise with 80 % power, or say it cannot",
+    )
 
     @model_validator(mode="after")
     def _factors_ordered(self):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.record import Accuracy, Correctness, ReferenceInfo
+from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
@@ -78,6 +78,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         drift_factor=spec.drift_factor,
         fail_factor=spec.fail_factor,
         fail_on_drift=fail_on_drift,
+        min_positions=spec.min_positions,
     )
     start = now_ns()
     result = gate.run(
@@ -97,6 +98,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
             )
         }
     )
+    part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict != "pass":
         found = diagnose(resolved, adapter, reference, result)
@@ -143,7 +145,13 @@ def same_weights(
 
     reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
     spec = resolved.scenario.gate
-    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor, fail_factor=spec.fail_factor)
+    config = gate.GateConfig(
+        k=spec.k,
+        mode=spec.mode,
+        drift_factor=spec.drift_factor,
+        fail_factor=spec.fail_factor,
+        min_positions=spec.min_positions,
+    )
     result = sw.compare(
         adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
     )
