@@ -1,0 +1,75 @@
+"""The gate runs on the path that was timed (issue #29): the point's cache and prefill chunking.
+
+A fault that lives only on the chunked-prefill path (tests/faults.py ``ChunkPositionsRestart``) is invisible
+to a gate that prefills the whole prompt in one forward; gated on the point's own path it fails, through
+``harness run``, with the record saying where the checks ran.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.records import store
+
+from . import faults
+from .conftest import registered
+
+
+class ChunkFaultHF(faults.ChunkPositionsRestart):
+    name = "hf-chunkfault"
+
+
+TIMED = """
+model: tiny-llama
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 16, prompts: 2}
+sweep:
+  adapter: [hf, hf-chunkfault]
+  max_seq_len: [96]
+  moe_chunk_size: [4]
+"""
+
+
+@pytest.fixture
+def chunk_fault(tiny_llama):
+    yield from registered([ChunkFaultHF])
+
+
+def test_a_fault_only_the_chunked_static_path_runs_fails_through_harness_run(
+    write_scenario, tmp_path, capsys, chunk_fault
+):
+    path = write_scenario(TIMED)
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
+    clean = records["hf-cpu-bf16-seq96-chunk4"].correctness
+    broken = records["hf-chunkfault-cpu-bf16-seq96-chunk4"].correctness
+    for gate in (clean, broken):  # where the checks ran: the timed path's static cache and chunks
+        assert gate.path.device == "cpu" and gate.path.cache == "static(96)" and gate.path.prefill_chunk == 4
+        assert gate.path.checks == ["topk-free", "topk-forced", "kl"] and not gate.path.notes
+    assert clean.verdict == "pass", clean.reasons
+    assert broken.verdict == "fail" and broken.test.margin >= 3, (broken.test, broken.reasons)
+    fault_row = next(line for line in out.splitlines() if line.startswith("scenario::hf-chunkfault"))
+    assert fault_row.split()[-1] == "fail" and "KL is" in out and "fail above 100x" in out
+
+
+def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tiny_llama):
+    """What the gate did before it followed the point's path: one forward, dynamic cache; the fault never runs."""
+    from harness.adapters.base import LoadSettings
+    from harness.correctness import gate
+    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.models.prompts import select_gate_prompts
+    from harness.scenario.sweep import Point
+
+    reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
+        tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=16, threads=2)
+    )
+    adapter = ChunkFaultHF()
+    adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="unchunked"), LoadSettings(threads=2))
+    try:
+        result = gate.evaluate(adapter, reference, gate.GateConfig())
+    finally:
+        adapter.close()
+    assert result.verdict == "pass" and result.test.rise < 2, result.reasons
