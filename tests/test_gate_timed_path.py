@@ -73,3 +73,23 @@ def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tin
     finally:
         adapter.close()
     assert result.verdict == "pass" and result.test.rise < 2, result.reasons
+
+
+def test_openvino_steps_the_ir_compiled_for_the_points_device_with_the_pipelines_properties(tiny_llama):
+    pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
+    from harness.adapters.base import LoadSettings
+    from harness.adapters.openvino import OpenVINOAdapter
+    from harness.scenario.sweep import Point
+
+    adapter = OpenVINOAdapter()
+    # one thread: not this machine's default, so a request compiled without the point's properties shows it
+    adapter.load(tiny_llama, Point(adapter="openvino", device="CPU", id="path"), LoadSettings(threads=1))
+    try:
+        adapter.prefill(tiny_llama.tokenizer().encode("The river").ids)
+        compiled = adapter._request.get_compiled_model()
+        assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 1
+        path = adapter.gate_path()
+        assert path["device"] == "CPU" and path["config"] == {"INFERENCE_NUM_THREADS": "1"}
+        assert "scheduler" in path["notes"][0]  # what the step-wise path does not reach, said
+    finally:
+        adapter.close()
