@@ -93,3 +93,35 @@ def test_openvino_steps_the_ir_compiled_for_the_points_device_with_the_pipelines
         assert "scheduler" in path["notes"][0]  # what the step-wise path does not reach, said
     finally:
         adapter.close()
+
+
+POWERED = """
+model: tiny-llama
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 8, prompts: 2, power: POWER}
+sweep:
+  adapter: [hf]
+  device: [cpu]
+"""
+
+
+def test_gate_power_adds_shipped_prompts_until_the_target_rise_is_detectable(write_scenario, tmp_path, capsys):
+    import re
+
+    results = ["--results", str(tmp_path / "results")]
+    path = write_scenario(POWERED.replace("POWER", "5"))
+    assert cli.main(["verify", str(path), *results]) == 0
+    out = capsys.readouterr().out
+    assert "target 5x): a target at or below drift_factor (5x) is never detectable" in out
+    two = float(re.search(r"power: 2 prompts detect ([0-9.]+)x", out).group(1))  # this point's spread, 2 prompts
+    assert two > 5
+    target = 5 * (two / 5) ** 0.6  # needs (1 / 0.6)^2 = 2.8x the positions
+    path = write_scenario(POWERED.replace("POWER", f"{target:.4f}"))
+    assert cli.main(["verify", str(path), *results]) == 0
+    out = capsys.readouterr().out
+    found = re.search(r"power: (\d+) prompts detect ([0-9.]+)x \(target ([0-9.]+)x\)", out)
+    assert found, out
+    prompts, detectable = int(found.group(1)), float(found.group(2))
+    assert prompts > 2 and detectable <= target + 0.05, out
+    assert "reference: computed" in out  # the wider set's reference, stored like any other

@@ -84,13 +84,11 @@ def paired_rise(per_prompt: Sequence[Sequence[float]], drift_factor: float) -> O
     return PairedRise(len(pooled), math.exp(mean), math.exp(low), se, source, detectable)
 
 
-def positions_needed(rise: PairedRise, drift_factor: float, target: float) -> Optional[float]:
+def positions_needed(detectable: float, drift_factor: float, target: float) -> Optional[float]:
     """How many times more positions bring ``detectable`` down to ``target`` (se shrinks as 1/sqrt(n)),
     or None when no number can: a target at or below the drift line itself."""
     if target <= drift_factor:
         return None
-    if rise.detectable <= target:
+    if detectable <= target:
         return 1.0
-    have = math.log(rise.detectable / drift_factor)
-    want = math.log(target / drift_factor)
-    return (have / want) ** 2
+    return (math.log(detectable / drift_factor) / math.log(target / drift_factor)) ** 2

@@ -16,14 +16,20 @@ if TYPE_CHECKING:
     from harness.accuracy.evaluate import Reference
 
 
-def gate_reference(session: Session, scenario, model):
-    """The scenario's stored HF reference (computed once per model, prompt set and settings), or None."""
+def gate_selection(session: Session, spec):
+    """The gate's prompt selection: ``--prompts`` where given, else the scenario's."""
+    return session.gate_prompts if session.gate_prompts is not None else spec.prompts
+
+
+def gate_reference(session: Session, scenario, model, selection=None):
+    """The scenario's stored HF reference (computed once per model, prompt set and settings), or None.
+    ``selection`` overrides the prompt selection (``gate.power`` widening it)."""
     if scenario.gate is None:
         return None
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
 
     spec = scenario.gate
-    pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
+    pairs = prompts.select_gate_prompts(gate_selection(session, spec) if selection is None else selection)
     settings = ReferenceSettings(
         tokens=spec.tokens, top_m=max(64, spec.k), dtype=spec.reference_dtype, threads=scenario.measurement.threads
     )
@@ -81,11 +87,24 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         min_positions=spec.min_positions,
     )
     start = now_ns()
-    result = gate.run(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
-    )
+
+    def run_gate(ref):
+        return gate.run(
+            adapter, ref, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
+        )
+
+    result = run_gate(reference)
     if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
         return Contribution(updates={"correctness": Correctness(skipped=result.why)})
+    found_power = None
+    if spec.power is not None:
+        from harness.run.steps.gate_power import widen
+
+        def rerun(selection):
+            wider = gate_reference(session, resolved.scenario, resolved.model, selection)
+            return run_gate(wider), wider
+
+        result, reference, found_power = widen(spec, result, reference, gate_selection(session, spec), rerun)
     part = Correctness.model_validate(
         result.to_dict()
         | {
@@ -98,6 +117,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
             )
         }
     )
+    part.power = found_power
     part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict != "pass":
