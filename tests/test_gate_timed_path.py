@@ -114,6 +114,7 @@ def test_gate_power_adds_shipped_prompts_until_the_target_rise_is_detectable(wri
     assert cli.main(["verify", str(path), *results]) == 0
     out = capsys.readouterr().out
     assert "target 5x): a target at or below drift_factor (5x) is never detectable" in out
+    assert "gated on cpu (dynamic cache, topk-free+topk-forced+kl)" in out
     two = float(re.search(r"power: 2 prompts detect ([0-9.]+)x", out).group(1))  # this point's spread, 2 prompts
     assert two > 5
     target = 5 * (two / 5) ** 0.6  # needs (1 / 0.6)^2 = 2.8x the positions
