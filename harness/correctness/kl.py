@@ -163,7 +163,8 @@ def judge(overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lin
     tests = [("KL", overall)]
     if parts is not None:
         tests += [(f"{name}-phase KL", getattr(parts, name).test) for name in PHASES]
-    fails, drifts = [], []
+    fails: list[str] = []
+    drifts: list[str] = []
     for label, test in tests:
         if test is None:
             continue
