@@ -103,11 +103,17 @@ class Lines:
         return self.drift_factor if self.fail_on_drift else self.fail_factor
 
 
+def offset_of(noise_floor: dict) -> float:
+    """The KL added to both sides of every pair: the reference's own minimum floor (the same-weights one is
+    1e-4, so paths that agree to the last bit do not fail on rounding), never below ``MIN_FLOOR``."""
+    return max(MIN_FLOOR, noise_floor.get("minimum") or 0.0)
+
+
 def paired_test(
-    device: Sequence[Sequence[float]], floor: Sequence[Sequence[float]], source: str, lines: Lines
+    device: Sequence[Sequence[float]], floor: Sequence[Sequence[float]], source: str, lines: Lines, offset: float
 ) -> Optional[PairedTest]:
     """The paired test of device KL against the floor's, position by position (``harness.correctness.power``)."""
-    found = power.paired_rise(power.log_ratios(device, floor, MIN_FLOOR), lines.drift_factor)
+    found = power.paired_rise(power.log_ratios(device, floor, offset), lines.drift_factor)
     if found is None:
         return None
     return PairedTest(
@@ -135,7 +141,11 @@ def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Line
         floor, floor_source = floors[phase]
         mean = float(np.mean(values)) if values else None
         judged = len(values) >= lines.min_positions
-        test = paired_test(device_parts[phase], floor_parts[phase], source, lines) if judged else None
+        test = (
+            paired_test(device_parts[phase], floor_parts[phase], source, lines, offset_of(noise_floor))
+            if judged
+            else None
+        )
         parts[phase] = GatePhase(
             kl_mean=mean,
             noise_floor=floor,
@@ -155,7 +165,7 @@ def overall_test(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines
     if sum(map(len, per_prompt)) < lines.min_positions:
         return None
     floor, source = paired_floor(per_prompt, noise_floor)
-    return paired_test(per_prompt, floor, source, lines)
+    return paired_test(per_prompt, floor, source, lines, offset_of(noise_floor))
 
 
 def judge(overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lines) -> tuple[list[str], list[str]]:

@@ -3,7 +3,7 @@
 At teacher-forced position i the device's KL(reference || device) is paired with the floor's KL there
 (the reference dtype against fp32, ``Reference.noise_floor["positions"]``)::
 
-    r_i = ln((kl_i + m) / (floor_i + m)),   m = kl.MIN_FLOOR
+    r_i = ln((kl_i + m) / (floor_i + m)),   m = the reference's minimum floor (``kl.offset_of``)
 
 A CPU's bf16 path moves the floor and a device's KL together, position by position (a confident
 position is quiet on both sides, an uncertain one loud on both), so the pairs cancel what the machine
