@@ -8,6 +8,7 @@ python benchmarks/gate_margins.py [--model gemma3-270m] [--prompts ci|all|N] [--
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--store", default="/tmp/harness-gate-margins")
     parser.add_argument("--only", nargs="*", default=None, help="variant names to run")
+    parser.add_argument("--dump", default=None, help="write per-position KLs (device and floor) to this JSON file")
     args = parser.parse_args()
     selection = int(args.prompts) if args.prompts.isdigit() else args.prompts
     flags = set(cpu_flags())
@@ -47,6 +49,7 @@ def main() -> None:
         *((cls.__name__, cls, "bf16", 2) for cls in faults.BENIGN),
         *((cls.__name__, cls, "bf16", 2) for cls in faults.FAULTS),
     ]
+    dumped: dict = {"floor": reference.noise_floor.get("positions")}
     print(
         "variant | verdict | rise | rise_low | margin | detectable | decode rise_low | old mean ratio | old decode ratio"
     )
@@ -59,12 +62,15 @@ def main() -> None:
             result = gate.evaluate(adapter, reference, gate.GateConfig())
         finally:
             adapter.close()
+        dumped[name] = [p.position_kl for p in result.prompts]
         t, d = result.test, result.phases.decode
         print(
             f"{name} | {result.verdict} | {t.rise:.2f} | {t.rise_low:.2f} | {t.margin:.2f} | {t.detectable:.2f} | "
             f"{d.test.rise_low if d.test else float('nan'):.2f} | {result.kl_ratio:.2f} | {d.kl_ratio:.2f}",
             flush=True,
         )
+        if args.dump:
+            Path(args.dump).write_text(json.dumps(dumped))
 
 
 if __name__ == "__main__":

@@ -320,7 +320,7 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     phases = kl_stats.phases(forward, reference.noise_floor, lines) if forward else None
     test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
     notes = [why] if forward and (why := kl_stats.too_few(forward, lines)) else []
-    fails, drifts = kl_stats.judge(test, phases, lines)
+    fails, drifts = kl_stats.judge(ratio, test, phases, lines)
     reasons += fails
     verdict = "fail" if reasons else "pass"
     if verdict == "pass" and drifts:

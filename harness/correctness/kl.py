@@ -4,10 +4,10 @@ Teacher-forced position 0 of a prompt is the **prefill** phase (the logits of th
 forward); every later position is the **decode** phase (one token with the cache). A fault that touches
 only decode steps leaves the prefill position exact, so each phase is judged against its own noise
 floor, with the same drift/fail factors, and the point takes the worse of the phases' tiers and of the
-overall one. Every tier is decided by the paired test of ``harness.correctness.power`` (device KL against
-the floor's KL at the same position), never on fewer than ``min_positions`` positions: a phase with fewer
-(the prefill phase has one position per prompt) is pooled into the overall test, not judged alone.
-Means (KL over floor) are kept for display.
+overall one. A tier compares its mean KL over its mean floor with the lines, never on fewer than
+``min_positions`` positions: a phase with fewer (the prefill phase has one position per prompt) is
+pooled into the overall tier, not judged alone. Beside each, the paired test of
+``harness.correctness.power`` (device KL against the floor's KL at the same position) is recorded.
 
 Distribution figures (median, p90, p99, max) pool every teacher-forced position of every prompt.
 """
@@ -151,7 +151,7 @@ def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Line
             noise_floor=floor,
             kl_ratio=mean / floor if mean is not None else None,
             positions=len(values),
-            verdict=tier(test.rise_low, lines.drift_factor, lines.fail_factor) if test else None,
+            verdict=tier(mean / floor, lines.drift_factor, lines.fail_factor) if test and mean is not None else None,
             floor_source=floor_source,
             test=test,
             pooled=not judged,
@@ -168,22 +168,26 @@ def overall_test(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines
     return paired_test(per_prompt, floor, source, lines, offset_of(noise_floor))
 
 
-def judge(overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lines) -> tuple[list[str], list[str]]:
-    """(fail reasons, drift reasons) of the KL tiers: the overall test's and each judged phase's."""
-    tests = [("KL", overall)]
+def judge(
+    ratio: Optional[float], overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lines
+) -> tuple[list[str], list[str]]:
+    """(fail reasons, drift reasons) of the KL tiers: the overall mean ratio's and each judged phase's, each
+    only where its paired test ran (``min_positions`` reached); the paired figures are quoted beside it."""
+    tiers = [("mean KL", ratio if overall is not None else None, overall)]
     if parts is not None:
-        tests += [(f"{name}-phase KL", getattr(parts, name).test) for name in PHASES]
+        tiers += [
+            (f"{name}-phase mean KL", getattr(parts, name).kl_ratio, getattr(parts, name).test) for name in PHASES
+        ]
     fails: list[str] = []
     drifts: list[str] = []
-    for label, test in tests:
-        if test is None:
+    for label, value, test in tiers:
+        if test is None or value is None:
             continue
-        verdict = tier(test.rise_low, lines.drift_factor, lines.fail_factor)
+        verdict = tier(value, lines.drift_factor, lines.fail_factor)
         line = lines.fail_factor if verdict == "fail" else lines.drift_factor
         text = (
-            f"{label} is {test.rise:.1f}x its noise floor position by position "
-            f"(>= {test.rise_low:.1f}x at {1 - test.alpha:.0%} confidence over {test.positions} positions), "
-            f"{verdict} above {line:g}x"
+            f"{label} is {value:.1f}x its noise floor over {test.positions} positions, {verdict} above {line:g}x "
+            f"(paired by position: {test.rise:.1f}x, >= {test.rise_low:.1f}x at {1 - test.alpha:.0%} confidence)"
         )
         (fails if verdict == "fail" else drifts if verdict == "drift" else []).append(text)
     return fails, drifts
