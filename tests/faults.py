@@ -17,6 +17,15 @@ def _decoder(model):
     return model.model
 
 
+def _past(kwargs) -> int:
+    """Tokens already in the cache when the decoder is called (its cache position, else the cache's length)."""
+    where = kwargs.get("cache_position")
+    if where is not None:
+        return int(where[0])
+    cache = kwargs.get("past_key_values")
+    return int(cache.get_seq_length()) if cache is not None else 0
+
+
 class InterleavedRope(HFAdapter):
     """RoPE applied in the interleaved convention to weights laid out for the half-split one."""
 
@@ -53,8 +62,7 @@ class PositionOffByOne(HFAdapter):
 
         def shift(module, args, kwargs):
             input_ids = kwargs.get("input_ids")
-            cache = kwargs.get("past_key_values")
-            past = cache.get_seq_length() if cache is not None else 0
+            past = _past(kwargs)
             if input_ids.shape[1] == 1 and past > 0:
                 kwargs["position_ids"] = torch.tensor([[past - 1]])
             return args, kwargs
@@ -74,7 +82,7 @@ class StaleKVCache(HFAdapter):
                     key_states, value_states = key_states * 0, value_states * 0
                 return super().update(key_states, value_states, layer_idx, cache_kwargs)
 
-        self._step_cache = UnwrittenCache(config=self.model.config)
+        self._step_cache, self._step_position = UnwrittenCache(config=self.model.config), 0
         return self._forward(tokens)
 
 
@@ -88,7 +96,7 @@ class RightPadding(HFAdapter):
 
         pad = self.model.config.pad_token_id or 0
         padded = list(tokens) + [pad] * (self.block - len(tokens) % self.block)
-        self._step_cache = DynamicCache(config=self.model.config)
+        self._step_cache, self._step_position = DynamicCache(config=self.model.config), 0
         return self._forward(padded)
 
 
@@ -146,3 +154,32 @@ class WrongFinalNorm(HFAdapter):
 
 
 FAULTS = [InterleavedRope, PositionOffByOne, StaleKVCache, RightPadding, SkippedLayer, HeadMapping]
+
+
+class EagerAttention(HFAdapter):
+    """Benign: the eager attention implementation instead of SDPA (same math, other kernels and rounding)."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.model.set_attn_implementation("eager")
+
+
+BENIGN = [EagerAttention]
+
+
+class ChunkPositionsRestart(HFAdapter):
+    """A chunked prefill whose position counter restarts at 0 in every chunk after the first: the
+    fault lives only on the chunked-prefill path (``moe_chunk_size``), so a gate that prefills the
+    whole prompt in one forward never runs it."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+
+        def restart(module, args, kwargs):
+            input_ids = kwargs.get("input_ids")
+            if input_ids is not None and input_ids.shape[1] > 1 and _past(kwargs) > 0:
+                kwargs["position_ids"] = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+            return args, kwargs
+
+        _decoder(self.model).register_forward_pre_hook(restart, with_kwargs=True)

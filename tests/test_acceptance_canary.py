@@ -89,7 +89,9 @@ def test_a_machine_disturbed_throughout_still_fails_a_real_regression(ran, capsy
     medians scaled but its rounds unchanged, once passed through the one-launch rule (the rounds agree)."""
     root, _ = ran
     baselines = root / "baselines"
-    assert cli.main(["baseline", "save", str(root / "results"), "--name", "fast", "--baselines-dir", str(baselines)]) == 0
+    assert (
+        cli.main(["baseline", "save", str(root / "results"), "--name", "fast", "--baselines-dir", str(baselines)]) == 0
+    )
     for path, saved in store.iter_records([baselines / "fast"]):
         for launch in saved.samples.launches:
             launch.medians = {k: v * 0.25 for k, v in launch.medians.items()}

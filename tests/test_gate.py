@@ -148,18 +148,34 @@ def test_kl_tiers_relative_to_the_noise_floor():
     reference = reference_from(REF_TABLE)
     reference.noise_floor["kl_mean"] = 0.01
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]  # same ranking, shifted mass
-    kl = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced")).kl_mean
-    assert kl > 0
+    probe = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=1))
+    assert probe.kl_mean > 0 and probe.test.floor == "mean"  # no per-position floor stored: the mean pairs
+    assert 0 < probe.test.rise_low < probe.test.rise  # the paired test is recorded beside the tier
+    low = probe.kl_ratio  # the tier: mean KL over mean floor, judged only with min_positions reached
 
     def verdict(drift, fail, fail_on_drift=False):
-        config = gate.GateConfig(k=2, mode="forced", drift_factor=drift, fail_factor=fail, fail_on_drift=fail_on_drift)
+        config = gate.GateConfig(
+            k=2, mode="forced", drift_factor=drift, fail_factor=fail, fail_on_drift=fail_on_drift, min_positions=1
+        )
         return gate.evaluate(Scripted(nudged), reference, config).verdict
 
-    ratio = kl / 0.01
-    assert verdict(ratio * 2, ratio * 4) == "pass"
-    assert verdict(ratio / 2, ratio * 4) == "drift"
-    assert verdict(ratio / 2, ratio * 4, fail_on_drift=True) == "fail"
-    assert verdict(ratio / 4, ratio / 2) == "fail"
+    assert verdict(low * 2, low * 4) == "pass"
+    assert verdict(low / 2, low * 4) == "drift"
+    assert verdict(low / 2, low * 4, fail_on_drift=True) == "fail"
+    assert verdict(low / 4, low / 2) == "fail"
+
+
+def test_no_kl_verdict_on_fewer_positions_than_min_positions():
+    reference = reference_from(REF_TABLE)  # 3 teacher-forced positions
+    reference.noise_floor["kl_mean"] = 1e-4
+    nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]
+    few = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=4))
+    assert few.test is None and few.verdict == "pass" and few.kl_ratio > 100  # the mean alone is not judged
+    assert few.notes == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=4"]
+    assert few.phases.prefill.pooled and few.phases.decode.pooled and few.phases.decode.verdict is None
+    enough = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=3))
+    assert enough.test.positions == 3 and enough.verdict == "fail" and not enough.notes
+    assert enough.phases.prefill.pooled and enough.phases.prefill.test is None  # 1 position: pooled, not judged
 
 
 def test_gate_prompt_selection():
@@ -300,7 +316,7 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
     result = gate.evaluate(
         Scripted(decode_only_error()),
         reference,
-        gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True),
+        gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True, min_positions=1),
     )
     assert result.kl_ratio < 5  # the overall tier alone (before phases) passed this point
     decode, prefill = result.phases.decode, result.phases.prefill
@@ -309,7 +325,7 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
     assert (decode.positions, prefill.positions) == (2, 1)
     assert prefill.verdict == "pass" and prefill.kl_ratio == 0
     assert result.verdict == "fail" and result.phases.note is None
-    assert any(r.startswith("decode-phase mean KL") and "20.0x its noise floor" in r for r in result.reasons)
+    assert any(r.startswith("decode-phase mean KL is 20.0x") and "drift above 5x" in r for r in result.reasons)
 
 
 def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall_floor():
@@ -372,23 +388,30 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
             adapter.close()
 
     clean = check(HFAdapter, "fp32", reference)  # the floor's own engine: 1x in both phases
-    assert clean.verdict == "pass" and clean.phases.prefill.verdict == clean.phases.decode.verdict == "pass"
+    assert clean.verdict == "pass" and clean.phases.decode.verdict == "pass"
+    assert clean.test.rise == pytest.approx(1, rel=0.01) and clean.test.floor == "positions"
+    # two prompts give the prefill phase two positions: fewer than min_positions, so pooled, never judged alone
+    assert clean.phases.prefill.pooled and clean.phases.prefill.verdict is None
     assert clean.phases.prefill.kl_ratio == pytest.approx(1, rel=0.01)
     assert clean.phases.decode.kl_ratio == pytest.approx(1, rel=0.01)
 
     broken = check(PositionOffByOne, "bf16", reference)
     decode = broken.phases.decode
     assert broken.verdict == "fail" and decode.verdict == "fail" and decode.kl_ratio > 3 * 100
+    assert decode.test.rise_low > 2 * 100 and broken.test.margin > 3  # paired: >= 279x, 56x the 5x line
     assert decode.noise_floor == pytest.approx(floors["decode"]["kl_mean"]) and decode.floor_source == "phase"
     assert broken.phases.prefill.kl_ratio < 1  # the prompt's own forward is untouched
     part = Correctness.model_validate(broken.to_dict())  # what the record stores
     assert part.phases.decode.kl_ratio == decode.kl_ratio and part.distribution.forward.positions == 64
+    assert part.test == broken.test and part.min_positions == 8
 
     data = json.loads(path.read_text())  # a reference stored before per-phase floors
     del data["noise_floor"]["phases"]
+    del data["noise_floor"]["positions"]
     path.write_text(json.dumps(data))
     old, _, reused = store.get_or_compute(tiny_llama, pairs, settings)
     assert reused and "phases" not in old.noise_floor
     again = check(PositionOffByOne, "bf16", old)
     assert again.verdict == "fail" and again.phases.decode.floor_source == "overall"
+    assert again.test.floor == "mean"  # no per-position floor either: each phase's mean pairs with every position
     assert again.phases.decode.noise_floor == again.noise_floor and "overall floor" in again.phases.note

@@ -53,7 +53,15 @@ def test_benign_variants_pass(gemma, reference, dtype, threads):
     result = check(HFAdapter, gemma, reference, dtype=dtype, threads=threads)
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 3
-    assert result.phases.prefill.verdict == result.phases.decode.verdict == "pass"
+    assert result.phases.decode.verdict == "pass"
+    assert result.phases.prefill.pooled and result.phases.prefill.verdict is None  # 2 positions < min_positions
+
+
+@pytest.mark.parametrize("variant", faults.BENIGN, ids=lambda f: f.__name__)
+def test_benign_implementation_changes_pass(gemma, reference, variant):
+    result = check(variant, gemma, reference)  # measured: eager attention 1.7x the floor (paired 1.9x)
+    assert result.verdict == "pass", result.reasons
+    assert result.kl_ratio < 3 and result.test.rise < 3
 
 
 @pytest.mark.parametrize("fault", faults.FAULTS, ids=lambda f: f.__name__)

@@ -155,6 +155,10 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     npu = records["openvino-NPU-emulated-bf16-seq48"]
     assert npu.status == "ok" and npu.adapter["emulated"] is True
     assert npu.correctness.mode == "forced-top1" and npu.correctness.verdict == "pass"
+    # which checks ran where: forced top-1 on the static pipeline itself; full checks on the CPU plugin
+    assert npu.correctness.path.device == "NPU-emulated" and npu.correctness.path.checks == ["forced-top1"]
+    assert npu.correctness.path.cache == "static(48)" and "chosen tokens only" in npu.correctness.path.notes[0]
+    assert healthy.correctness.path.device == "CPU" and "kl" in healthy.correctness.path.checks
     assert records["openvino-CPU-bf16-seq48"].status == "skipped"
     assert len(results.load(tmp_path)) == 8
 

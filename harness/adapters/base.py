@@ -246,6 +246,16 @@ class Adapter(ABC):
         loads nothing until the twin is opened."""
         return f"{self.name} has no trusted twin: no second engine path runs this point's own weights"
 
+    def gate_path(self) -> dict:
+        """The engine path the gate's step-wise figures (or forced tokens) come from, as the record's
+        ``correctness.path`` (``GatePath`` fields: device, config, cache, prefill_chunk, notes). Engines that
+        gate the very path they time say how; the default says only that this engine does not."""
+        point = getattr(self, "point", None)
+        return {
+            "device": point.device if point is not None else "?",
+            "notes": [f"{self.name} does not say whether its step-wise path is the timed one"],
+        }
+
     def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
         """Optional (``supports_routing``), for MoE models: tokens routed per layer and expert over a
         prefill of ``prompts`` (see ``RoutingMonitor.summary``), or None where the model is dense."""

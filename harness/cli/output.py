@@ -23,9 +23,34 @@ def verdict_line(name: str, gate) -> str:
         parts.append(f"mean KL {gate.kl_mean:.3g} ({ratio} noise floor {floor})")
     else:
         parts.append("no KL tier")
+    test = gate.test
+    if test is not None:
+        parts.append(
+            f"paired KL {test.rise:.1f}x floor (>= {test.rise_low:.2g}x, {test.margin:.2g}x the {test.line:g}x line, "
+            f"{test.positions} positions; detects {test.detectable:.1f}x at 80 % power)"
+        )
     phases = gate.phases
     if phases is not None and phases.decode.kl_ratio is not None:
         parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
+    parts += gate.notes
+    if gate.power is not None:
+        parts.append(
+            f"power: {gate.power.prompts} prompts detect {_fmt(gate.power.detectable)}x (target {gate.power.target:g}x)"
+            + (f": {gate.power.why}" if gate.power.why else "")
+        )
+    path = gate.path
+    if path is not None:
+        how = ", ".join(
+            filter(
+                None,
+                [
+                    f"{path.cache} cache" if path.cache else None,
+                    f"prefill chunks of {path.prefill_chunk}" if path.prefill_chunk else None,
+                    "+".join(path.checks),
+                ],
+            )
+        )
+        parts.append(f"gated on {path.device} ({how})")
     same = gate.same_weights
     if same is not None and same.verdict is not None:
         parts.append(f"own weights {same.verdict}" + (f" ({same.kl_ratio:.1f}x)" if same.kl_ratio is not None else ""))

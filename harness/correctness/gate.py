@@ -39,7 +39,7 @@ from harness.correctness.reference import (
 )
 from harness.errors import Unsupported
 from harness.records.correctness import PositionBucket
-from harness.records.record import GatePhases, KLDistribution
+from harness.records.record import GatePhases, KLDistribution, PairedTest
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,11 @@ class GateConfig:
     drift_factor: float = 5.0
     fail_factor: float = 100.0
     fail_on_drift: bool = True  # the runner sets False for quantized points, where drift is expected
+    min_positions: int = 8  # no KL tier (overall or per phase) is judged on fewer teacher-forced positions
+
+    @property
+    def lines(self) -> kl_stats.Lines:
+        return kl_stats.Lines(self.drift_factor, self.fail_factor, self.fail_on_drift, self.min_positions)
 
 
 @dataclass
@@ -103,14 +108,15 @@ class GateResult:
     phases: Optional[GatePhases] = None  # the KL tier per phase (None in top-1 mode)
     distribution: Optional[KLDistribution] = None
     buckets: Optional[list[PositionBucket]] = None  # KL by position (harness.correctness.positions)
+    test: Optional[PairedTest] = None  # the overall KL tier's paired test (None in top-1 mode, too few positions)
+    min_positions: Optional[int] = None
+    notes: list[str] = field(default_factory=list)  # what was not judged, and why
 
     def to_dict(self) -> dict:
+        parts = (("phases", self.phases), ("distribution", self.distribution), ("test", self.test))
         return (
             asdict(self)
-            | {
-                name: part.model_dump() if part is not None else None
-                for name, part in (("phases", self.phases), ("distribution", self.distribution))
-            }
+            | {name: part.model_dump() if part is not None else None for name, part in parts}
             | {"buckets": [b.model_dump() for b in self.buckets] if self.buckets is not None else None}
         )
 
@@ -229,12 +235,21 @@ def run(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> Ga
     why = unsupported_reason(adapter)
     if why:
         return NotRun(why)
-    if adapter.supports_logits:
-        return evaluate(adapter, reference, config, on_prompt)
     try:
+        if adapter.supports_logits:
+            return evaluate(adapter, reference, config, on_prompt)
         return evaluate_top1(adapter, reference, config, on_prompt)
-    except Unsupported as exc:  # a limit of this point for these prompts (a static pipeline's prompt size)
-        return NotRun(f"{adapter.name} has no step-wise logits on this point, and forced top-1: {exc}")
+    except Unsupported as exc:  # a limit of this point for these prompts (a static cache's or pipeline's size)
+        how = "step-wise logits" if adapter.supports_logits else "no step-wise logits on this point, and forced top-1"
+        return NotRun(f"{adapter.name} {how}: {exc}")
+
+
+CHECKS = {
+    "both": ["topk-free", "topk-forced", "kl"],
+    "forced": ["topk-forced", "kl"],
+    "free": ["topk-free"],
+    "forced-top1": ["forced-top1"],
+}  # what each mode runs on the gated path (``Correctness.path.checks``)
 
 
 def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult:
@@ -311,10 +326,11 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     if forced_fail:
         reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
     forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
-    phases = (
-        kl_stats.phases(forward, reference.noise_floor, config.drift_factor, config.fail_factor) if forward else None
-    )
-    fails, drifts = kl_stats.judge(kl_mean, ratio, floor, phases, config.drift_factor, config.fail_factor)
+    lines = config.lines
+    phases = kl_stats.phases(forward, reference.noise_floor, lines) if forward else None
+    test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
+    notes = [why] if forward and (why := kl_stats.too_few(forward, lines)) else []
+    fails, drifts = kl_stats.judge(ratio, test, phases, lines)
     buckets = _buckets(prompt_results, reference, config)
     if buckets:
         more_fails, more_drifts = positions.judge(buckets, config.drift_factor, config.fail_factor)
@@ -342,6 +358,9 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         prompts=prompt_results,
         phases=phases,
         buckets=buckets,
+        test=test,
+        min_positions=config.min_positions,
+        notes=notes,
         distribution=kl_stats.distribution(
             forward,
             [r.position_kl_reverse or [] for r in prompt_results],

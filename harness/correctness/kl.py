@@ -3,19 +3,24 @@
 Teacher-forced position 0 of a prompt is the **prefill** phase (the logits of the whole prompt's
 forward); every later position is the **decode** phase (one token with the cache). A fault that touches
 only decode steps leaves the prefill position exact, so each phase is judged against its own noise
-floor, with the same drift/fail factors, and the point takes the worse of the phases' tiers (and of the
-overall mean's, as before). A phase's mean pools its positions over all prompts.
+floor, with the same drift/fail factors, and the point takes the worse of the phases' tiers and of the
+overall one. A tier compares its mean KL over its mean floor with the lines, never on fewer than
+``min_positions`` positions: a phase with fewer (the prefill phase has one position per prompt) is
+pooled into the overall tier, not judged alone. Beside each, the paired test of
+``harness.correctness.power`` (device KL against the floor's KL at the same position) is recorded.
 
 Distribution figures (median, p90, p99, max) pool every teacher-forced position of every prompt.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.records.record import GatePhase, GatePhases, KLDistribution, KLSpread
+from harness.correctness import power
+from harness.records.record import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
 PHASES = ("prefill", "decode")
@@ -25,12 +30,17 @@ OLD_REFERENCE = (
 )
 
 
+def split(per_prompt: Sequence[Sequence[float]]) -> dict[str, list[list[float]]]:
+    """Per phase, per prompt: the prefill position and the decode positions."""
+    return {
+        "prefill": [list(values[:1]) for values in per_prompt],
+        "decode": [list(values[1:]) for values in per_prompt],
+    }
+
+
 def by_phase(per_prompt: Sequence[Sequence[float]]) -> dict[str, list[float]]:
     """Per-position values of every prompt split into the prefill position and the decode positions."""
-    return {
-        "prefill": [v for values in per_prompt for v in values[:1]],
-        "decode": [v for values in per_prompt for v in values[1:]],
-    }
+    return {phase: [v for values in parts for v in values] for phase, parts in split(per_prompt).items()}
 
 
 def phase_floors(per_prompt: Sequence[Sequence[float]]) -> dict[str, dict]:
@@ -39,6 +49,11 @@ def phase_floors(per_prompt: Sequence[Sequence[float]]) -> dict[str, dict]:
         phase: {"kl_mean": float(np.mean(values)) if values else None, "positions": len(values)}
         for phase, values in by_phase(per_prompt).items()
     }
+
+
+def position_floors(per_prompt: Sequence[Sequence[float]]) -> list[list[float]]:
+    """The reference's per-position noise floor, as stored (4 significant digits)."""
+    return [[float(f"{v:.4g}") for v in values] for values in per_prompt]
 
 
 def floors_of(noise_floor: dict) -> dict[str, tuple[float, str]]:
@@ -53,60 +68,137 @@ def floors_of(noise_floor: dict) -> dict[str, tuple[float, str]]:
     }
 
 
+def paired_floor(per_prompt: Sequence[Sequence[float]], noise_floor: dict) -> tuple[list[list[float]], str]:
+    """The floor's KL at each of the device's positions: the stored per-position floor (``"positions"``),
+    or each phase's mean floor repeated (``"mean"``) for a reference stored before per-position floors."""
+    stored = noise_floor.get("positions")
+    if (
+        stored is not None
+        and len(stored) == len(per_prompt)
+        and all(map(lambda s, d: len(s) >= len(d), stored, per_prompt))
+    ):
+        return [list(s[: len(d)]) for s, d in zip(stored, per_prompt)], "positions"
+    floors = floors_of(noise_floor)
+    prefill, decode = floors["prefill"][0], floors["decode"][0]
+    return [[prefill, decode, *[decode] * (len(d) - 2)][: len(d)] for d in per_prompt], "mean"
+
+
 def tier(ratio: Optional[float], drift_factor: float, fail_factor: float) -> Optional[str]:
     if ratio is None:
         return None
     return "fail" if ratio > fail_factor else "drift" if ratio > drift_factor else "pass"
 
 
-def phases(
-    per_prompt: Sequence[Sequence[float]], noise_floor: dict, drift_factor: float, fail_factor: float
-) -> GatePhases:
-    """Each phase's mean KL, floor, ratio and KL tier (``fail_on_drift`` is applied by the caller)."""
+@dataclass(frozen=True)
+class Lines:
+    """The KL tier's lines: drift and fail factors, whether drift fails, and the fewest positions judged."""
+
+    drift_factor: float
+    fail_factor: float
+    fail_on_drift: bool = True
+    min_positions: int = 8
+
+    @property
+    def failing(self) -> float:
+        return self.drift_factor if self.fail_on_drift else self.fail_factor
+
+
+def offset_of(noise_floor: dict) -> float:
+    """The KL added to both sides of every pair: the reference's own minimum floor (the same-weights one is
+    1e-4, so paths that agree to the last bit do not fail on rounding), never below ``MIN_FLOOR``."""
+    return max(MIN_FLOOR, noise_floor.get("minimum") or 0.0)
+
+
+def paired_test(
+    device: Sequence[Sequence[float]], floor: Sequence[Sequence[float]], source: str, lines: Lines, offset: float
+) -> Optional[PairedTest]:
+    """The paired test of device KL against the floor's, position by position (``harness.correctness.power``)."""
+    found = power.paired_rise(power.log_ratios(device, floor, offset), lines.drift_factor)
+    if found is None:
+        return None
+    return PairedTest(
+        positions=found.positions,
+        rise=found.rise,
+        rise_low=found.rise_low,
+        line=lines.failing,
+        margin=found.rise_low / lines.failing,
+        detectable=found.detectable,
+        alpha=power.ALPHA,
+        se_source=found.se_source,
+        floor=source,
+    )
+
+
+def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Lines) -> GatePhases:
+    """Each phase's mean KL, floor and ratio (shown), and its paired test and tier (``fail_on_drift`` is
+    applied by the caller); a phase with fewer than ``lines.min_positions`` positions is pooled, not judged."""
     floors = floors_of(noise_floor)
+    floor_positions, source = paired_floor(per_prompt, noise_floor)
+    device_parts, floor_parts = split(per_prompt), split(floor_positions)
     parts = {}
-    for phase, values in by_phase(per_prompt).items():
-        floor, source = floors[phase]
+    for phase in PHASES:
+        values = [v for vs in device_parts[phase] for v in vs]
+        floor, floor_source = floors[phase]
         mean = float(np.mean(values)) if values else None
-        ratio = mean / floor if mean is not None else None
+        judged = len(values) >= lines.min_positions
+        test = (
+            paired_test(device_parts[phase], floor_parts[phase], source, lines, offset_of(noise_floor))
+            if judged
+            else None
+        )
         parts[phase] = GatePhase(
             kl_mean=mean,
             noise_floor=floor,
-            kl_ratio=ratio,
+            kl_ratio=mean / floor if mean is not None else None,
             positions=len(values),
-            verdict=tier(ratio, drift_factor, fail_factor),
-            floor_source=source,
+            verdict=tier(mean / floor, lines.drift_factor, lines.fail_factor) if test and mean is not None else None,
+            floor_source=floor_source,
+            test=test,
+            pooled=not judged,
         )
     fallback = "phases" not in noise_floor
     return GatePhases(**parts, note=OLD_REFERENCE if fallback else None)
 
 
+def overall_test(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Lines) -> Optional[PairedTest]:
+    """The test over every position of every prompt, or None below ``lines.min_positions``."""
+    if sum(map(len, per_prompt)) < lines.min_positions:
+        return None
+    floor, source = paired_floor(per_prompt, noise_floor)
+    return paired_test(per_prompt, floor, source, lines, offset_of(noise_floor))
+
+
 def judge(
-    kl_mean: Optional[float],
-    ratio: Optional[float],
-    floor: float,
-    parts: Optional[GatePhases],
-    drift_factor: float,
-    fail_factor: float,
+    ratio: Optional[float], overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lines
 ) -> tuple[list[str], list[str]]:
-    """(fail reasons, drift reasons) of the KL tiers: the overall mean's (as before phases) and each phase's."""
-    tiers = [("mean KL", kl_mean, ratio, "the noise floor", floor, tier(ratio, drift_factor, fail_factor))]
+    """(fail reasons, drift reasons) of the KL tiers: the overall mean ratio's and each judged phase's, each
+    only where its paired test ran (``min_positions`` reached); the paired figures are quoted beside it."""
+    tiers = [("mean KL", ratio if overall is not None else None, overall)]
     if parts is not None:
         tiers += [
-            (f"{name}-phase mean KL", p.kl_mean, p.kl_ratio, "its noise floor", p.noise_floor, p.verdict)
-            for name, p in (("prefill", parts.prefill), ("decode", parts.decode))
+            (f"{name}-phase mean KL", getattr(parts, name).kl_ratio, getattr(parts, name).test) for name in PHASES
         ]
-    fails = [
-        f"{label} {kl:.3g} is {times:.0f}x {against} {base:.3g} (fail above {fail_factor:g}x)"
-        for label, kl, times, against, base, verdict in tiers
-        if verdict == "fail"
-    ]
-    drifts = [
-        f"{label} {kl:.3g} is {times:.1f}x {against} {base:.3g} (drift above {drift_factor:g}x)"
-        for label, kl, times, against, base, verdict in tiers
-        if verdict == "drift"
-    ]
+    fails: list[str] = []
+    drifts: list[str] = []
+    for label, value, test in tiers:
+        if test is None or value is None:
+            continue
+        verdict = tier(value, lines.drift_factor, lines.fail_factor)
+        line = lines.fail_factor if verdict == "fail" else lines.drift_factor
+        text = (
+            f"{label} is {value:.1f}x its noise floor over {test.positions} positions, {verdict} above {line:g}x "
+            f"(paired by position: {test.rise:.1f}x, >= {test.rise_low:.1f}x at {1 - test.alpha:.0%} confidence)"
+        )
+        (fails if verdict == "fail" else drifts if verdict == "drift" else []).append(text)
     return fails, drifts
+
+
+def too_few(per_prompt: Sequence[Sequence[float]], lines: Lines) -> Optional[str]:
+    """Why no KL verdict: fewer positions than ``lines.min_positions``, or None."""
+    n = sum(map(len, per_prompt))
+    if n >= lines.min_positions:
+        return None
+    return f"KL tier not judged: {n} teacher-forced positions, fewer than gate.min_positions={lines.min_positions}"
 
 
 def spread(values: Sequence[float]) -> Optional[KLSpread]:

@@ -5,7 +5,9 @@ position, the top-M token ids with their log-probabilities (fp32 log-softmax of 
 to the lower token id, so top-k order agrees with argmax). It also holds the model's own precision
 noise floor: the mean teacher-forced KL between the reference and the same model in fp32, overall
 (the mean of per-prompt means) and per phase (``phases``: the prefill position and the decode positions,
-each pooled over prompts; references stored before phases lack it and the gate uses the overall floor).
+each pooled over prompts; references stored before phases lack it and the gate uses the overall floor)
+and per position (``positions``: per prompt, the KL at each position, which the gate's paired test pairs
+with the device's; references stored before it pair every position with its phase's mean).
 
 A stored reference is found by model name, prompt texts and settings, then checked against the
 model checksum, the tokenizer and the prompt token ids; a mismatch is refused, never silently used.
@@ -25,7 +27,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from harness.correctness import lengths, positions
-from harness.correctness.kl import phase_floors
+from harness.correctness.kl import phase_floors, position_floors
 from harness.correctness.lengths import is_long
 from harness.errors import HarnessError
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
@@ -299,6 +301,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
             "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
             "phases": phase_floors(per_prompt),
             "buckets": positions.floors(per_prompt, [len(ref.prompt_ids) for ref in references]),
+            "positions": position_floors(per_prompt),
             "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
         },
         prompts=references,

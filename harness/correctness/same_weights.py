@@ -81,7 +81,7 @@ def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
 def compute(twin: Twin, hf: Reference) -> Reference:
     """The twin's greedy tokens and top-M per position on the HF reference's prompts, and the floor:
     teacher-forced KL(twin reference || twin floor variant), raised to ``MIN_FLOOR``."""
-    from harness.correctness.kl import phase_floors
+    from harness.correctness.kl import phase_floors, position_floors
 
     start = time.perf_counter()
     settings = hf.settings
@@ -119,6 +119,7 @@ def compute(twin: Twin, hf: Reference) -> Reference:
             "minimum": MIN_FLOOR,
             "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
             "phases": phases,
+            "positions": position_floors(per_prompt),
             "method": twin.floor_method,
         },
         prompts=prompts,

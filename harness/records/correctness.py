@@ -41,16 +41,38 @@ class KLDistribution(Part):
     top1_positions: int = 0
 
 
+class PairedTest(Part):
+    """The KL tier's test (``harness.correctness.power``): per-position KL paired with the floor's KL at the
+    same position. ``rise``: the geometric-mean factor of device KL over floor KL; ``rise_low``: its one-sided
+    lower bound (``alpha``); ``margin``: ``rise_low`` over ``line``, the factor that fails this point (the
+    drift line where drift fails, else the fail line); ``detectable``: the smallest rise the drift line
+    catches with 80 % power on these positions; ``se_source``: "positions" or "prompts" (bootstrap)."""
+
+    positions: int
+    rise: float
+    rise_low: float
+    line: float
+    margin: float
+    detectable: float
+    alpha: float
+    se_source: str
+    floor: Literal["positions", "mean"] = "positions"  # "mean": an older reference without per-position floors
+
+
 class GatePhase(Part):
     """One phase's KL tier (``harness.correctness.kl``): its mean KL over ``positions`` against its own floor;
-    ``floor_source`` is "overall" where the reference has no floor for the phase."""
+    ``floor_source`` is "overall" where the reference has no floor for the phase. ``test`` decides the tier;
+    a phase with fewer than the gate's ``min_positions`` has none (``verdict`` None, ``pooled`` True): its
+    positions count in the point's overall test only."""
 
     kl_mean: Optional[float] = None
     noise_floor: float
-    kl_ratio: Optional[float] = None
+    kl_ratio: Optional[float] = None  # mean KL / mean floor: shown, not judged
     positions: int = 0
     verdict: Optional[Literal["pass", "drift", "fail"]] = None  # the KL tier alone, before fail_on_drift
     floor_source: Literal["phase", "overall"] = "phase"
+    test: Optional[PairedTest] = None
+    pooled: bool = False
 
 
 class GatePhases(Part):
@@ -84,10 +106,35 @@ class PositionBucket(Part):
 
     start: int
     end: int
+    positions: int
     kl_mean: float
+    noise_floor: float
     kl_ratio: float
     verdict: Optional[Literal["pass", "drift", "fail"]] = None
     floor_source: Literal["bucket", "overall"] = "bucket"
+
+
+class GatePath(Part):
+    """Where the gate's step-wise figures came from: the engine path that was timed, as far as the engine
+    exposes it. ``checks``: what ran on it (``topk-free``, ``topk-forced``, ``kl``, ``forced-top1``);
+    ``notes``: where the gate's path differs from the timed one, and why."""
+
+    device: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    cache: Optional[str] = None
+    prefill_chunk: Optional[int] = None
+    checks: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class GatePower(Part):
+    """``gate.power``: the detectable rise asked for, what the prompts reached, and how many were used."""
+
+    target: float
+    detectable: Optional[float] = None
+    prompts: int = 0
+    reached: bool = False
+    why: Optional[str] = None
 
 
 class SameWeights(Part):
@@ -138,6 +185,11 @@ class Correctness(Part):
     text_path: Optional[TextPath] = None  # the engine's own input path (None: records before it)
     buckets: Optional[list[PositionBucket]] = None  # KL by position; None in top-1 mode and older records
     length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: short only
+    test: Optional[PairedTest] = None  # the overall KL tier's test (None in top-1 mode and older records)
+    min_positions: Optional[int] = None
+    notes: list[str] = Field(default_factory=list)  # what the gate did not judge, and why
+    path: Optional[GatePath] = None
+    power: Optional[GatePower] = None
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -17,10 +17,13 @@ from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
     Correctness,
     DequantizedAudit,
+    GatePath,
     GatePhase,
     GatePhases,
+    GatePower,
     KLDistribution,
     KLSpread,
+    PairedTest,
     ReferenceInfo,
     SameWeights,
 )

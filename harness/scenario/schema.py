@@ -162,6 +162,14 @@ class Gate(_Strict):
         "point; short: none",
     )
     long_prompts: PositiveInt = Field(2, le=16, description="long prompts per point when it has a gate length")
+    min_positions: PositiveInt = Field(
+        8, description="fewest teacher-forced positions a KL tier (overall or per phase) is judged on"
+    )
+    power: Optional[PositiveFloat] = Field(
+        None,
+        description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "
+        "set until the KL test detects this rise with 80 % power, or say it cannot",
+    )
 
     @model_validator(mode="after")
     def _factors_ordered(self):

@@ -13,6 +13,7 @@ from importlib.util import find_spec
 from typing import Optional, Sequence
 
 from harness.adapters.base import Activations, Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.errors import Unsupported
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -83,7 +84,7 @@ class HFAdapter(Adapter):
             .eval()
         )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
-        self._step_cache = None
+        self._step_cache, self._step_position = None, 0
         self.monitor = self._capacity_monitor(model, point)
 
         adapter = self
@@ -192,8 +193,17 @@ class HFAdapter(Adapter):
         torch = self._torch
         with torch.inference_mode():
             tensor = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
-            out = self.model(input_ids=tensor, past_key_values=self._step_cache, use_cache=True)
+            # Explicit positions: a static cache cannot tell its length from its (zero-filled) slots.
+            where = torch.arange(self._step_position, self._step_position + len(ids), device=self.device)
+            out = self.model(
+                input_ids=tensor,
+                past_key_values=self._step_cache,
+                use_cache=True,
+                cache_position=where,
+                logits_to_keep=1,
+            )
             self._step_cache = out.past_key_values
+            self._step_position += len(ids)
             return out.logits[0, -1].float().cpu().numpy()
 
     def score(self, tokens: Sequence[int], last: int):
@@ -215,15 +225,36 @@ class HFAdapter(Adapter):
             return out.logits[:, -1].float().cpu().numpy()
 
     def prefill(self, tokens: Sequence[int]):
+        """The prompt's forward on the timed path's cache (static when the point sets ``max_seq_len``),
+        in ``moe_chunk_size`` slices when the point chunks its prefill, as ``generate`` does."""
         from transformers import DynamicCache
 
-        self._step_cache = DynamicCache(config=self.model.config)
-        return self._forward(tokens)
+        limit = self.point.max_seq_len
+        if limit is not None and len(tokens) > limit:
+            raise Unsupported(f"a {len(tokens)}-token prompt does not fit the static cache (max_seq_len={limit})")
+        self._step_cache = self._new_cache() or DynamicCache(config=self.model.config)
+        self._step_position = 0
+        step = self.point.moe_chunk_size or len(tokens)
+        for start in range(0, len(tokens), step):
+            logits = self._forward(tokens[start : start + step])
+        return logits
 
     def decode(self, token: int):
         if self._step_cache is None:
             raise RuntimeError("decode() before prefill()")
+        limit = self.point.max_seq_len
+        if limit is not None and self._step_position >= limit:
+            raise Unsupported(f"the static cache is full after {limit} positions (max_seq_len={limit})")
         return self._forward([token])
+
+    def gate_path(self) -> dict:
+        """The step-wise path the gate reads: the timed path's cache and prefill chunking."""
+        return {
+            "device": self.point.device,
+            "config": {"dtype": self.settings.dtype, "attn_implementation": self.model.config._attn_implementation},
+            "cache": f"static({self.point.max_seq_len})" if self.point.max_seq_len else "dynamic",
+            "prefill_chunk": self.point.moe_chunk_size,
+        }
 
     def hidden_states(self, tokens: Sequence[int], decode: bool = False):
         """Each component's output, captured by forward hooks (registered after any other hook, so they

@@ -7,9 +7,10 @@
   ``max_seq_len`` (MIN_RESPONSE_LEN = max_new_tokens, MAX_PROMPT_LEN = max_seq_len - max_new_tokens);
   ``NPU-emulated`` runs that same static pipeline through OpenVINO's NPU plugin emulated on CPU
   (NPUW_DEVICES=CPU): a test of the code path, never an NPU timing (records say ``emulated``).
-- The gate reads full logits from the same IR, compiled for CPU, stepped one token at a time; on the
-  static pipeline, which returns chosen tokens only, it teacher-forces one 1-token generation per
-  position (top-1 against the reference's top-k).
+- The gate reads full logits from the same IR, compiled for the point's device with the plugin
+  properties the timed pipeline compiles with, stepped one token at a time; on the static pipeline,
+  which returns chosen tokens only, it teacher-forces one 1-token generation per position there (top-1
+  against the reference's top-k). ``gate_path`` records which.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from harness.errors import Unsupported
 
 EMULATED_NPU = "NPU-emulated"
 _STATIC = ("NPU", EMULATED_NPU)
+_PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 
 
 class TruncatedGeneration(RuntimeError):
@@ -139,6 +141,9 @@ class OpenVINOAdapter(Adapter):
                 device = "NPU"
                 config.update(NPUW_DEVICES="CPU", NPUW_ONLINE_PIPELINE="NONE")
                 config.pop("CACHE_DIR")  # the NPU plugin's cache is keyed by a device that is not here
+        # The plugin properties the pipeline compiles with: the gate's step-wise request compiles with them too.
+        self.plugin_device = device
+        self.plugin_config = {k: v for k, v in config.items() if k not in _PIPELINE_ONLY}
         start = now_ns()
         self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), device, **config)
         self.compile_s = (now_ns() - start) / 1e9
@@ -194,12 +199,15 @@ class OpenVINOAdapter(Adapter):
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
         )
 
-    # Step-wise logits for the gate: the same IR, compiled for CPU, one infer request per step.
+    # Step-wise logits for the gate: the same IR, compiled for the point's device with the pipeline's
+    # plugin properties, one infer request per step.
 
     def _step_request(self):
         if self._request is None:
             core = self._ov.Core()
-            compiled = core.compile_model(str(self.ir_dir / "openvino_model.xml"), "CPU")
+            compiled = core.compile_model(
+                str(self.ir_dir / "openvino_model.xml"), self.plugin_device, dict(self.plugin_config)
+            )
             self._request = compiled.create_infer_request()
             self._inputs = {i.get_any_name() for i in compiled.inputs}
         return self._request
@@ -233,6 +241,26 @@ class OpenVINOAdapter(Adapter):
         if self._request is None:
             raise RuntimeError("decode() before prefill()")
         return self._infer([token])
+
+    def gate_path(self) -> dict:
+        static = self.point.device in _STATIC
+        shown = {k: v for k, v in self.plugin_config.items() if k != "CACHE_DIR"}
+        if static:
+            note = "GenAI's static pipeline exposes chosen tokens only: the gate forces one token per position there"
+        else:
+            note = (
+                "step-wise logits from the IR compiled for this device with the pipeline's plugin properties; "
+                "GenAI's scheduler (paged KV cache"
+                + (f", split-fuse prefill of {self.prefill_chunk}" if self.prefill_chunk else "")
+                + ") exposes no logits and is not stepped"
+            )
+        return {
+            "device": self.point.device,
+            "config": {k: str(v) for k, v in shown.items()},
+            "cache": f"static({self.point.max_seq_len})" if static else "stateful IR",
+            "prefill_chunk": None if static else self.prefill_chunk,
+            "notes": [note],
+        }
 
     def trusted_twin(self):
         """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.record import Accuracy, Correctness, ReferenceInfo
+from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
@@ -16,16 +16,22 @@ if TYPE_CHECKING:
     from harness.accuracy.evaluate import Reference
 
 
-def gate_reference(session: Session, scenario, model, point=None):
+def gate_selection(session: Session, spec):
+    """The gate's prompt selection: ``--prompts`` where given, else the scenario's."""
+    return session.gate_prompts if session.gate_prompts is not None else spec.prompts
+
+
+def gate_reference(session: Session, scenario, model, point=None, selection=None):
     """The point's stored HF reference (computed once per model, prompt set, settings and gate length), or
-    None. ``point`` None: the short prompts only."""
+    None. ``point`` None: the short prompts only. ``selection`` overrides the prompt selection (``gate.power``
+    widening it)."""
     if scenario.gate is None:
         return None
     from harness.correctness import lengths
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
 
     spec = scenario.gate
-    pairs = prompts.select_gate_prompts(session.gate_prompts if session.gate_prompts is not None else spec.prompts)
+    pairs = prompts.select_gate_prompts(gate_selection(session, spec) if selection is None else selection)
     plan = (
         lengths.plan(
             spec.length,
@@ -99,13 +105,27 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         drift_factor=spec.drift_factor,
         fail_factor=spec.fail_factor,
         fail_on_drift=fail_on_drift,
+        min_positions=spec.min_positions,
     )
     start = now_ns()
-    result = gate.run(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
-    )
+
+    def run_gate(ref):
+        return gate.run(
+            adapter, ref, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
+        )
+
+    result = run_gate(reference)
     if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
         return Contribution(updates={"correctness": Correctness(skipped=result.why)})
+    found_power = None
+    if spec.power is not None:
+        from harness.run.steps.gate_power import widen
+
+        def rerun(selection):
+            wider = gate_reference(session, resolved.scenario, resolved.model, point, selection)
+            return run_gate(wider), wider
+
+        result, reference, found_power = widen(spec, result, reference, gate_selection(session, spec), rerun)
     part = Correctness.model_validate(
         result.to_dict()
         | {
@@ -119,6 +139,8 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
             "length": reference.settings.get("length"),
         }
     )
+    part.power = found_power
+    part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict != "pass":
         found = diagnose(resolved, adapter, reference, result)
@@ -166,7 +188,13 @@ def same_weights(
 
     reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
     spec = resolved.scenario.gate
-    config = gate.GateConfig(k=spec.k, mode=spec.mode, drift_factor=spec.drift_factor, fail_factor=spec.fail_factor)
+    config = gate.GateConfig(
+        k=spec.k,
+        mode=spec.mode,
+        drift_factor=spec.drift_factor,
+        fail_factor=spec.fail_factor,
+        min_positions=spec.min_positions,
+    )
     result = sw.compare(
         adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
     )
