@@ -62,7 +62,7 @@ class KVCacheInt3PastN(HFAdapter):
                         states[..., cut:, :] = _int3(states[..., cut:, :])
                 return super().update(key_states, value_states, layer_idx, cache_kwargs)
 
-        self._step_cache = LossyCache(config=self.model.config)
+        self._step_cache, self._step_position = LossyCache(config=self.model.config), 0  # positions restart per prompt
         self._step_cache.seen = {}
         return self._forward(tokens)
 

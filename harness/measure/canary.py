@@ -32,7 +32,6 @@ COPY_MIB = 32  # the memory copy: COPY_PASSES passes over this many MiB
 COPY_PASSES = 4
 TIMES = 3  # a reading is the median of this many timed runs of the workload, after one untimed
 CALIBRATION_RUNS = 5  # the calibration is the median of this many readings
-DEFAULT_TOLERANCE = 0.15  # measurement.canary_tolerance's default
 
 
 class _Workload:

@@ -268,9 +268,13 @@ def launch_values(record: Record, metric: str) -> list[float]:
     record but is not tested — unless fewer than two launches are left, when every ok launch is tested
     (``disturbed_throughout`` says so): on a machine disturbed throughout, a test on disturbed launches
     beats no test, and the check's note says the figures may be the machine's."""
-    ok = [entry for entry in launches_of(record) if entry.status == "ok" and entry.medians.get(metric) is not None]
-    counted = [entry for entry in ok if entry.counted]
-    return [float(entry.medians[metric]) for entry in (ok if len(counted) < 2 else counted)]
+    ok = [
+        (entry, float(value))
+        for entry in launches_of(record)
+        if entry.status == "ok" and (value := entry.medians.get(metric)) is not None
+    ]
+    counted = [value for entry, value in ok if entry.counted]
+    return counted if len(counted) >= 2 else [value for _, value in ok]
 
 
 def disturbed_throughout(record: Record) -> bool:
