@@ -9,8 +9,8 @@ import pytest
 
 from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
-from harness.correctness.reference import Reference
-from harness.records.record import GatePhase, GatePhases
+from harness.correctness.reference import PromptReference, Reference
+from harness.records.record import GatePhase
 
 # --- KL tiers and phases --------------------------------------------------------------------------
 
@@ -45,15 +45,18 @@ def test_floors_fall_back_to_the_overall_floor_and_never_go_under_the_minimum():
 
 def test_phases_judge_each_phase_on_its_own_floor_and_say_when_one_is_empty():
     floor = {"kl_mean": 0.1, "phases": {"prefill": {"kl_mean": 0.01}, "decode": {"kl_mean": 0.1}}}
-    parts = kl.phases([[0.5, 0.2, 0.4]], floor, drift_factor=5, fail_factor=40)
-    assert parts.prefill == GatePhase(
-        kl_mean=0.5, noise_floor=0.01, kl_ratio=50.0, positions=1, verdict="fail", floor_source="phase"
-    )
-    assert parts.decode.kl_mean == pytest.approx(0.3) and parts.decode.kl_ratio == pytest.approx(3.0)
-    assert parts.decode.verdict == "pass" and parts.decode.positions == 2 and parts.note is None
-    one_token = kl.phases([[0.5]], {"kl_mean": 0.1}, 5, 100)  # no decode position at all
+    parts = kl.phases([[0.5, 0.2, 0.4], [0.6, 0.3, 0.5]], floor, kl.Lines(5, 40, min_positions=2))
+    assert (parts.prefill.kl_mean, parts.prefill.noise_floor) == (pytest.approx(0.55), 0.01)
+    assert parts.prefill.kl_ratio == pytest.approx(55.0) and parts.prefill.positions == 2
+    assert parts.prefill.verdict == "fail" and parts.prefill.floor_source == "phase" and not parts.prefill.pooled
+    assert parts.decode.kl_mean == pytest.approx(0.35) and parts.decode.kl_ratio == pytest.approx(3.5)
+    assert parts.decode.verdict == "pass" and parts.decode.positions == 4 and parts.note is None
+    few = kl.phases([[0.5, 0.2, 0.4]], floor, kl.Lines(5, 40, min_positions=2))  # one prefill position
+    assert few.prefill.pooled and few.prefill.verdict is None and few.prefill.test is None
+    assert not few.decode.pooled and few.decode.verdict == "pass"
+    one_token = kl.phases([[0.5]], {"kl_mean": 0.1}, kl.Lines(5, 100, min_positions=1))  # no decode position
     assert one_token.decode == GatePhase(
-        kl_mean=None, noise_floor=0.1, kl_ratio=None, positions=0, verdict=None, floor_source="overall"
+        kl_mean=None, noise_floor=0.1, kl_ratio=None, positions=0, verdict=None, floor_source="overall", pooled=True
     )
     assert one_token.note == kl.OLD_REFERENCE
 
@@ -63,23 +66,21 @@ def _phase(kl_mean, floor, verdict):
 
 
 def test_judge_names_every_tier_that_fails_or_drifts_with_its_figures():
-    assert kl.judge(0.06, 6.0, 0.01, None, 5, 100) == (
+    lines = kl.Lines(5, 100)
+    drifting = kl.overall_test([[0.06] * 10], {"kl_mean": 0.01}, lines)
+    assert kl.judge(6.0, drifting, None, lines) == (
         [],
-        ["mean KL 0.06 is 6.0x the noise floor 0.01 (drift above 5x)"],
-    )
-    assert kl.judge(2.0, 200.0, 0.01, None, 5, 100) == (
-        ["mean KL 2 is 200x the noise floor 0.01 (fail above 100x)"],
-        [],
-    )
-    assert kl.judge(None, None, 0.01, None, 5, 100) == ([], [])
-    parts = GatePhases(prefill=_phase(3.0, 0.01, "fail"), decode=_phase(0.07, 0.01, "drift"))
-    assert kl.judge(0.06, 6.0, 0.01, parts, 5, 100) == (
-        ["prefill-phase mean KL 3 is 300x its noise floor 0.01 (fail above 100x)"],
         [
-            "mean KL 0.06 is 6.0x the noise floor 0.01 (drift above 5x)",
-            "decode-phase mean KL 0.07 is 7.0x its noise floor 0.01 (drift above 5x)",
+            "mean KL is 6.0x its noise floor over 10 positions, drift above 5x "
+            "(paired by position: 6.0x, >= 6.0x at 99% confidence)"
         ],
     )
+    failing = kl.overall_test([[2.0] * 10], {"kl_mean": 0.01}, lines)
+    (fail,), drifts = kl.judge(200.0, failing, None, lines)
+    assert fail.startswith("mean KL is 200.0x its noise floor over 10 positions, fail above 100x") and not drifts
+    assert kl.judge(6.0, None, None, lines) == ([], [])  # no paired test (too few positions): no tier
+    assert kl.judge(None, drifting, None, lines) == ([], [])
+    assert kl.judge(4.0, drifting, None, lines) == ([], [])  # under the drift line
 
 
 def test_spread_reads_the_stated_percentiles_and_distribution_pools_prompts():
@@ -97,8 +98,11 @@ def test_spread_reads_the_stated_percentiles_and_distribution_pools_prompts():
 # --- the gate's conclusion from per-prompt results ------------------------------------------------
 
 
-def _reference(noise_floor: dict) -> Reference:
-    return Reference(model={}, settings={"top_m": 8, "eos_ids": []}, versions={}, noise_floor=noise_floor, prompts=[])
+def _reference(noise_floor: dict, prompts: int = 4) -> Reference:
+    heads = [PromptReference("plain", f"p{i}", [1, 2], [3], [[3]], [[0.0]]) for i in range(prompts)]
+    return Reference(
+        model={}, settings={"top_m": 8, "eos_ids": []}, versions={}, noise_floor=noise_floor, prompts=heads
+    )
 
 
 def _prompt(i, **fields) -> gate.PromptResult:
@@ -144,14 +148,16 @@ def test_top_k_failures_name_their_prompts_and_hide_the_drift():
 
 
 def test_drift_is_reported_and_fails_only_where_drift_fails_the_point():
-    prompts = [_prompt(0, free_ok=True, forced_ok=True, kl_mean=0.06)]
-    drift = "mean KL 0.06 is 6.0x the noise floor 0.01 (drift above 5x)"
+    prompts = [_prompt(0, free_ok=True, forced_ok=True, kl_mean=0.06, position_kl=[0.06] * 10)]
+    drift = "mean KL is 6.0x its noise floor over 10 positions, drift above 5x"
     reported = _conclude(prompts, fail_on_drift=False)
-    assert (reported.verdict, reported.reasons) == ("drift", [drift])
+    assert reported.verdict == "drift" and reported.reasons[0].startswith(drift), reported.reasons
     failed = _conclude(prompts, fail_on_drift=True)
-    assert (failed.verdict, failed.reasons) == ("fail", [drift + "; drift fails this point"])
-    over = _conclude([_prompt(0, kl_mean=2.0)], fail_on_drift=False)
-    assert (over.verdict, over.reasons) == ("fail", ["mean KL 2 is 200x the noise floor 0.01 (fail above 100x)"])
+    assert failed.verdict == "fail" and failed.reasons[-1].endswith("; drift fails this point"), failed.reasons
+    over = _conclude([_prompt(0, kl_mean=2.0, position_kl=[2.0] * 10)], fail_on_drift=False)
+    assert over.verdict == "fail" and over.reasons[0].startswith("mean KL is 200.0x its noise floor"), over.reasons
+    few = _conclude([_prompt(0, kl_mean=2.0, position_kl=[2.0] * 3)], fail_on_drift=False)  # under min_positions
+    assert few.verdict == "pass" and few.notes and "fewer than gate.min_positions=8" in few.notes[0]
 
 
 def test_the_gate_pools_per_position_figures_into_phases_and_the_distribution():
@@ -159,12 +165,12 @@ def test_the_gate_pools_per_position_figures_into_phases_and_the_distribution():
         _prompt(0, kl_mean=0.02, position_kl=[0.01, 0.03], position_kl_reverse=[0.02, 0.02], position_top1=[1, 0]),
         _prompt(1, kl_mean=0.01, position_kl=[0.01], position_kl_reverse=None, position_top1=None),
     ]
-    result = _conclude(prompts, drift_factor=2.5, fail_factor=50, fail_on_drift=False)
+    result = _conclude(prompts, drift_factor=2.5, fail_factor=50, fail_on_drift=False, min_positions=1)
     assert result.phases.prefill.kl_mean == pytest.approx(0.01) and result.phases.prefill.positions == 2
-    assert result.phases.decode.kl_mean == pytest.approx(0.03) and result.phases.decode.verdict == "drift"
-    assert result.verdict == "drift" and result.reasons[0].startswith("decode-phase mean KL 0.03 is 3.0x")
+    assert result.phases.decode.kl_mean == pytest.approx(0.03) and result.phases.decode.positions == 1
     assert result.distribution.forward.positions == 3 and result.distribution.reverse.positions == 2
     assert result.distribution.top1_positions == 2 and result.distribution.top1_agreement == 0.5
+    assert result.min_positions == 1 and result.test is not None and result.test.positions == 3
 
 
 # --- the same-weights combination -----------------------------------------------------------------
