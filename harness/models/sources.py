@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from harness.errors import ModelError
-from harness.io import per_file
+from harness.io import file_sha256, per_file
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
@@ -120,7 +120,7 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
         return _resolve_tiny(source, spec.seed, cache)
     path = Path(source).expanduser().resolve()
     if path.is_file():
-        checksum = _sha256(path)
+        checksum = file_sha256(path)
         return _cached_build(
             cache,
             f"gguf-{path.stem}-{checksum[:16]}-v{CONVERTER_VERSION}",
@@ -223,14 +223,6 @@ def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_p
     return ResolvedModel(name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _dir_checksum(path: Path) -> str:
     """sha256 over the names and contents of a checkpoint's config, tokenizer and weight files."""
     digest = hashlib.sha256()
@@ -240,5 +232,5 @@ def _dir_checksum(path: Path) -> str:
         if file.name == _PROVENANCE:
             continue
         digest.update(file.name.encode())
-        digest.update(_sha256(file).encode())
+        digest.update(file_sha256(file).encode())
     return digest.hexdigest()
