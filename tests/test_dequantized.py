@@ -128,8 +128,9 @@ def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_
         assert gate.same_weights.verdict == "pass"  # the twin runs the same wrong weights and agrees
         assert any("converter bug" in reason for reason in gate.reasons)
     # The subtle one is what the issue measured: within the quantization cost against HF (drift, exit 0
-    # before), its twin agreeing; the weights are still plainly not the checkpoint's.
-    assert records["llamacpp-small-scale"].same_weights.model_verdict == "drift"
+    # before; pass since the KL tiers need a paired test over gate.min_positions), its twin agreeing; the
+    # weights are still plainly not the checkpoint's.
+    assert records["llamacpp-small-scale"].same_weights.model_verdict in ("pass", "drift")
     assert code == 1 and "FAIL   scenario::llamacpp-small-scale-cpu-int8_sym" in out, out
     assert "own weights pass" in out and "dequantized artefact fail (34." in out, out
     # Stored once per (artefact, checkpoint) content pair beside the references, reused by the verify.
@@ -183,7 +184,8 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     audit = broken.same_weights.dequantized
     assert broken.verdict == "fail" and audit.verdict == "fail" and audit.ratio >= 3 * audit.fail_factor, audit
     assert broken.same_weights.verdict == "pass"  # the twin runs the same patched IR and agrees
-    assert broken.same_weights.model_verdict == "drift"  # against HF it hides in the quantization cost
+    # against HF it hides in the quantization cost (drift, or pass where the paired test does not confirm it)
+    assert broken.same_weights.model_verdict in ("pass", "drift")
     # The twin's floor comes from another path (HF on the IR's dequantized weights): the CPU point, whose
     # device path is the plugin at its default precision, is no longer its own floor (ratio 1.0 exactly).
     own = clean.same_weights
