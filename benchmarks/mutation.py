@@ -126,6 +126,7 @@ EQUIVALENT: dict[str, str] = {
     "harness.history.changepoints.x_detect__mutmut_36": "numpy reads any negative size as 'the rest'",
     "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
     "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
+    "harness.regression.check.x__decide__mutmut_24": "lone is read only when there are tests, never its value for none",
     "harness.history.check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
     "the first after one: since=1 finds nothing either way",
 }
