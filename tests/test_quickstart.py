@@ -169,7 +169,14 @@ gate: {k: 5, tokens: 4, prompts: 2}
     assert steps.execute(session, scenario, point).status == "ok"
     tail = [p.split(": ", 1)[1] for p in phases]
     assert tail[0].startswith("converting") and tail[1].startswith("loading hf")
-    assert tail[2:] == ["warm-up 1/1", "timing round 1/2", "timing round 2/2", "gate prompt 1/2", "gate prompt 2/2"]
+    assert tail[2:] == [
+        "warm-up 1/1",
+        "timing round 1/2",
+        "timing round 2/2",
+        "gate prompt 1/2",
+        "gate prompt 2/2",
+        "text path",
+    ]
     assert json.dumps(phases)  # plain text
 
 

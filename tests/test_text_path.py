@@ -97,16 +97,16 @@ def test_clean_llamacpp_passes_every_text_check_and_faults_on_the_input_path_fai
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1
-    clean = found["llamacpp-cpu-bf16"]
+    clean = found["llamacpp-cpu-f16"]
     # Before the export wrote tokenizer.chat_template, llama-cpp-python fell back to llama-2 here: chat fail.
     assert clean.startswith("PASS ") and "text path: tok pass, chat pass, text pass, batch -" in clean, out
-    squashed = found["llamacpp-squashed-cpu-bf16"]
+    squashed = found["llamacpp-squashed-cpu-f16"]
     # The gate feeds the reference's ids, so on its own it passes this point; the text path does not.
     assert squashed.startswith("FAIL ") and "tok fail" in squashed and "text fail" in squashed, out
     assert "the engine's tokenizer disagrees with the reference on" in out
     assert "right: reference" in out  # the GGUF was exported from the reference checkpoint
     assert "diagnosis: input ids depart from the reference's (prompt 6)" in out  # the indented code prompt
-    llama2 = found["llamacpp-llama2-cpu-bf16"]
+    llama2 = found["llamacpp-llama2-cpu-f16"]
     assert llama2.startswith("FAIL ") and "chat fail" in llama2 and "tok pass" in llama2, out
     assert "the engine's chat template (llama-2" in out and "[INST]" in out
 
@@ -135,7 +135,7 @@ def test_the_record_says_which_checks_ran_and_why_others_did_not(write_scenario,
         == "hf exposes no tokenizer of its own (Adapter.tokenize): the harness's ids are all it was fed"
     )
     assert hf["batch"]["skipped"] == "batch_size 1: nothing batched"
-    llama = records["llamacpp-cpu-bf16"]["correctness"]["text_path"]
+    llama = records["llamacpp-cpu-f16"]["correctness"]["text_path"]
     assert llama["tokenizer"]["verdict"] == "pass" and llama["tokenizer"]["strings"] > 20
     assert llama["tokenizer"]["vocabulary"]["tokenizer.ggml.pre"] == "gpt-2"
     # tiny-llama has no chat template: nothing to compare llama.cpp's (its llama-2 fallback) with
@@ -208,5 +208,5 @@ def test_the_chat_template_option_gives_llama_cpp_the_checkpoints_template(
     carries none) replaces whatever llama-cpp-python picked: the llama-2 point now passes its chat check."""
     extra = "adapter_options: {llamacpp-llama2: {chat_template: checkpoint}}\n"
     code = verify(write_scenario, tmp_path, chat_model, ["llamacpp-llama2"], extra)
-    line = lines(capsys.readouterr().out)["llamacpp-llama2-cpu-bf16"]
+    line = lines(capsys.readouterr().out)["llamacpp-llama2-cpu-f16"]
     assert code == 0 and line.startswith("PASS ") and "chat pass" in line, line
