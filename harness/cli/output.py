@@ -217,7 +217,11 @@ def regression_report(outcome, baseline_name: str) -> list[str]:
             "the same (UNKNOWN lines: the launches that would decide them); --fail-on-unknown exits 4 on them"
         )
     counts = {word: sum(t.verdict == word for t in outcome.tests) for word in (verdicts.DIFFERENT, verdicts.SAME)}
-    tally = f"; {counts['different']} different, {counts['same']} same, {unknown} unknown" if outcome.tests else ""
+    tally = (
+        f"; {counts[verdicts.DIFFERENT]} different, {counts[verdicts.SAME]} same, {unknown} unknown"
+        if outcome.tests
+        else ""
+    )
     lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
     return lines
 
