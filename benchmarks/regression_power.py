@@ -148,8 +148,7 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
     if not aa or any(t.cv is None for t in aa):
         print("\nthree-outcome verdicts: no launch-level tests (a night needs 2 launches a side)")
         return
-    found_change = [t.detectable for t in aa if t.detectable is not None]
-    reported = statistics.median(found_change) if found_change else None
+    reported = reported_change(aa)
     cv = statistics.median(t.cv for t in aa)
     print(
         f"\nthree-outcome verdicts, {per_side} vs {per_side} launches, {nights} nights per build, {tests} tests a "
@@ -187,6 +186,17 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
         print(
             f"\ndetection never reaches 80 % among the builds (up to +{max(shift.values()):.0%}); reported {reported}"
         )
+
+
+def reported_change(tests: list) -> float | None:
+    """The detectable change the check reported, as the median over A/A nights' tests; a night whose launches
+    cannot reach the significance level reports none and counts as infinite (None: most nights did)."""
+    import statistics
+
+    if not tests:
+        return None
+    middle = statistics.median(t.detectable if t.detectable is not None else float("inf") for t in tests)
+    return None if middle == float("inf") else middle
 
 
 def _where_80(shift: dict, detected: dict):
@@ -300,6 +310,113 @@ def main() -> None:
     if args.quick:
         builds = tuple(b for b in QUICK_BUILDS if all(b in found for found in pool.values()))
         verdict_rows(pool, builds, per_side, args.nights, rng, args.fdr)
+        scaled_rows(pool, per_side, args.nights, rng, args.fdr)
+        canary_rows(pool, builds)
+
+
+SCALES = (0.05, 0.10, 0.20, 0.30, 0.50, 0.75, 1.00, 1.50, 2.00)
+
+
+def scaled(record: Record, factor: float) -> Record:
+    """The record with every launch's ms/token multiplied by ``factor``: a slowdown of exactly known size on
+    this machine's own launch-to-launch noise (the slowed builds' real change is itself blurred by that noise)."""
+    kept = [
+        launch.model_copy(
+            update={
+                "medians": {**launch.medians, "tpot_ms": launch.medians["tpot_ms"] * factor}
+                if launch.medians.get("tpot_ms") is not None
+                else launch.medians,
+                "excluded": None,
+            }
+        )
+        for launch in stats.launches_of(record)
+    ]
+    intervals = stats.intervals(kept)
+    return record.model_copy(
+        update=dict(
+            metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
+            samples=record.samples.model_copy(update=dict(launches=kept, intervals=intervals)),
+        )
+    )
+
+
+def scaled_rows(pool: dict, per_side: int, nights: int, rng: random.Random, fdr: float) -> None:
+    """Reported detectable change against achieved detection, on nights whose candidate is A's other launches
+    slowed by an exact factor: the check the power figure promises ("a change this size is found 80 % of the
+    time at these launches"), with the machine's real launch distribution and no doubt about the true change.
+    Canary exclusions are cleared here (every drawn launch is tested): what is checked is the statistic at a
+    known number of launches; how many launches the canary leaves is reported by ``canary_rows``."""
+
+    thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
+    reported, curve = [], {}
+    for scale in (0.0, *SCALES):
+        found = 0
+        for _ in range(nights):
+            base, new = [], []
+            for builds in pool.values():
+                a = builds["slow0"]
+                drawn = rng.sample(range(len(stats.launches_of(a))), 2 * per_side)
+                base.append(scaled(subset(a, drawn[:per_side]), 1.0))
+                new.append(scaled(subset(a, drawn[per_side:]), 1 + scale))
+            outcome = regression.check(base, new, thresholds, fdr=fdr)
+            tpot = [t for t in outcome.tests if t.metric == "tpot_ms"]
+            found += any(t.verdict == "different" and t.change > 0 for t in tpot)
+            if scale == 0.0:
+                reported += tpot
+        curve[scale] = found / nights
+    mdc = reported_change(reported)
+    print(
+        f"\nexactly scaled A/B nights ({per_side} vs {per_side} of A's launches, candidate's ms/token x (1 + change), "
+        f"{nights} nights each): reported detectable change (median over the A/A nights) "
+        f"{'none' if mdc is None else f'{mdc:.1%}'}"
+    )
+    print("| change | " + " | ".join(f"{s:+.0%}" for s in curve) + " |")
+    print("|---|" + "---|" * len(curve))
+    print("| tpot different (worse) | " + " | ".join(f"{v:.0%}" for v in curve.values()) + " |")
+    reached = _where_80({s: s for s in curve}, curve)
+    if mdc is not None and reached is not None:
+        verdict = "met" if abs(reached / mdc - 1) <= 0.25 else "NOT met"
+        print(
+            f"detection reaches 80 % at about +{reached:.0%} (linear between changes); reported +{mdc:.0%}: "
+            f"{reached / mdc - 1:+.0%} ({verdict}, target +-25 %)"
+        )
+    else:
+        print(f"detection never reaches 80 % up to +{max(curve):.0%}; reported {mdc}")
+
+
+def canary_rows(pool: dict, builds: tuple) -> None:
+    """The canary against launch slowdowns (issue 30): every launch's canary ratio beside its TPOT over its
+    build's median (1.10 = this launch ran 10 % slower than its build usually does), pooled over builds so the
+    builds' own delays do not count as machine slowdowns; Pearson and Spearman correlation, and how many launches
+    the canary marked disturbed."""
+    import statistics
+
+    from scipy.stats import pearsonr, spearmanr
+
+    ratios, slowdowns, excluded = [], [], 0
+    for builds_of_point in pool.values():
+        for build in builds:
+            record = builds_of_point[build]
+            launches = [x for x in stats.launches_of(record) if x.status == "ok" and x.medians.get("tpot_ms")]
+            if not launches:
+                continue
+            middle = statistics.median(launch.medians["tpot_ms"] for launch in launches)
+            for launch in launches:
+                excluded += launch.excluded is not None
+                if launch.canary is not None:
+                    ratios.append(launch.canary.ratio)
+                    slowdowns.append(launch.medians["tpot_ms"] / middle)
+    if len(ratios) < 3:
+        print("\ncanary: fewer than 3 launches ran the canary")
+        return
+    r, r_p = pearsonr(ratios, slowdowns)
+    rho, rho_p = spearmanr(ratios, slowdowns)
+    print(
+        f"\ncanary vs launch slowdown over {len(ratios)} launches: Pearson r {r:.2f} (p {r_p:.2g}), Spearman rho "
+        f"{rho:.2f} (p {rho_p:.2g}); canary ratio median {statistics.median(ratios):.2f} (range "
+        f"{min(ratios):.2f}-{max(ratios):.2f}), launch TPOT over its build's median {min(slowdowns):.2f}-"
+        f"{max(slowdowns):.2f}; {excluded} launches marked disturbed"
+    )
 
 
 def launches_needed(cv: float, shift: float, alpha: float, power: float = 0.95) -> int:
