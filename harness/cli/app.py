@@ -22,6 +22,14 @@ from harness.errors import HarnessError, WriteFailed, writing
 from harness.run import lifecycle
 
 
+VERIFY_RESULTS_HELP = (
+    "write one gate-only record per point, DIR/<scenario>/<point id>.verify.json: the verdict, per-phase KL, "
+    "same-weights and dequantized checks, diagnosis, the gated path and notes; no timing, never over a "
+    "`harness run` record (report, export, gate and history add read it). Without --results no record is "
+    "written (gate references still go to results/references, or --reference-dir)"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="LLM inference benchmarking and correctness harness")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
@@ -49,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="run only the correctness gate of scenario files; exit 1 on any failure"
     )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    add_run_options(verify.add_argument)
+    add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
     verify.add_argument(
         "--prompts",
         default=None,
@@ -210,10 +218,16 @@ def _parse_prompts(value: Optional[str]):
 
 
 def _verify(args) -> int:
-    return _interruptible(lambda: _verify_all(args))
+    results_dir = Path(args.harness_results) if args.harness_results else None
+    if results_dir is None:
+        return _interruptible(lambda: _verify_all(args, None))
+    from harness.io import results_lock
+
+    with results_lock(results_dir):
+        return _interruptible(lambda: _verify_all(args, results_dir), results_dir)
 
 
-def _verify_all(args) -> int:
+def _verify_all(args, results_dir: Optional[Path]) -> int:
     scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
     without = [s.path for s in scenarios if s.gate is None]
     if without:
@@ -225,7 +239,7 @@ def _verify_all(args) -> int:
     runner = runner_from(
         args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
     )
-    runner.results_dir = None  # verification does not overwrite timing records (references still stored)
+    runner.results_dir = results_dir  # gate-only records (<point id>.verify.json), or none without --results
     select = (lambda point: args.select in point.id) if args.select else None
     from harness.scenario.sweep import expand
 
@@ -248,6 +262,8 @@ def _verify_all(args) -> int:
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
             failed |= record.verdict == "fail"
+    if results_dir is not None and done:
+        print(f"gate-only records written under {results_dir}/ (<scenario>/<point id>.verify.json)")
     return 1 if failed else 0
 
 
