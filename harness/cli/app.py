@@ -13,6 +13,7 @@ from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli.options import (
+    VERIFY_RESULTS_HELP,
     add_plan_options,
     add_run_options,
     remote_code_error,
@@ -20,14 +21,6 @@ from harness.cli.options import (
 )
 from harness.errors import HarnessError, WriteFailed, writing
 from harness.run import lifecycle
-
-
-VERIFY_RESULTS_HELP = (
-    "write one gate-only record per point, DIR/<scenario>/<point id>.verify.json: the verdict, per-phase KL, "
-    "same-weights and dequantized checks, diagnosis, the gated path and notes; no timing, never over a "
-    "`harness run` record (report, export, gate and history add read it). Without --results no record is "
-    "written (gate references still go to results/references, or --reference-dir)"
-)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -218,16 +211,10 @@ def _parse_prompts(value: Optional[str]):
 
 
 def _verify(args) -> int:
-    results_dir = Path(args.harness_results) if args.harness_results else None
-    if results_dir is None:
-        return _interruptible(lambda: _verify_all(args, None))
-    from harness.io import results_lock
-
-    with results_lock(results_dir):
-        return _interruptible(lambda: _verify_all(args, results_dir), results_dir)
+    return _interruptible(lambda: _verify_all(args))  # no results_dir: verify has no --resume to suggest
 
 
-def _verify_all(args, results_dir: Optional[Path]) -> int:
+def _verify_all(args) -> int:
     scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
     without = [s.path for s in scenarios if s.gate is None]
     if without:
@@ -239,8 +226,19 @@ def _verify_all(args, results_dir: Optional[Path]) -> int:
     runner = runner_from(
         args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
     )
-    runner.results_dir = results_dir  # gate-only records (<point id>.verify.json), or none without --results
-    select = (lambda point: args.select in point.id) if args.select else None
+    # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
+    runner.results_dir = Path(args.harness_results) if args.harness_results else None
+    if runner.results_dir is None:
+        return _gate_points(runner, scenarios, args.select)
+    from harness.io import results_lock
+
+    with results_lock(runner.results_dir):  # not while a `harness run` writes there
+        return _gate_points(runner, scenarios, args.select)
+
+
+def _gate_points(runner, scenarios, text: Optional[str]) -> int:
+    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure."""
+    select = (lambda point: text in point.id) if text else None
     from harness.scenario.sweep import expand
 
     failed = False
@@ -262,8 +260,8 @@ def _verify_all(args, results_dir: Optional[Path]) -> int:
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
             failed |= record.verdict == "fail"
-    if results_dir is not None and done:
-        print(f"gate-only records written under {results_dir}/ (<scenario>/<point id>.verify.json)")
+    if runner.results_dir is not None and done:
+        print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
     return 1 if failed else 0
 
 

@@ -12,6 +12,14 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
 MIN_MEMORY_LIMIT_MB = 1024  # below this the worker cannot import an engine: every point would fail alike
 
 
+VERIFY_RESULTS_HELP = (
+    "write one gate-only record per point, DIR/<scenario>/<point id>.verify.json: the verdict, per-phase KL, "
+    "same-weights and dequantized checks, diagnosis, the gated path and notes; no timing, never over a "
+    "`harness run` record (report, export, gate and history add read it). Without --results no record is "
+    "written (gate references still go to results/references, or --reference-dir)"
+)
+
+
 def bounded(kind: type, low: float, high: float | None, what: str):
     """An argparse type: a finite ``kind`` (int or float) in [low, high] (no upper end when ``high`` is
     None); the error says the range."""
