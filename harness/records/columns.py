@@ -63,7 +63,7 @@ def ok_launches(record: Record) -> Optional[int]:
     recorded is one launch); None for a skipped point, where nothing ran, and a gate-only record, which times none."""
     from harness.records.record import launches_of
 
-    if record.status == "skipped" or record.gate_only:
+    if record.status == "skipped" or record.verify_only:
         return None
     return sum(launch.status == "ok" for launch in launches_of(record))
 

@@ -124,12 +124,12 @@ class Record(BaseModel):
         return self.correctness.verdict if self.correctness else None
 
     @property
-    def gate_only(self) -> bool:
+    def verify_only(self) -> bool:
         """Written by ``harness verify``: the gate's verdict and parts, no timing; timing readers pass over it
         where the point also has a run record (``harness.records.store.timing_view``)."""
         return self.kind == "verify"
 
-    def as_gate_only(self) -> Record:
+    def as_verify_only(self) -> Record:
         """This record as ``harness verify`` stores it: kind ``verify``, every timing figure left out."""
         cleared = {"metrics": {}, "units": {}, "samples": Samples(), "time_split": None, "unavailable": {}}
         return self.model_copy(update={"kind": "verify", **cleared})
