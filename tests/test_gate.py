@@ -234,15 +234,18 @@ sweep:
 """
 
 
-def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_path, capsys, tiny_llama):
+def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_path, capsys, tiny_llama, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # without --results, references go to ./results/references
     path = write_scenario(GATED)
-    args = ["verify", str(path), "--results", str(tmp_path / "results")]
+    args = ["verify", str(path)]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert "reference: computed in" in out and "PASS   scenario::hf-cpu-bf16: top-5 both" in out
     assert cli.main(args) == 0
-    assert "reference: reused" in capsys.readouterr().out
-    assert not (tmp_path / "results" / "scenario").exists()  # verify writes no timing records
+    out = capsys.readouterr().out
+    assert "reference: reused" in out and "records written" not in out
+    # Without --results no record is written (with it, tests/test_verify_records.py): the references only.
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["references"]
 
 
 def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):

@@ -13,6 +13,7 @@ from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli.options import (
+    VERIFY_RESULTS_HELP,
     add_plan_options,
     add_run_options,
     remote_code_error,
@@ -49,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="run only the correctness gate of scenario files; exit 1 on any failure"
     )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    add_run_options(verify.add_argument)
+    add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
     verify.add_argument(
         "--prompts",
         default=None,
@@ -210,7 +211,7 @@ def _parse_prompts(value: Optional[str]):
 
 
 def _verify(args) -> int:
-    return _interruptible(lambda: _verify_all(args))
+    return _interruptible(lambda: _verify_all(args))  # no results_dir: verify has no --resume to suggest
 
 
 def _verify_all(args) -> int:
@@ -225,8 +226,19 @@ def _verify_all(args) -> int:
     runner = runner_from(
         args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
     )
-    runner.results_dir = None  # verification does not overwrite timing records (references still stored)
-    select = (lambda point: args.select in point.id) if args.select else None
+    # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
+    runner.results_dir = Path(args.harness_results) if args.harness_results else None
+    if runner.results_dir is None:
+        return _gate_points(runner, scenarios, args.select)
+    from harness.io import results_lock
+
+    with results_lock(runner.results_dir):  # not while a `harness run` writes there
+        return _gate_points(runner, scenarios, args.select)
+
+
+def _gate_points(runner, scenarios, text: Optional[str]) -> int:
+    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure."""
+    select = (lambda point: text in point.id) if text else None
     from harness.scenario.sweep import expand
 
     failed = False
@@ -248,6 +260,8 @@ def _verify_all(args) -> int:
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
             failed |= record.verdict == "fail"
+    if runner.results_dir is not None and done:
+        print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
     return 1 if failed else 0
 
 

@@ -172,6 +172,17 @@ def _show(args) -> int:
     engine = _open(args)
     scenario, point_id = _point(args.point)
     everything = queries.series(engine, scenario, point_id, spread=True)
+    outcomes = queries.point_outcomes(engine, scenario, point_id)
+    if not everything and outcomes:  # gate-only records (harness verify): verdicts, no series
+        if args.metric:
+            raise UsageError(
+                f"--metric {args.metric}: {args.point} has no timing series (gate-only records, from harness "
+                "verify); without --metric its verdicts are shown"
+            )
+        print(f"{args.point}: no timing series; correctness by run")
+        for run, status, verdict, _ in outcomes:
+            print(f"  {run.label()}: status {status}, correctness {verdict or '-'}")
+        return 0
     if not everything:
         known = sorted({s.point for s in queries.series(engine)})
         close = difflib.get_close_matches(args.point, known, n=3)
@@ -195,7 +206,6 @@ def _show(args) -> int:
             f"  {series.metric:28} {len(series.values):>4} runs  latest {series.values[-1]:<10.4g} "
             f"{len(changes)} change point(s)  [{series.fingerprint.label()}]"
         )
-    outcomes = queries.point_outcomes(engine, scenario, point_id)
     bad = [(run, status, verdict) for run, status, verdict, _ in outcomes if status != "ok" or verdict == "fail"]
     for run, status, verdict in bad:
         print(f"  {run.label()}: status {status}, correctness {verdict or '-'}")

@@ -6,9 +6,18 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Optional
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
 MIN_MEMORY_LIMIT_MB = 1024  # below this the worker cannot import an engine: every point would fail alike
+
+
+VERIFY_RESULTS_HELP = (
+    "write one gate-only record per point, DIR/<scenario>/<point id>.verify.json: the verdict, per-phase KL, "
+    "same-weights and dequantized checks, diagnosis, the gated path and notes; no timing, never over a "
+    "`harness run` record (report, export, gate and history add read it). Without --results no record is "
+    "written (gate references still go to results/references, or --reference-dir)"
+)
 
 
 def bounded(kind: type, low: float, high: float | None, what: str):
@@ -46,8 +55,9 @@ def add_plan_options(add, prefix: str = "") -> None:
     )
 
 
-def add_run_options(add, prefix: str = "") -> None:
-    """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``)."""
+def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -> None:
+    """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``).
+    ``results_help``: ``--results`` has no default (None: write no records) and this help (``harness verify``)."""
     from harness.scenario.schema import MAX_LAUNCHES
 
     add_plan_options(add, prefix)
@@ -55,8 +65,8 @@ def add_run_options(add, prefix: str = "") -> None:
         f"--{prefix}results",
         dest="harness_results",
         metavar="DIR",
-        default="results",
-        help="directory for result records (default: results)",
+        default="results" if results_help is None else None,
+        help=results_help or "directory for result records (default: results)",
     )
     add(
         f"--{prefix}cache-dir",

@@ -202,6 +202,7 @@ def regression_report(outcome, baseline_name: str) -> list[str]:
     from harness.regression import verdicts
 
     lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable]]
+    lines += [str(change) for change in outcome.verdict_changes]
     lines += [verdicts.line(test) for test in outcome.tests]
     lines += [f"note {note}" for note in outcome.notes]
     if outcome.findings:
@@ -251,6 +252,7 @@ def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
             for f in [*outcome.findings, *outcome.incomparable]
         ],
         "tests": [test_row(test) for test in outcome.tests],
+        "verdict_changes": [asdict(change) for change in outcome.verdict_changes],
         "inconclusive": len(outcome.unknown),
         "notes": list(outcome.notes),
     }

@@ -108,7 +108,8 @@ def _summary(args) -> int:
     from harness.records import store as results
     from harness.report.summary import summarize
 
-    print(summarize([record for _, record in results.iter_records(args.sources)], report=args.report))
+    records = results.timing_records(record for _, record in results.iter_records(args.sources))
+    print(summarize(records, report=args.report))
     return 0
 
 

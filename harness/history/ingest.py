@@ -174,11 +174,12 @@ def run_rows(points: list[PointRows], source: str, commit: Optional[str] = None)
 
 def read_run(path: str | Path, commit: Optional[str] = None) -> RunRows:
     """The records under ``path`` (a results directory, a record file or a pytest-benchmark JSON) as one run.
-    A point recorded twice keeps its later record."""
-    from harness.records.store import iter_records
+    A point recorded twice keeps its later record; one with a run record and a gate-only one (``harness verify``)
+    keeps the run's (``timing_view``), and a gate-only record alone stores its verdict with no timing series."""
+    from harness.records.store import iter_records, timing_view
 
     latest: dict[tuple, PointRows] = {}
-    for _, record in iter_records([path]):
+    for _, record in timing_view(iter_records([path])):
         rows = _rows(record)
         key = (rows.scenario, rows.point_id, rows.fingerprint)
         old = latest.get(key)

@@ -60,10 +60,10 @@ def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
 
 def ok_launches(record: Record) -> Optional[int]:
     """How many launches the figures rest on (``stats.launches_of``: a record from before launches were
-    recorded is one launch); None for a skipped point, where nothing ran."""
+    recorded is one launch); None for a skipped point, where nothing ran, and a gate-only record, which times none."""
     from harness.records.record import launches_of
 
-    if record.status == "skipped":
+    if record.status == "skipped" or record.verify_only:
         return None
     return sum(launch.status == "ok" for launch in launches_of(record))
 
@@ -196,6 +196,7 @@ def flatten(record: Record) -> dict:
         "scenario": record.scenario,
         "point_id": record.point_id,
         "status": record.status,
+        "record_kind": record.kind,  # run | verify (gate only: no timing columns)
         "reason": record.reason,
         **record.point,
         **precision_columns(record),

@@ -7,7 +7,7 @@ Version 2 split version 1's ``details`` grab-bag into named parts; ``migrate`` u
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -41,6 +41,10 @@ from harness.records.samples import (  # noqa: F401 - re-exported
 
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "skipped", "failed", "timeout")
+# What wrote a record: ``run`` (``harness run``, the pytest plugin: timing and the gate) or ``verify``
+# (``harness verify --results``: the correctness gate alone, no timing). Stored only when not ``run``, so a
+# run record reads as before; a verify record has its own file name (``harness.records.store.record_path``).
+RecordKind = Literal["run", "verify"]
 
 
 class ModelInfo(Part):
@@ -80,6 +84,7 @@ class Record(BaseModel):
     scenario: str
     point_id: str
     point: dict[str, Any]  # the point's axes
+    kind: RecordKind = "run"
     status: str  # ok | skipped | failed | timeout
     reason: Optional[str] = None  # why skipped, or the error when failed
     settings: dict[str, Any] = Field(default_factory=dict)  # model, generation, measurement as resolved
@@ -119,12 +124,23 @@ class Record(BaseModel):
         return self.correctness.verdict if self.correctness else None
 
     @property
+    def verify_only(self) -> bool:
+        """Written by ``harness verify``: the gate's verdict and parts, no timing; timing readers pass over it
+        where the point also has a run record (``harness.records.store.timing_view``)."""
+        return self.kind == "verify"
+
+    def as_verify_only(self) -> Record:
+        """This record as ``harness verify`` stores it: kind ``verify``, every timing figure left out."""
+        cleared = {"metrics": {}, "units": {}, "samples": Samples(), "time_split": None, "unavailable": {}}
+        return self.model_copy(update={"kind": "verify", **cleared})
+
+    @property
     def verdict_failed(self) -> bool:
         """The point ran but a verdict on it failed: the correctness gate, or a task's non-inferiority margin."""
         return self.verdict == "fail" or (self.accuracy is not None and self.accuracy.verdict == "fail")
 
     def to_dict(self) -> dict:
-        return self.model_dump(mode="python")
+        return self.model_dump(mode="python", exclude={"kind"} if self.kind == "run" else None)
 
     @classmethod
     def from_dict(cls, data: dict, source: object = None) -> Record:

@@ -6,15 +6,37 @@ Data only; rendering lives elsewhere. ``load`` turns records into a pandas DataF
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional, TypeVar
 
 from harness.io import REFERENCE_DIR, read_json, safe_name, write_json_atomic
 from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
 from harness.records.record import SCHEMA_VERSION, STATUSES, Record, migrate  # noqa: F401
 
+VERIFY_SUFFIX = ".verify"  # a gate-only record's file: <point id>.verify.json, beside the run's <point id>.json
+
 
 def record_path(results_dir: Path, record: Record) -> Path:
-    return Path(results_dir) / safe_name(record.scenario) / f"{safe_name(record.point_id)}.json"
+    """``<results>/<scenario>/<point id>.json``; a gate-only record (``harness verify``) ends ``.verify.json``,
+    so it never overwrites the point's run record nor is overwritten by it."""
+    suffix = VERIFY_SUFFIX if record.verify_only else ""
+    return Path(results_dir) / safe_name(record.scenario) / f"{safe_name(record.point_id)}{suffix}.json"
+
+
+Source = TypeVar("Source")
+
+
+def timing_view(pairs: Iterable[tuple[Source, Record]]) -> list[tuple[Source, Record]]:
+    """(source, record) pairs with one record per point where a point has a run record and a gate-only one
+    (``harness verify``): the run's, which holds the timing; a point with only a gate-only record keeps it.
+    Every reader of timing (report tables, summary, compare, the regression check, history) reads this."""
+    pairs = list(pairs)
+    ran = {(r.scenario, r.point_id) for _, r in pairs if not r.verify_only}
+    return [(source, r) for source, r in pairs if not r.verify_only or (r.scenario, r.point_id) not in ran]
+
+
+def timing_records(records: Iterable[Record]) -> list[Record]:
+    """``timing_view`` over bare records."""
+    return [record for _, record in timing_view((None, record) for record in records)]
 
 
 def write(record: Record, results_dir: str | Path) -> Path:
@@ -137,9 +159,10 @@ def frame(pairs: Iterable[tuple[Optional[Path], Record]]):
 
 
 def load(paths: str | Path | Iterable[str | Path]):
-    """Records under ``paths`` (files or directories) as a DataFrame: one row per point.
+    """Records under ``paths`` (files or directories) as a DataFrame: one row per point (``timing_view``: the
+    run record where a point also has a gate-only one).
 
     Columns: scenario, point_id, status, reason, each axis, each metric, the gate's summary
     (``gate_*``), model name and checksum, engine and version, host, and ``path``.
     """
-    return frame(iter_records(paths))
+    return frame(timing_view(iter_records(paths)))

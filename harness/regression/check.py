@@ -29,9 +29,15 @@ from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
-from harness.records.store import Record
+from harness.records.store import Record, timing_records
 from harness.regression import significance, verdicts
-from harness.regression.outcome import Finding, MetricTest, Point, RegressionOutcome  # noqa: F401 - re-exported
+from harness.regression.outcome import (  # noqa: F401 - re-exported
+    Finding,
+    MetricTest,
+    Point,
+    RegressionOutcome,
+    VerdictChange,
+)
 from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
 from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
 
@@ -41,9 +47,10 @@ def key(record: Record) -> Point:
 
 
 def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
-    """Records by (scenario, point id); the same point twice is an error (merge runners' records first)."""
+    """Records by (scenario, point id); the same point twice is an error (merge runners' records first). A
+    point with a run record and a gate-only one (``harness verify``) is its run record (``timing_view``)."""
     out: dict[Point, Record] = {}
-    for record in records:
+    for record in timing_records(records):
         if key(record) in out:
             raise UsageError(
                 f"{label}: point {record.scenario}::{record.point_id} appears twice; "
@@ -117,6 +124,7 @@ def check(
     base, now = index(baseline, "baseline"), index(new, "new records")
     _refuse_nothing_to_compare(base, now, scope)
     outcome = RegressionOutcome(fdr=fdr)
+    correctness_only: list[str] = []  # a side is a gate-only record (harness verify): no figures to compare
     for point, record in now.items():
         scenario, pid = point
         if record.status in ("failed", "timeout"):
@@ -150,6 +158,8 @@ def check(
             continue
         if after.status != "ok":
             continue  # already reported above
+        if before.verdict and after.verdict and before.verdict != after.verdict:  # judged whatever the fingerprint
+            outcome.verdict_changes.append(VerdictChange(scenario, pid, before.verdict, after.verdict))
         differ = differences(before, after, accept)
         if differ:
             accepted = ",".join(d.field for d in differ)
@@ -164,6 +174,8 @@ def check(
             )
             continue
         outcome.compared += 1
+        if before.verify_only or after.verify_only:
+            correctness_only.append(f"{scenario}::{pid}")
         outcome.notes += [  # kept in the records, left out of the test (records.record.launch_values)
             f"{scenario}::{pid}: {side} {text}"
             for side, record in (("baseline", before), ("new", after))
@@ -179,6 +191,12 @@ def check(
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
         for threshold in thresholds:
             _judge(outcome, threshold, before, after)
+    if correctness_only:
+        outcome.notes.append(
+            f"{len(correctness_only)} point(s) compared on correctness only, a side being a gate-only record "
+            f"(harness verify: no timing): {', '.join(correctness_only[:5])}"
+            + (f" and {len(correctness_only) - 5} more" if len(correctness_only) > 5 else "")
+        )
     _decide(outcome)
     return outcome
 

@@ -68,4 +68,5 @@ def confirm(
         beyond_limit=[p for p in outcome.beyond_limit if p not in fresh] + second.beyond_limit,
         single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch,
         incomparable=outcome.incomparable,
+        verdict_changes=outcome.verdict_changes,  # the reruns time the points, they do not gate them again
     )

@@ -77,6 +77,20 @@ class Finding:
         )
 
 
+@dataclass(frozen=True)
+class VerdictChange:
+    """A compared point whose correctness-gate verdict differs from the baseline's (both sides gated): run or
+    verify records alike, so two ``harness verify --results`` directories compare on their verdicts."""
+
+    scenario: str
+    point_id: str
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        return f"CORRECTNESS {self.scenario}::{self.point_id}: {self.before} -> {self.after} (baseline -> new)"
+
+
 @dataclass
 class RegressionOutcome:
     findings: list[Finding] = field(default_factory=list)
@@ -87,6 +101,7 @@ class RegressionOutcome:
     beyond_limit: list[Point] = field(default_factory=list)  # points with a metric past its threshold
     single_launch: list[Point] = field(default_factory=list)  # judged without launch statistics
     incomparable: list[Finding] = field(default_factory=list)  # fingerprints differ: not judged on figures
+    verdict_changes: list[VerdictChange] = field(default_factory=list)  # the gate's verdict, baseline -> new
 
     @property
     def passed(self) -> bool:

@@ -53,7 +53,10 @@ def build(
 
 def _write(pairs, paths: list[Path], out: Path, title: str | None, history: str | None) -> Written:
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    ctx = Context(df=results.frame(pairs), pairs=pairs, out=out, history=history)
+    timed = results.timing_view(pairs)  # one record per point: the run's where it also has a verify record
+    kept = {id(record) for _, record in timed}
+    verified = results.frame(pair for pair in pairs if id(pair[1]) not in kept)
+    ctx = Context(df=results.frame(timed), pairs=timed, out=out, history=history, verified=verified)
     parts = {section.NAME: section.build(ctx) for section in SECTIONS}
     figures = [_figure(plot, out) for part in parts.values() for plot in part.plots]
     page = Page(

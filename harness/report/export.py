@@ -7,7 +7,10 @@ position (``kind = "gate"``): analyse without rerunning on scarce hardware.
   prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
   token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
-  top-1 mode), top1_match (1/0).
+  top-1 mode), top1_match (1/0), verdict (the point's gate verdict).
+
+Every row says its ``record_kind``: ``run`` (``harness run``) or ``verify`` (``harness verify --results``: gate
+rows only, the timing columns empty).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ COLUMNS = (
     "gap_ms",
     "kl",
     "top1_match",
+    "verdict",
+    "record_kind",
 )
 
 
@@ -77,13 +82,14 @@ def gate_rows(record: Record) -> Iterator[dict]:
                 position=position,
                 kl=kls[position] if position < len(kls) else None,
                 top1_match=matches[position] if position < len(matches) else None,
+                verdict=record.verdict,
             )
 
 
 def _row(kind: str, record: Record, **values) -> dict:
     return (
         {column: None for column in COLUMNS}
-        | {"kind": kind, "scenario": record.scenario, "point": record.point_id}
+        | {"kind": kind, "scenario": record.scenario, "point": record.point_id, "record_kind": record.kind}
         | values
     )
 
@@ -128,6 +134,8 @@ def _parquet(table: list[dict]) -> bytes:
             ("gap_ms", pa.float64()),
             ("kl", pa.float64()),
             ("top1_match", pa.int8()),
+            ("verdict", pa.string()),
+            ("record_kind", pa.string()),
         ]
     )
     arrow = pa.Table.from_pylist(table, schema=schema)

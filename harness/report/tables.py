@@ -105,13 +105,15 @@ def engines(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def correctness(df: pd.DataFrame) -> pd.DataFrame:
-    """Per point: verdict, divergence position, top-1 match rate, KL; failures first."""
+    """Per record: verdict, divergence position, top-1 match rate, KL; failures first. ``record_kind`` says
+    which command gated it (run, or verify: gate only)."""
     if df.empty:
         return pd.DataFrame()
     cols = [
         "scenario",
         "point_id",
         "status",
+        "record_kind",
         "gate_verdict",
         "gate_k",
         "gate_mode",

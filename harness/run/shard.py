@@ -63,10 +63,10 @@ def merge(records: Iterable[tuple[object, Record]]) -> tuple[list[Record], list[
     skips the devices it lacks); two records that both ran it must be the same record, otherwise
     it is a conflict, named with both files.
     """
-    chosen: dict[tuple[str, str], tuple[object, Record]] = {}
+    chosen: dict[tuple[str, str, str], tuple[object, Record]] = {}
     conflicts: list[str] = []
     for source, record in records:
-        key = (record.scenario, record.point_id)
+        key = (record.scenario, record.point_id, record.kind)  # a point's run and verify records are both kept
         if key not in chosen:
             chosen[key] = (source, record)
             continue

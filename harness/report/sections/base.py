@@ -22,10 +22,13 @@ from harness.report.plots import Plot
 class Context:
     """The input every section reads: the records, their flat frame, where the report is written."""
 
-    df: pd.DataFrame  # one row per record (records.store.frame)
-    pairs: list[tuple[Path, Record]]  # (file, record) in the order they were read
+    df: pd.DataFrame  # one row per point (records.store.frame of store.timing_view)
+    pairs: list[tuple[Path, Record]]  # (file, record) in the order they were read, one per point (timing_view)
     out: Path  # the report's directory; plots go under out / "plots"
     history: Optional[str] = None  # a results-history URL (trend plots, open change points)
+    # Gate-only records (harness verify) of points that also have a run record: timing reads the run's, the
+    # correctness table shows both verdicts (its record_kind column tells them apart).
+    verified: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def records(self) -> list[Record]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from harness.report import render, tables
 from harness.report.sections.base import Context, Page, SectionOutput, table_markdown
 
@@ -11,7 +13,8 @@ MAX_SHOWN_OUTPUTS = 20  # generated texts shown under the table (failures first)
 
 
 def build(ctx: Context) -> SectionOutput:
-    table = tables.correctness(ctx.df)
+    both = pd.concat([ctx.df, ctx.verified], ignore_index=True) if not ctx.verified.empty else ctx.df
+    table = tables.correctness(both)  # a point's run and verify verdicts, where it has both
     return SectionOutput(
         tables={NAME: table}, shown={NAME: render.html_table(table, f"{NAME}.csv")}, data=_outputs(ctx)
     )
