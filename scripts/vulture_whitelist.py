@@ -126,7 +126,7 @@ downgrade  # unused function (harness/history/migrations/versions/0001_initial.p
 _connect  # unused function (harness/history/store.py)
 _.isolation_level  # unused attribute (harness/history/store.py)
 _begin  # unused function (harness/history/store.py)
-mtime_ns  # unused variable (harness/io.py)
+mtime_ns  # unused variable (harness/io/hashing.py)
 _.normalizer  # unused attribute (harness/models/gguf_convert.py)
 _.decoder  # unused attribute (harness/models/gguf_convert.py)
 _.post_processor  # unused attribute (harness/models/gguf_convert.py)
