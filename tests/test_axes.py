@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from harness.adapters.base import Adapter
+from harness.adapters.capabilities import Capabilities
 from harness.errors import ScenarioError, ScenarioErrors
 from harness.report import build, tables
 from harness.run import planning
@@ -161,7 +162,8 @@ class Bare(Adapter):
 
 @pytest.mark.parametrize("axis", [axis for axis in SWEEP_AXES if axis.needs], ids=lambda axis: axis.name)
 def test_each_axis_capability_is_an_adapter_flag_that_refuses_non_default_values(axis):
-    assert isinstance(getattr(Adapter, axis.needs.flag), bool) and axis.needs.flag in Adapter.__annotations__
+    # declared with the other flags (harness.adapters.capabilities), which every Adapter inherits
+    assert isinstance(getattr(Adapter, axis.needs.flag), bool) and axis.needs.flag in Capabilities.__annotations__
     point = Point(adapter="bare", **{axis.name: 8})
     assert Bare.capability_reason(point) == f"bare {axis.needs.lacking} ({axis.name}=8)"
     Capable = type("Capable", (Bare,), {axis.needs.flag: True})

@@ -372,7 +372,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     pytest.importorskip("lm_eval")
     import threading
 
-    from harness.accuracy import evaluate as accuracy
+    from harness.accuracy import reference as accuracy
 
     calls = []
 

@@ -1,27 +1,24 @@
 """The adapter protocol: what every engine implements so that a new engine is one file.
 
-Timestamps are host ``time.perf_counter_ns()`` values, taken by the adapter right before it starts
-the engine (``GenerationTrace.start_ns``) and as soon as each generated token is available on the
-host (``token_ns``). Adapters do nothing else per token during a timed ``generate``.
+The capability flags live in ``harness.adapters.capabilities``, the timed result of ``generate`` and the
+clock in ``harness.adapters.trace`` (both re-exported here).
 """
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
+from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
+from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns  # noqa: F401 - re-exported
 from harness.errors import Unsupported
-from harness.scenario.schema import SWEEP_AXES
 
 if TYPE_CHECKING:
     import numpy as np
 
     from harness.models.sources import ResolvedModel
     from harness.scenario.sweep import Point
-
-now_ns = time.perf_counter_ns  # the one clock every timestamp comes from
 
 
 @dataclass(frozen=True)
@@ -35,20 +32,6 @@ class LoadSettings:
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
     trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
     options: dict = field(default_factory=dict)  # the scenario's adapter_options for this adapter
-
-
-@dataclass
-class GenerationTrace:
-    start_ns: int
-    token_ns: list[int]  # one per decoding step (a step yields one token per sequence in the batch)
-    prompt_tokens: int  # per sequence
-    batch_size: int = 1
-    output_ids: Optional[list[list[int]]] = None  # generated ids per sequence, when cheap to return
-    engine_metrics: dict = field(default_factory=dict)  # the engine's own figures, if it reports any
-
-    @property
-    def n_generated(self) -> int:
-        return len(self.token_ns)
 
 
 @dataclass
@@ -92,8 +75,9 @@ class Twin:
     read_weights: Optional[Callable[[dict, dict], dict]] = None
 
 
-class Adapter(ABC):
-    """Base class for engine adapters. Subclasses set the class attributes and implement the methods.
+class Adapter(Capabilities, ABC):
+    """Base class for engine adapters. Subclasses set the class attributes (the capability flags:
+    ``harness.adapters.capabilities``) and implement the methods.
 
     Class-level methods (``available``, ``device_status``, ``supports``) must not import the engine
     beyond a cheap ``find_spec``; the engine is imported in ``load``.
@@ -101,32 +85,9 @@ class Adapter(ABC):
 
     name: ClassVar[str]
     devices: ClassVar[tuple[str, ...]]  # every device name this adapter understands
-    quantizations: ClassVar[frozenset[str]] = frozenset({"none"})
-    # Axis capabilities: a sweep axis's Capability (harness.scenario.schema.Sweep) names the flag its
-    # non-default values need, and capability_reason reads it.
-    supports_beams: ClassVar[bool] = False
-    supports_batch: ClassVar[bool] = False
-    supports_chunked_prefill: ClassVar[bool] = False
-    supports_max_seq_len: ClassVar[bool] = False  # True: max_seq_len sizes a static KV cache
-    supports_moe_capacity: ClassVar[bool] = False  # True: can cap tokens per expert (moe_capacity)
-    # Optional methods, one flag each (see OPTIONAL_METHODS). Callers read the flag, never call and
-    # catch. A class that leaves a flag unset gets True exactly when it overrides the flag's methods;
-    # an adapter whose support depends on the loaded point narrows the flag on the instance in load().
-    supports_logits: bool = False  # prefill()/decode(): step-wise fp32 logits (the full gate)
-    supports_score: bool = False  # score(): every position's logits in one pass (task accuracy)
-    supports_forced_top1: bool = False  # teacher_forced_top1(): chosen tokens only (the top-1 gate)
-    supports_hidden_states: bool = False  # hidden_states(): per-layer states (gate diagnosis)
-    # hidden_states(tokens, decode=True): the states of a decode step with the cache filled (diagnosis
-    # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
-    supports_decode_hidden_states: ClassVar[bool] = False
-    supports_routing: bool = False  # routing(): tokens per expert (MoE models)
-    supports_tokenize: bool = False  # tokenize()/detokenize(): the engine's own tokenizer (text path checks)
-    supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
-    supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
     # Modules a worker imports once, before its first point, so their import time is paid (and
     # accounted as "imports") once per worker rather than inside a point's load.
     engine_modules: ClassVar[tuple[str, ...]] = ()
-    _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,17 +123,6 @@ class Adapter(ABC):
         return cls.capability_reason(point) or (
             f"{cls.name}:{point.device} unavailable: {reason}" if (reason := cls.device_reason(point.device)) else None
         )
-
-    @classmethod
-    def capability_reason(cls, point: Point) -> Optional[str]:
-        """Why ``point`` can never run on this adapter, on any machine (no device probing), or None."""
-        if point.quantization not in cls.quantizations:
-            return f"{cls.name} does not support quantization {point.quantization!r} (supports: {', '.join(sorted(cls.quantizations))})"
-        for axis in SWEEP_AXES:  # each axis declares the flag a non-default value needs
-            value = getattr(point, axis.name)
-            if axis.needs is not None and value != axis.default and not getattr(cls, axis.needs.flag):
-                return f"{cls.name} {axis.needs.lacking} ({axis.name}={value})"
-        return None
 
     @classmethod
     def native_precision(cls, spec) -> Optional[str]:
@@ -314,38 +264,6 @@ class Adapter(ABC):
         """Release the model and device memory."""
 
 
-# Each optional capability's flag and the methods that provide it.
-OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
-    "supports_logits": ("prefill", "decode"),
-    "supports_score": ("score",),
-    "supports_forced_top1": ("teacher_forced_top1",),
-    "supports_hidden_states": ("hidden_states",),
-    "supports_routing": ("routing",),
-    "supports_tokenize": ("tokenize", "detokenize"),
-    "supports_chat_template": ("chat_prompt",),
-    "supports_batch_logits": ("prefill_batch",),
-}
-
-
 class PointSkipped(Exception):
     """Raised by ``load`` when this point cannot run with this model here (the message says why and
     what to give instead); the point is recorded as skipped, not failed."""
-
-
-def greedy_trace(
-    prefill, decode, prompt: Sequence[int], max_new_tokens: int, engine_metrics: Optional[dict] = None
-) -> GenerationTrace:
-    """A timed greedy generation for engines driven step by step (``prefill``/``decode`` -> logits):
-    exactly ``max_new_tokens`` argmax steps, each timestamped as its logits reach the host."""
-    import numpy as np
-
-    times, tokens = [], []
-    start = now_ns()
-    token = int(np.argmax(prefill(list(prompt))))
-    times.append(now_ns())
-    tokens.append(token)
-    while len(tokens) < max_new_tokens:  # EOS does not stop a timed pass
-        token = int(np.argmax(decode(token)))
-        times.append(now_ns())
-        tokens.append(token)
-    return GenerationTrace(start, times, len(prompt), 1, [tokens], engine_metrics=dict(engine_metrics or {}))

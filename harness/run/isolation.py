@@ -22,7 +22,6 @@ import json
 import os
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,9 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.run import lifecycle
+from harness.run import lifecycle, worker_records
 
-TAIL_LINES = 40
 MODES = ("worker", "point", "none")
 
 
@@ -200,62 +198,18 @@ class Worker:
             and (record.reason or "").startswith("MemoryError")
         ):
             separator = ": " if record.reason.rstrip().endswith(":") else "; "
-            record.reason = f"{record.reason.rstrip().rstrip(':')}{separator}{_memory_limit(self.limits)}"
+            record.reason = f"{record.reason.rstrip().rstrip(':')}{separator}{worker_records.memory_limit(self.limits)}"
         return record
 
     def _lost(self, scenario, point, outcome: str, offset: int):
         """The record of a point whose worker died or ran out of time."""
-        from harness.records.record import Failure, Record
-
         if outcome == "timeout":
             lifecycle.kill_group(self.process.pid)
         code = self.process.wait()
-        record = Record(
-            scenario=scenario.name,
-            point_id=point.id,
-            point=point.axes(),
-            status="failed",
-            scenario_path=scenario.source_file,
-            environment={},
-        )
-        limits = self.limits
-        if outcome == "timeout":
-            record.status, record.reason = "timeout", f"no result within {limits.timeout_s:g} s; the process was killed"
-        elif code < 0:
-            name = signal.Signals(-code).name
-            record.reason = f"the engine process was killed by {name} (signal {-code})"
-            if -code == signal.SIGABRT and limits.memory_limit_mb:  # native engines abort when allocation fails
-                record.reason += f"; most likely {_memory_limit(limits)}"
-            elif -code == signal.SIGKILL and limits.memory_limit_mb:
-                record.reason += f"; {_memory_limit(limits)}, or the OOM killer"
-        else:
-            record.reason = f"the engine process exited with code {code} before writing a result"
-        record.failure = Failure(
-            exit_code=code,
-            output_tail=_tail(self.output_path, offset),
-            signal=signal.Signals(-code).name if code < 0 and outcome != "timeout" else None,
-        )
-        return record
+        return worker_records.lost(scenario, point, outcome, code, self.limits, self.output_path, offset)
 
     def _account(self, record, first: bool, elapsed: float) -> None:
-        """Add what the worker could not see to the record's time split: its own start (first point only)
-        and the hand-over of the job and the record."""
-        from harness.records.record import TimeSplit
-
-        split = record.time_split or TimeSplit()
-        inside = sum(split.model_dump().values())
-        if first and self.startup is None:  # died before it was ready: starting is all it did
-            process_start, imports, handover = elapsed, 0.0, 0.0
-        else:
-            process_start, imports = self.startup if first else (0.0, 0.0)
-            handover = max(0.0, elapsed - inside - process_start - imports)
-        record.time_split = split.model_copy(
-            update={"process_start_s": process_start, "imports_s": imports, "other_s": split.other_s + handover}
-        )
-
-
-def _memory_limit(limits: Limits) -> str:
-    return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
+        worker_records.account(record, self.startup, first, elapsed)
 
 
 class _PhaseRelay:
@@ -296,11 +250,3 @@ def _in_process_adapters() -> dict[str, str]:
         for name, cls in registry.in_process().items()
         if cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__
     }
-
-
-def _tail(path: Path, offset: int = 0) -> str:
-    """The last lines the worker wrote since ``offset`` (the point's start)."""
-    with path.open("rb") as handle:
-        handle.seek(offset)
-        lines = handle.read().decode("utf-8", errors="replace").splitlines()
-    return "\n".join(lines[-TAIL_LINES:])

@@ -2,7 +2,9 @@
 
 A scenario names a model, prompts, generation and measurement settings, and the axes to sweep.
 ``harness.scenario.sweep`` expands it into points; ``harness.run.planning`` loads a file and runs the checks that
-need the adapter registry, the model sources or the points (this module needs none of them).
+need the adapter registry, the model sources or the points (this module needs none of them). The ``gate``
+and ``measurement`` sections have their own modules (``gate.py``, ``measurement.py``), the shared base and
+bounds theirs (``fields.py``); this module re-exports them.
 """
 
 from __future__ import annotations
@@ -11,12 +13,8 @@ import os
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
-    NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
     PositiveInt,
     PrivateAttr,
     field_validator,
@@ -25,19 +23,19 @@ from pydantic import (
 
 from harness.io import STORE_NAMES
 from harness.scenario.axes import Axis, AxisFacts, Capability, axes_of
+from harness.scenario.fields import (  # noqa: F401 - re-exported
+    MAX_LAUNCHES,
+    MAX_OPTIONS_BYTES,
+    MAX_THREADS,
+    MAX_TOKENS,
+    SAFE_NAME,
+    Strict,
+    Tokens,
+)
+from harness.scenario.gate import Gate
+from harness.scenario.measurement import Measurement
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
-SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-# Bounds for values that would only fail at run time or never finish: threads from this machine's cores
-# (oversubscribing by more than 8x only slows an engine down), launches from what a night can hold.
-MAX_THREADS = max(64, 8 * (os.cpu_count() or 1))
-MAX_LAUNCHES = 1000
-# Token counts beyond any model's context: refused in the schema, so an astronomic value is an error
-# naming its line instead of a run that lasts until the point's timeout. The model's own context is
-# checked once it is resolved (harness.run.steps.resolve).
-MAX_TOKENS = 1_048_576
-Tokens = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
-MAX_OPTIONS_BYTES = 64 * 1024  # adapter_options / quantization_options are copied into every record
 
 # Written for this project: neutral starters that any base model can continue.
 DEFAULT_PROMPTS = (
@@ -46,139 +44,25 @@ DEFAULT_PROMPTS = (
 )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     source: str = Field(description="built-in name (gemma3-270m, tiny-llama, ...), HF directory or .gguf path")
     dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     seed: NonNegativeInt = Field(0, description="seed for built-in tiny models")
     trust_remote_code: bool = False
 
 
-class Generation(_Strict):
+class Generation(Strict):
     max_new_tokens: Tokens = 32
 
 
-class Measurement(_Strict):
-    warmup_rounds: NonNegativeInt = Field(1, description="untimed runs before measuring")
-    min_rounds: PositiveInt = Field(3, description="measure at least this many rounds ...")
-    min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
-    max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")
-    threads: Optional[PositiveInt] = Field(
-        None, le=MAX_THREADS, description=f"engine threads; default: the engine's own (at most {MAX_THREADS} here)"
-    )
-    launches: Union[Annotated[int, Field(ge=1, le=MAX_LAUNCHES)], Literal["auto"]] = Field(
-        1,
-        description="independent launches per point (fresh worker and load each), interleaved across the sweep; "
-        "auto: chosen per point from its stored variance components for target_change within time_budget_s",
-    )
-    target_change: Optional[float] = Field(
-        None,
-        gt=0,
-        lt=10,
-        description="with launches: auto, the worsening of tpot the regression check should detect with 80 % "
-        "power, as a fraction (0.1) or a percentage ('10%')",
-    )
-    time_budget_s: Optional[PositiveFloat] = Field(
-        None, description="with launches: auto, the most seconds a point's launches may take together"
-    )
-
-    @field_validator("target_change", mode="before")
-    @classmethod
-    def _percent(cls, value):
-        if isinstance(value, str) and value.strip().endswith("%"):
-            try:
-                return float(value.strip()[:-1]) / 100
-            except ValueError:
-                raise ValueError(f"expected a percentage such as '10%', got {value!r}") from None
-        return value
-
-    target_rel_ci: Optional[PositiveFloat] = Field(
-        None,
-        description="adaptive: stop adding launches to a point once the 95 % interval of its median "
-        "tpot is within +-this fraction (0.02 = 2 %); needs max_launches",
-    )
-    max_launches: Optional[PositiveInt] = Field(
-        None, le=MAX_LAUNCHES, description="with target_rel_ci: at most this many launches"
-    )
-    canary_tolerance: NonNegativeFloat = Field(
-        0.15,
-        description="a launch whose machine-speed canary moved more than this fraction from the run's "
-        "calibration is disturbed (0: every launch counts as moved)",
-    )
-    disturbed_reruns: NonNegativeInt = Field(
-        0,
-        le=MAX_LAUNCHES,
-        description="re-run disturbed launches (canary moved, noisy machine) of a point, at most this many extra "
-        "launches; disturbed launches are kept but excluded from the regression check's significance test",
-    )
-
-    @model_validator(mode="after")
-    def _rounds_consistent(self):
-        if self.max_rounds < self.min_rounds:
-            raise ValueError(f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})")
-        if self.target_rel_ci is not None and self.max_launches is None:
-            raise ValueError("target_rel_ci needs max_launches (the most launches a point may take)")
-        auto = self.launches == "auto"
-        if self.max_launches is not None and isinstance(self.launches, int) and self.max_launches < self.launches:
-            raise ValueError(f"max_launches ({self.max_launches}) must be >= launches ({self.launches})")
-        if auto and self.target_change is None:
-            raise ValueError("launches: auto needs target_change (the tpot worsening to detect, e.g. 10%)")
-        if auto and self.target_rel_ci is not None:
-            raise ValueError("launches: auto and target_rel_ci each choose the launch count: use one")
-        if not auto and (self.target_change is not None or self.time_budget_s is not None):
-            raise ValueError("target_change and time_budget_s need launches: auto")
-        return self
-
-
-class QuantizationOptions(_Strict):
+class QuantizationOptions(Strict):
     """How engines that quantize for the sweep's quantization axis do it (recorded with results)."""
 
     int4_group_size: PositiveInt = Field(128, description="weights per int4 scale (NNCF group_size)")
     ratio: float = Field(1.0, gt=0, le=1, description="share of layers at the axis's precision (rest int8)")
 
 
-class Gate(_Strict):
-    """Correctness gate against the HF reference (see harness.correctness.gate)."""
-
-    k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
-    tokens: Tokens = Field(32, description="greedy tokens per prompt")
-    prompts: Union[
-        Literal["ci", "all"], PositiveInt, Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
-    ] = Field("ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a non-empty list of texts")
-    mode: Literal["free", "forced", "both"] = "both"
-    drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
-    fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
-    fail_on_drift: Union[bool, Literal["auto"]] = Field(
-        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones"
-    )
-    reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
-    length: Union[Literal["auto", "short"], Tokens] = Field(
-        "auto",
-        description="long teacher-forced prompts (harness.correctness.lengths): auto on points that set "
-        "prompt_len or max_seq_len, at their context and past the sliding window; N positions on every "
-        "point; short: none",
-    )
-    long_prompts: PositiveInt = Field(2, le=16, description="long prompts per point when it has a gate length")
-    min_positions: PositiveInt = Field(
-        8, description="fewest teacher-forced positions a KL tier (overall or per phase) is judged on"
-    )
-    power: Optional[PositiveFloat] = Field(
-        None,
-        description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "
-        "set until the KL test detects this rise with 80 % power, or say it cannot",
-    )
-
-    @model_validator(mode="after")
-    def _factors_ordered(self):
-        if self.fail_factor < self.drift_factor:
-            raise ValueError(f"fail_factor ({self.fail_factor:g}) must be >= drift_factor ({self.drift_factor:g})")
-        return self
-
-
-class Accuracy(_Strict):
+class Accuracy(Strict):
     """Task accuracy through lm-evaluation-harness (see harness.accuracy.evaluate)."""
 
     tasks: list[str] = Field(
@@ -233,7 +117,7 @@ def _unset() -> list:
     return [None]
 
 
-class Sweep(_Strict):
+class Sweep(Strict):
     """The axes to sweep, one field each; the points are their product (``harness.scenario.sweep``).
 
     Each field declares its axis once: ``AxisFacts`` says how a point id names it and what an adapter
@@ -273,7 +157,7 @@ SWEEP_AXES: tuple[Axis, ...] = axes_of(Sweep)
 AXES: tuple[str, ...] = tuple(axis.name for axis in SWEEP_AXES)
 
 
-class KnownFailure(_Strict):
+class KnownFailure(Strict):
     """A failure the scenario expects: under pytest its points are xfail instead of failed."""
 
     match: dict[str, Any] = Field(
@@ -282,7 +166,7 @@ class KnownFailure(_Strict):
     reason: str
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     name: str = Field(pattern=SAFE_NAME)
 
     @field_validator("name")

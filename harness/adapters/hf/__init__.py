@@ -12,7 +12,8 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Activations, Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.hf import activations, torch_device
 from harness.errors import Unsupported
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -257,67 +258,20 @@ class HFAdapter(Adapter):
         }
 
     def hidden_states(self, tokens: Sequence[int], decode: bool = False):
-        """Each component's output, captured by forward hooks (registered after any other hook, so they
-        see what the next module sees). Not ``output_hidden_states``: transformers replaces its last
-        entry with the final norm's output, which would make a wrong final norm look like a wrong
-        last layer. Models without the usual ``model.layers``/``model.norm`` layout get that list."""
-        torch = self._torch
-        base = getattr(self.model, "model", None)
-        if getattr(base, "layers", None) is None or getattr(base, "norm", None) is None:
-            with torch.inference_mode():
-                tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-                out = self.model(input_ids=tensor, output_hidden_states=True, use_cache=False)
-            return [h[0].float().cpu().numpy() for h in out.hidden_states]
-        captured: dict = {}
-
-        def keep(key):
-            def hook(module, args, output):
-                tensor = output[0] if isinstance(output, tuple) else output
-                captured[key] = tensor[0].float().cpu().numpy()
-
-            return hook
-
-        modules = [
-            ("embedding", self.model.get_input_embeddings()),
-            ("norm", base.norm),
-            *((index, layer) for index, layer in enumerate(base.layers)),
-        ]
-        handles = [module.register_forward_hook(keep(key)) for key, module in modules]
-        try:
-            if decode:
-                self.prefill(list(tokens[:-1]))
-                logits = self.decode(int(tokens[-1]))[None, :]
-            else:
-                with torch.inference_mode():
-                    tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-                    logits = self.model(input_ids=tensor, use_cache=False).logits[0].float().cpu().numpy()
-        finally:
-            for handle in handles:
-                handle.remove()
-        layers = [captured[index] for index in range(len(base.layers))]
-        return Activations(captured["embedding"], layers, captured["norm"], logits)
+        """Each component's output (``harness.adapters.hf.activations``)."""
+        return activations.hidden_states(self, tokens, decode)
 
     def device_memory(self):
-        torch, kind = self._torch, self.device.type
-        if kind == "cpu":
-            return None, "cpu: host memory is peak_rss_mb"
-        if kind in ("cuda", "xpu"):
-            return getattr(torch, kind).max_memory_allocated(self.device) / 2**20, None
-        if kind == "mps":
-            return torch.mps.driver_allocated_memory() / 2**20, None
-        return None, f"torch has no allocator statistics for {kind}"
+        return torch_device.memory(self._torch, self.device)
 
     def reset_device_memory_peak(self) -> None:
-        if self.device.type in ("cuda", "xpu"):
-            getattr(self._torch, self.device.type).reset_peak_memory_stats(self.device)
+        torch_device.reset_memory_peak(self._torch, self.device)
 
     def weight_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.model.parameters())
 
     def synchronize(self) -> None:
-        backend = getattr(self._torch, self.device.type, None)
-        if self.device.type != "cpu" and backend is not None:
-            backend.synchronize()
+        torch_device.synchronize(self._torch, self.device)
 
     def describe(self) -> dict:
         import torch
@@ -328,8 +282,8 @@ class HFAdapter(Adapter):
             "engine_version": transformers.__version__,
             "torch_version": torch.__version__,
             "device": self.point.device,
-            "device_name": _device_name(torch, self.device),
-            "driver": _driver(self.device),
+            "device_name": torch_device.name(torch, self.device),
+            "driver": torch_device.driver(self.device),
             "dtype": self.settings.dtype,
             "attn_implementation": self.model.config._attn_implementation,
             "threads": torch.get_num_threads(),
@@ -339,21 +293,3 @@ class HFAdapter(Adapter):
     def close(self) -> None:
         self.model = None
         self._step_cache = None
-
-
-def _driver(device) -> Optional[str]:
-    from harness.adapters import drivers
-
-    probes = {"cuda": drivers.nvidia, "xpu": drivers.intel_gpu, "mps": drivers.macos}
-    probe = probes.get(device.type)
-    return probe() if probe else None
-
-
-def _device_name(torch, device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "xpu":
-        return torch.xpu.get_device_name(device)
-    from harness.records.environment import cpu_model
-
-    return cpu_model() if device.type == "cpu" else device.type

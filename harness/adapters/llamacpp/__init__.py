@@ -23,12 +23,12 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
 
 FTYPES = {
@@ -37,35 +37,6 @@ FTYPES = {
     "int4_asym": ("MOSTLY_Q4_1", "Q4_1"),
 }
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
-
-
-def extra_buffer_types(option: Optional[bool], cpu_flags: Sequence[str]) -> tuple[bool, str]:
-    """(use llama.cpp's extra CPU buffer types?, why): off on AMX CPUs unless the scenario says otherwise."""
-    if option is not None:
-        return bool(option), "set by adapter_options.llamacpp.extra_buffer_types"
-    if "amx_int8" in cpu_flags:
-        return False, "off: llama-cpp-python 0.3.36 segfaults with its AMX/repacked buffers on this CPU (amx_int8)"
-    return True, "on: llama.cpp's default"
-
-
-@contextmanager
-def _model_params(use_extra_bufts: bool):
-    """llama-cpp-python's ``Llama`` does not expose ``use_extra_bufts``; it builds its model params from
-    ``llama_model_default_params`` inside ``__init__``, so that one call is wrapped while it loads."""
-    import llama_cpp.llama_cpp as low
-
-    default = low.llama_model_default_params
-
-    def params():
-        value = default()
-        value.use_extra_bufts = use_extra_bufts
-        return value
-
-    low.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        low.llama_model_default_params = default
 
 
 class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
@@ -184,7 +155,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
 
         self.extra_buffer_types = extra_buffer_types(settings.options.get("extra_buffer_types"), cpu_flags())
         start = now_ns()
-        with _model_params(self.extra_buffer_types[0]):
+        with model_params(self.extra_buffer_types[0]):
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=self._context(point, settings),
@@ -262,7 +233,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.adapters.llamacpp import twin
 
         return twin.twin(
-            self.path, self.llm.n_ctx(), self.llm.context_params.n_threads or None, lambda: _model_params(False)
+            self.path, self.llm.n_ctx(), self.llm.context_params.n_threads or None, lambda: model_params(False)
         )
 
     def weight_bytes(self) -> int:

@@ -13,7 +13,7 @@ from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
 
 if TYPE_CHECKING:
-    from harness.accuracy.evaluate import Reference
+    from harness.accuracy.reference import Reference
 
 
 def gate_selection(session: Session, spec):
@@ -73,6 +73,7 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     if spec is None or not spec.reference or not session.timing:
         return None
     from harness.accuracy import evaluate as accuracy
+    from harness.accuracy.reference import reference
 
     if accuracy.unavailable():
         return None
@@ -80,7 +81,7 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     key = (model.name, model.checksum, tuple(spec.tasks), spec.limit, spec.num_fewshot, dtype)
     refresh = session.refresh_reference and key not in session.refreshed  # once per session, not per point
     session.refreshed.add(key)
-    return accuracy.reference(
+    return reference(
         model,
         spec.tasks,
         spec.limit,
@@ -231,7 +232,7 @@ def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
 
 
 def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Contribution:
-    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.evaluate.Reference``)
+    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference.Reference``)
     the delta, its paired test and interval, and the non-inferiority verdict."""
     from harness.accuracy import evaluate as tasks
     from harness.correctness.reference import eos_ids
@@ -252,6 +253,7 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
     part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
     if reference is not None:
         from harness.accuracy.paired import compare
+        from harness.accuracy.reference import delta
 
         found = compare(
             scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired, spec.non_inferiority
@@ -259,7 +261,7 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
         part = part.model_copy(
             update={
                 "reference": reference.scores,
-                "delta": tasks.delta(scores, reference.scores),
+                "delta": delta(scores, reference.scores),
                 "reference_outcomes": reference.outcomes,
                 "paired": found.paired or None,
                 "unpaired": found.unpaired or None,

@@ -1,39 +1,20 @@
-"""Report plots (matplotlib, Agg). Each builder returns ``None`` when the data lacks its axes."""
+"""Plots over a sweep axis: latency against max_seq_len, prompt length, beam width and chunk size (one line per
+series), and ms/token per quantization level coloured by the gate's verdict. Each shows only the scenarios that
+sweep its axis and returns ``None`` when none does."""
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import pandas as pd
 
 from harness.records import metrics
-from harness.records.columns import TIME_SPLIT, TIMED
 from harness.report import tables
+from harness.report.plots.base import MAX_SERIES, Plot, pyplot
 
-MAX_SERIES = 16  # beyond this a legend is unreadable: the series with the most points are kept
 VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
 NO_VERDICT_COLOUR = "#9e9e9e"
-TIMED_COLOUR = "#2e7d32"  # the measured part of the time split stands out; the rest in muted tones
 INTERVAL_NOTE = " Error bars: the 95 % confidence interval over launches, where two or more launches measured a point."
-
-
-@dataclass
-class Plot:
-    slug: str  # file name stem
-    title: str
-    figure: object  # matplotlib Figure
-    caption: str = ""
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def sweeps_over(df: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -228,116 +209,3 @@ def chunk_size(df: pd.DataFrame) -> Optional[Plot]:
         "NPUMoE Figs. 14-16 axes.",
         log_x=True,
     )
-
-
-def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
-    if "energy_per_token_mj" not in df or "tpot_ms" not in df:
-        return None
-    data = df.dropna(subset=["tpot_ms", "energy_per_token_mj"])
-    if len(data) < 2:
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    ax.scatter(data["tpot_ms"], data["energy_per_token_mj"], color="#90a4ae", label="points")
-    front = tables.pareto_front(data, "tpot_ms", "energy_per_token_mj")
-    ax.plot(front["tpot_ms"], front["energy_per_token_mj"], color="#c62828", marker="o", label="Pareto front")
-    for _, point in front.iterrows():
-        ax.annotate(point["point_id"], (point["tpot_ms"], point["energy_per_token_mj"]), fontsize=6)
-    ax.set_xlabel(metrics.label("tpot_ms"))
-    ax.set_ylabel(metrics.label("energy_per_token_mj"))
-    ax.set_title("Latency-energy trade-off")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
-    return Plot(
-        "latency_energy_pareto",
-        "Latency-energy Pareto front",
-        fig,
-        "Points no other point beats on both ms/token and energy per token (NPUMoE Fig. 13).",
-    )
-
-
-def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
-    table = tables.spread(df)
-    if table.empty:
-        return None
-    shown = table.head(limit).iloc[::-1]
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(shown) + 1.4))
-    y = range(len(shown))
-    ax.hlines(list(y), shown["ms_per_token_p50"], shown["ms_per_token_p99"], color="#607d8b")
-    ax.scatter(shown["ms_per_token_p50"], list(y), marker="o", color="#1565c0", label="p50", zorder=3)
-    ax.scatter(shown["ms_per_token_p90"], list(y), marker="|", s=120, color="#ef6c00", label="p90", zorder=3)
-    ax.scatter(shown["ms_per_token_p99"], list(y), marker="x", color="#c62828", label="p99", zorder=3)
-    ax.set_yticks(list(y), [f"{s}::{p}" for s, p in zip(shown["scenario"], shown["point_id"])], fontsize=6)
-    ax.set_xlabel(metrics.get("ms_per_token_p50").unit)
-    ax.set_title("Per-token latency spread (noisiest first)")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    more = f" The {limit} noisiest of {len(table)} points." if len(table) > limit else ""
-    return Plot(
-        "percentile_spread",
-        "Per-point percentile spread",
-        fig,
-        "Each line runs from the median to the 99th percentile of inter-token gaps; a long line is a "
-        "noisy figure." + more,
-    )
-
-
-def time_split(df: pd.DataFrame) -> Optional[Plot]:
-    """Per scenario, one stacked horizontal bar: the seconds each part of the time split took (summed over
-    the scenario's points and launches), the timed share written at its end."""
-    table = tables.time_split(df)
-    if table.empty:
-        return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.8))
-    muted = itertools.cycle([c for i, c in enumerate(plt.get_cmap("Pastel1").colors) if i != 2])  # green: timed
-    y = list(range(len(table)))[::-1]  # the first scenario on top
-    left = pd.Series(0.0, index=table.index)
-    for field, label in TIME_SPLIT:
-        colour = TIMED_COLOUR if field == TIMED else next(muted)
-        ax.barh(
-            y,
-            table[field],
-            left=left,
-            color=colour,
-            edgecolor="white",
-            label=label,
-            hatch="//" if field == TIMED else None,
-        )
-        left = left + table[field]
-    for row, total, share in zip(y, table["total_s"], table["timed_share"]):
-        ax.annotate(f" timed {share:.0%}" if pd.notna(share) else " -", (total, row), va="center", fontsize=7)
-    ax.set_yticks(y, [f"{s} ({n} points)" for s, n in zip(table["scenario"], table["points"])], fontsize=7)
-    ax.set_xlabel("seconds (summed over points and launches)")
-    ax.set_xlim(0, float(table["total_s"].max()) * 1.15 or 1)
-    ax.set_title("Where the time went")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    missing = tables.time_split_missing(df)
-    note = f" {missing} point(s) without a time split are left out." if missing else ""
-    return Plot(
-        "time_split",
-        "Where the time went",
-        fig,
-        "Process start, imports, conversion, load, warm-up, the timed rounds (the measured inference, "
-        "green), the gate and task accuracy, per scenario." + note,
-    )
-
-
-BUILDERS: list[Callable[[pd.DataFrame], Optional[Plot]]] = [
-    tpot_vs_max_seq_len,
-    tpot_by_quantization,
-    latency_vs_prompt_len,
-    latency_vs_beam_width,
-    chunk_size,
-    latency_energy_pareto,
-    percentile_spread,
-]
-
-
-def build_all(df: pd.DataFrame) -> list[Plot]:
-    """The plots of the ok points, then the time split (of every point: failed ones spent time too)."""
-    ok = tables.ok_points(df)
-    return [plot for plot in [*(builder(ok) for builder in BUILDERS), time_split(df)] if plot is not None]

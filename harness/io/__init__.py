@@ -1,11 +1,10 @@
 """One atomic JSON write for every store (records, references, baselines, shard merges, the roofline
-cache), the strict JSON read that names a non-finite value's field, output-path checks made before
-anything runs, and the lock that lets one of several runners compute a shared file."""
+cache), the strict JSON read that names a non-finite value's field, and output-path checks made before
+anything runs. The locks (``locks.py``: a shared file computed once, the results-directory lock) and the
+file hash (``hashing.py``) have their own modules, re-exported here."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import math
 import os
@@ -13,9 +12,11 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable
 
-from harness.errors import UsageError, WriteFailed
+from harness.errors import UsageError
+from harness.io.hashing import file_sha256, per_file  # noqa: F401 - re-exported
+from harness.io.locks import RUN_LOCK, compute_once, locked, results_lock  # noqa: F401 - re-exported
 
 
 def _umask() -> int:
@@ -202,117 +203,7 @@ def check_writable_file(path: str | Path, what: str) -> Path:
     return path
 
 
-# -- a file computed once by whichever runner gets there first ------------------------------------------
-
-
-@contextlib.contextmanager
-def locked(path: str | Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``<path>.lock`` beside ``path``; other processes wait. Without fcntl
-    (Windows) there is no lock: the atomic write still keeps readers from half files."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def compute_once(
-    path: str | Path,
-    read: Callable[[Path], Optional[Any]],
-    compute: Callable[[], Any],
-    write: Callable[[Path, Any], object],
-    refresh: bool = False,
-) -> tuple[Any, bool]:
-    """(value, reused): ``read(path)`` when it gives a value, otherwise ``compute()`` then ``write`` it,
-    under ``locked(path)`` so concurrent runners compute it once and the others wait and read it."""
-    path = Path(path)
-    if not refresh:
-        found = read(path)  # the common case needs no lock
-        if found is not None:
-            return found, True
-    with locked(path):
-        if not refresh:
-            found = read(path)  # another runner finished it while this one waited
-            if found is not None:
-                return found, True
-        value = compute()
-        write(path, value)
-        return value, False
-
-
-def per_file(read: Callable[[Path], Any], entries: int = 8) -> Callable[[str | Path], Any]:
-    """``read(path)`` remembered per file version (path, size, modification time): a sweep's points (and
-    a persistent worker's) parse a tokenizer or a weights header once, yet a rewritten file is read again.
-    For results that callers do not change."""
-    from functools import lru_cache
-
-    @lru_cache(maxsize=entries)
-    def cached(path: str, size: int, mtime_ns: int):
-        return read(Path(path))
-
-    def load(path: str | Path):
-        stat = Path(path).stat()
-        return cached(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-
-    load.cache_clear = cached.cache_clear  # type: ignore[attr-defined]  # the lru_cache handle, for tests
-    return load
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-# sha256 of a file's bytes, streamed; hashed again only when its size or modification time changes.
-# What keys every stored reference by the content of the weights it was computed from.
-file_sha256 = per_file(_sha256, entries=64)
-
-
 def safe_name(name: str) -> str:
     """A file-name-safe form of a scenario or point name; never a path that escapes its directory."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "unnamed"
     return cleaned[:200]
-
-
-RUN_LOCK = ".harness-run.lock"  # in a results directory while a sweep writes into it
-
-
-@contextlib.contextmanager
-def results_lock(results_dir: str | Path, what: str = "--results") -> Iterator[None]:
-    """Hold ``results_dir`` for one sweep: a second concurrent run into it is refused, naming the holder's
-    PID (two sweeps interleaving their records and resume state would leave neither complete). The lock
-    is the kernel's (flock), so a killed holder releases it; the file stays, with the last holder's PID."""
-    import fcntl
-
-    directory = Path(results_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / RUN_LOCK
-    try:  # the first write into the directory: a read-only file system is found here, before any point
-        handle = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as exc:
-        raise WriteFailed.from_os_error(exc, path) from None
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(handle, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise UsageError(
-                f"{what} {directory}: another harness run (PID {holder}) is writing there; wait for it to "
-                f"finish, or give this run another {what}"
-            ) from None
-        os.ftruncate(handle, 0)
-        os.pwrite(handle, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(handle)  # closing releases the flock

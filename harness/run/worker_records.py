@@ -1,0 +1,74 @@
+"""The parts of a point's record that only the parent of an isolated worker knows: the whole record of a
+point whose worker died or ran out of time (with the tail of the worker's output), the memory limit a
+failure most likely hit, and the worker's own start and the hand-over in the time split."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from harness.run.isolation import Limits
+
+TAIL_LINES = 40
+
+
+def lost(scenario, point, outcome: str, code: int, limits: Limits, output_path: Path, offset: int):
+    """The record of a point whose worker died (exit ``code``) or ran out of time (``outcome``)."""
+    from harness.records.record import Failure, Record
+
+    record = Record(
+        scenario=scenario.name,
+        point_id=point.id,
+        point=point.axes(),
+        status="failed",
+        scenario_path=scenario.source_file,
+        environment={},
+    )
+    if outcome == "timeout":
+        record.status, record.reason = "timeout", f"no result within {limits.timeout_s:g} s; the process was killed"
+    elif code < 0:
+        name = signal.Signals(-code).name
+        record.reason = f"the engine process was killed by {name} (signal {-code})"
+        if -code == signal.SIGABRT and limits.memory_limit_mb:  # native engines abort when allocation fails
+            record.reason += f"; most likely {memory_limit(limits)}"
+        elif -code == signal.SIGKILL and limits.memory_limit_mb:
+            record.reason += f"; {memory_limit(limits)}, or the OOM killer"
+    else:
+        record.reason = f"the engine process exited with code {code} before writing a result"
+    record.failure = Failure(
+        exit_code=code,
+        output_tail=tail(output_path, offset),
+        signal=signal.Signals(-code).name if code < 0 and outcome != "timeout" else None,
+    )
+    return record
+
+
+def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed: float) -> None:
+    """Add what the worker could not see to the record's time split: its own start (``startup``: process
+    start s, imports s; first point only) and the hand-over of the job and the record."""
+    from harness.records.record import TimeSplit
+
+    split = record.time_split or TimeSplit()
+    inside = sum(split.model_dump().values())
+    if first and startup is None:  # died before it was ready: starting is all it did
+        process_start, imports, handover = elapsed, 0.0, 0.0
+    else:
+        process_start, imports = startup if first else (0.0, 0.0)
+        handover = max(0.0, elapsed - inside - process_start - imports)
+    record.time_split = split.model_copy(
+        update={"process_start_s": process_start, "imports_s": imports, "other_s": split.other_s + handover}
+    )
+
+
+def memory_limit(limits: Limits) -> str:
+    return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
+
+
+def tail(path: Path, offset: int = 0) -> str:
+    """The last lines the worker wrote since ``offset`` (the point's start)."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    return "\n".join(lines[-TAIL_LINES:])

@@ -1,0 +1,47 @@
+"""The scenario's ``gate`` section: the correctness gate's settings (the gate itself: harness.correctness.gate)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from harness.scenario.fields import Strict, Tokens
+
+
+class Gate(Strict):
+    """Correctness gate against the HF reference (see harness.correctness.gate)."""
+
+    k: PositiveInt = Field(5, description="top-k for the two-way inclusion checks")
+    tokens: Tokens = Field(32, description="greedy tokens per prompt")
+    prompts: Union[
+        Literal["ci", "all"], PositiveInt, Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    ] = Field("ci", description="ci (1 plain + 1 chat), all (8 + 8), a count, or a non-empty list of texts")
+    mode: Literal["free", "forced", "both"] = "both"
+    drift_factor: PositiveFloat = Field(5.0, description="mean KL above this x noise floor: drift")
+    fail_factor: PositiveFloat = Field(100.0, description="mean KL above this x noise floor: fail")
+    fail_on_drift: Union[bool, Literal["auto"]] = Field(
+        "auto", description="auto: drift fails unquantized points and is only reported for quantized ones"
+    )
+    reference_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    length: Union[Literal["auto", "short"], Tokens] = Field(
+        "auto",
+        description="long teacher-forced prompts (harness.correctness.lengths): auto on points that set "
+        "prompt_len or max_seq_len, at their context and past the sliding window; N positions on every "
+        "point; short: none",
+    )
+    long_prompts: PositiveInt = Field(2, le=16, description="long prompts per point when it has a gate length")
+    min_positions: PositiveInt = Field(
+        8, description="fewest teacher-forced positions a KL tier (overall or per phase) is judged on"
+    )
+    power: Optional[PositiveFloat] = Field(
+        None,
+        description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "
+        "set until the KL test detects this rise with 80 % power, or say it cannot",
+    )
+
+    @model_validator(mode="after")
+    def _factors_ordered(self):
+        if self.fail_factor < self.drift_factor:
+            raise ValueError(f"fail_factor ({self.fail_factor:g}) must be >= drift_factor ({self.drift_factor:g})")
+        return self
