@@ -91,6 +91,8 @@ def compose(text: str, path: str = "<string>") -> tuple[Node | None, Any]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else _line_at(text, getattr(exc, "position", None))
         problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+        if "nesting depth" in str(problem):  # libyaml >= 0.2.6 (PyYAML 6.0.3+) stops flow nesting itself
+            raise _error(path, f"nested deeper than {MAX_DEPTH} levels", line) from None
         raise _error(path, f"invalid YAML: {problem}", line) from None
     finally:
         if loader is not None:
