@@ -123,6 +123,7 @@ class Adapter(ABC):
     supports_tokenize: bool = False  # tokenize()/detokenize(): the engine's own tokenizer (text path checks)
     supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
     supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
+    supports_text_generation: bool = False  # generate_text(): the engine's text-in, text-out API
     # Modules a worker imports once, before its first point, so their import time is paid (and
     # accounted as "imports") once per worker rather than inside a point's load.
     engine_modules: ClassVar[tuple[str, ...]] = ()
@@ -281,6 +282,12 @@ class Adapter(ABC):
         """Where the engine's chat template came from (for the record), e.g. "llama-2 (fallback)"."""
         return "unknown"
 
+    def generate_text(self, text: str, chat: bool, max_new_tokens: int) -> str:
+        """Optional (``supports_text_generation``): the engine's own text API, greedy, stopping at EOS:
+        ``text`` in (through the engine's chat template when ``chat``), generated text out, the engine's
+        tokenizer and detokenizer inside (the text-path check's free-running text)."""
+        raise Unsupported(f"{self.name} has no text-in, text-out API of its own")
+
     def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
         """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits
         of each sequence's last position, shape [batch, vocab] (the batch-invariance check)."""
@@ -324,6 +331,7 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_tokenize": ("tokenize", "detokenize"),
     "supports_chat_template": ("chat_prompt",),
     "supports_batch_logits": ("prefill_batch",),
+    "supports_text_generation": ("generate_text",),
 }
 
 
