@@ -56,33 +56,53 @@ def faults():
     yield from registered((Swapped, Unconverted))
 
 
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    """One stored HF reference for the module's runs (computing it takes most of a run here)."""
+    return tmp_path_factory.mktemp("references")
+
+
+def harness(command, write_scenario, tmp_path, model, adapters, references) -> int:
+    text = SCENARIO.replace("MODEL", str(model)).replace("ADAPTERS", ", ".join(adapters))
+    argv = [command, str(write_scenario(text)), "--results", str(tmp_path / "results"), "--isolation", "none"]
+    return main([*argv, "--reference-dir", str(references)])
+
+
 def lines(out: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r"^\w+ +scenario::(\S+):.*$", out, re.M)}
 
 
-def test_genai_text_path_passes_clean_and_fails_a_swapped_token(write_scenario, tmp_path, capsys, faults, chat_model):
-    adapters = ", ".join(["openvino", Swapped.name, Unconverted.name])
-    path = write_scenario(SCENARIO.replace("MODEL", str(chat_model)).replace("ADAPTERS", adapters))
-    results = tmp_path / "results"
-    code = main(["verify", str(path), "--results", str(results), "--isolation", "none"])
+def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
+    write_scenario, tmp_path, capsys, faults, chat_model, references
+):
+    code = harness("verify", write_scenario, tmp_path, chat_model, ["openvino", Swapped.name], references)
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1, out
-    clean = found["openvino-CPU"]
+    clean = found["openvino-CPU-bf16"]
     assert clean.startswith("PASS ") and "text path: tok pass, chat pass, text pass, batch -" in clean, out
-    swapped = found[f"{Swapped.name}-CPU"]
+    swapped = found[f"{Swapped.name}-CPU-bf16"]
     # The gate feeds the reference's ids and passes this point; its own tokenizer reads other ids.
     assert swapped.startswith("FAIL ") and "tok fail" in swapped and "text fail" in swapped, out
     assert "chat pass" in swapped  # the chat template renders text: the vocabulary does not touch it
-    assert "right: reference" in out and "diagnosis: input ids depart from the reference's" in out
-    converted = found[f"{Unconverted.name}-CPU"]
-    assert converted.startswith("PASS ") and "tok pass, chat pass, text pass" in converted, out
+    assert "the engine's tokenizer disagrees with the reference on" in out and "right: reference" in out
+    assert "diagnosis: input ids depart from the reference's" in out
 
-    records = {r.point["adapter"]: r.correctness.text_path for _, r in iter_records(results)}
-    ran = records["openvino"]
-    assert ran.tokenizer.strings > 20 and "IR directory's own openvino_tokenizer.xml" in ran.tokenizer.vocabulary["source"]
+
+def test_the_record_says_which_tokenizer_ran_and_an_ir_without_one_gets_it_converted(
+    write_scenario, tmp_path, faults, chat_model, references
+):
+    adapters = ["openvino", Unconverted.name]
+    assert harness("run", write_scenario, tmp_path, chat_model, adapters, references) == 0
+    records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path / "results")}
+    ran = records["openvino"].text_path
+    assert ran.tokenizer.verdict == "pass" and ran.tokenizer.strings == 28  # 20 tricky strings + 8 prompts
+    assert "IR directory's own openvino_tokenizer.xml" in ran.tokenizer.vocabulary["source"]
+    assert ran.chat_template.verdict == "pass" and ran.chat_template.conversations == 2
     assert ran.chat_template.engine_template.startswith("GenAI Tokenizer.chat_template")
-    assert ran.chat_template.conversations == 2
-    assert ran.free_text.text_api == "generate_text" and ran.free_text.prompts == 8
-    assert "converted by the harness" in records[Unconverted.name].tokenizer.vocabulary["source"]
-    assert records[Swapped.name].tokenizer.disagreements[0].right == "reference"
+    assert ran.free_text.verdict == "pass" and ran.free_text.text_api == "generate_text"
+    assert ran.free_text.prompts == 8 and ran.free_text.identical_text >= 1
+    converted = records[Unconverted.name]
+    assert converted.verdict == "pass" and not converted.text_path.failed()
+    source = converted.text_path.tokenizer.vocabulary["source"]
+    assert source.startswith("converted by the harness") and "holds no openvino_tokenizer.xml" in source

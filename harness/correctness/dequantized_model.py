@@ -71,4 +71,3 @@ def summary(result: GateResult, reference: Reference) -> DequantizedModel:
         floor_method=reference.noise_floor.get("method"),
         created_at=reference.created_at,
     )
-

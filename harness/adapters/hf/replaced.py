@@ -23,7 +23,9 @@ def with_weights(model, read_weights: Callable[[dict, dict], dict], dtype: str, 
     from harness.scenario.sweep import Point
 
     engine = registry.get("hf")()
-    engine.load(model, Point(adapter="hf", device="cpu", id=f"{label}-{dtype}"), LoadSettings(dtype=dtype, threads=threads))
+    engine.load(
+        model, Point(adapter="hf", device="cpu", id=f"{label}-{dtype}"), LoadSettings(dtype=dtype, threads=threads)
+    )
     try:
         shapes = {name: tuple(p.shape) for name, p in engine.model.state_dict().items()}
         stored = read_weights(shapes, hf_config(model.hf_dir))

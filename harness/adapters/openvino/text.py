@@ -72,4 +72,5 @@ class GenAITextPath:
         config.do_sample = False
         config.num_beams = 1
         config.apply_chat_template = chat
-        return str(self.pipeline.generate(text, config).texts[0])
+        result = self.pipeline.generate(text, config)  # a str for a str prompt (DecodedResults in older GenAI)
+        return result if isinstance(result, str) else result.texts[0]
