@@ -10,8 +10,8 @@ activation rounding, which the floor measures (the same dequantized model in bf1
 HF reference's floor is), and any runtime or kernel fault. As against its own weights, drift here is
 a failure: identical weights.
 
-The reference is computed and stored like the same-weights one (``same_weights.get_or_compute``: keyed by
-the artefact's content, the prompts and the transformers version).
+The reference is computed and stored like the same-weights one (``same_weights.get_or_compute``, under
+``<model>/dequantized-model/``: keyed by the artefact's content, the prompts and the transformers version).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def skip_reason(adapter: Adapter, point: Point, correctness: Correctness) -> Opt
     return None
 
 
-def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
+def path_for(root: Path, hf: Reference, twin: Twin, folder: str = "same-weights") -> Path:
     identity = json.dumps(
         {
             "twin": twin.key,
@@ -75,7 +75,7 @@ def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
         sort_keys=True,
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return Path(root) / safe_name(hf.model["name"]) / "same-weights" / f"{digest}.json"
+    return Path(root) / safe_name(hf.model["name"]) / folder / f"{digest}.json"
 
 
 def compute(twin: Twin, hf: Reference) -> Reference:
@@ -147,9 +147,11 @@ def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
     return reference
 
 
-def get_or_compute(root: Path, twin: Twin, hf: Reference, refresh: bool = False) -> tuple[Reference, Path, bool]:
+def get_or_compute(
+    root: Path, twin: Twin, hf: Reference, refresh: bool = False, folder: str = "same-weights"
+) -> tuple[Reference, Path, bool]:
     """(reference, its path, whether it was reused): computed once by whichever runner gets the lock."""
-    path = path_for(root, hf, twin)
+    path = path_for(root, hf, twin, folder)
     reference, reused = compute_once(
         path,
         lambda p: load(p, twin, hf),

@@ -179,7 +179,7 @@ def same_weights(
     def stored(twin, label: str):
         def compute():
             reference, path, reused = sw.get_or_compute(
-                session.reference_store, twin, hf_reference, refresh=session.refresh_reference
+                session.reference_store, twin, hf_reference, session.refresh_reference, label
             )
             session.log(
                 f"{label} reference: reused {path}"
@@ -188,7 +188,7 @@ def same_weights(
             )
             return reference
 
-        return session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
+        return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
 
     reference = stored(twin, "same-weights")
     spec = resolved.scenario.gate
