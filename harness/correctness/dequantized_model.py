@@ -38,7 +38,14 @@ def twin_of(model, twin: Twin, threads: Optional[int]) -> Optional[Twin]:
 
     if twin.read_weights is None:
         return None
-    read = twin.read_weights
+    read_weights = twin.read_weights
+    kept: dict = {}
+
+    def read(names: dict, config: dict) -> dict:
+        # Once for both variants: reading back a large embedding takes minutes (Gemma's 262k rows).
+        if "weights" not in kept:
+            kept["weights"] = read_weights(names, config)
+        return kept["weights"]
 
     @contextmanager
     def open_steps(variant: str) -> Iterator:
