@@ -91,8 +91,14 @@ def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weigh
         handle.write(np.float16(float(value) * factor).tobytes())
 
 
-class PatchedScale(OpenVINOAdapter):
-    """Runs a copy of its IR with ``patch_scale`` written into it (the artefact, not the device path)."""
+class PatchedArtefact(OpenVINOAdapter):
+    """Runs a copy of its IR directory with ``patch(copy, model)`` written into it (the artefact, not the
+    device path)."""
+
+    label = "patched"
+
+    def patch(self, out, model) -> None:
+        raise NotImplementedError
 
     def load(self, model, point, settings):
         import shutil
@@ -103,10 +109,10 @@ class PatchedScale(OpenVINOAdapter):
 
         def patched(model, quantization, compression, cache):
             clean = original(model, quantization, compression, cache)
-            out = cache / "openvino-faults" / f"{clean.parent.name}-{clean.name}-patched-scale"
+            out = cache / "openvino-faults" / f"{clean.parent.name}-{clean.name}-{self.label}"
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(clean, out)
-            patch_scale(out)
+            self.patch(out, model)
             return out
 
         export.artefact = patched
@@ -114,3 +120,63 @@ class PatchedScale(OpenVINOAdapter):
             super().load(model, point, settings)
         finally:
             export.artefact = original
+
+
+class PatchedScale(PatchedArtefact):
+    """``patch_scale`` written into the IR."""
+
+    label = "patched-scale"
+
+    def patch(self, out, model) -> None:
+        patch_scale(out)
+
+
+def swapped_tokenizer(hf_dir, out, text: str = "The river and the sea") -> tuple[str, str]:
+    """The checkpoint's tokenizer with the ids of the two most frequent tokens of ``text`` swapped in
+    its vocabulary (a converter that numbered its vocabulary wrong), written as the tokenizer IRs into
+    ``out``; returns the two tokens."""
+    import collections
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    from harness.adapters.openvino.export import convert_tokenizer
+
+    spec = json.loads((Path(hf_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    encoded = Tokenizer.from_str(json.dumps(spec)).encode(text, add_special_tokens=False)
+    (a, _), (b, _) = collections.Counter(encoded.tokens).most_common(2)
+    vocab = spec["model"]["vocab"]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    with tempfile.TemporaryDirectory() as tmp:
+        for file in Path(hf_dir).iterdir():
+            if file.is_file() and not file.name.endswith((".safetensors", ".bin")):
+                shutil.copy2(file, tmp)
+        (Path(tmp) / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+        convert_tokenizer(hf_dir, out, AutoTokenizer.from_pretrained(tmp))
+    return a, b
+
+
+class SwappedToken(PatchedArtefact):
+    """The IR directory's tokenizer IRs converted from a vocabulary with two tokens' ids swapped: the gate
+    feeds the reference's ids and passes; the engine's own text path reads other ids."""
+
+    label = "swapped-token"
+
+    def patch(self, out, model) -> None:
+        swapped_tokenizer(model.hf_dir, out)
+
+
+class NoTokenizerIR(PatchedArtefact):
+    """An IR directory exported without tokenizer IRs: the adapter converts the tokenizer itself."""
+
+    label = "no-tokenizer"
+
+    def patch(self, out, model) -> None:
+        from harness.adapters.openvino.export import TOKENIZER_FILES
+
+        for name in TOKENIZER_FILES:
+            (out / name).unlink()

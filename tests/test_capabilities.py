@@ -92,7 +92,14 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_routing",
             "supports_batch_logits",
         },
-        "openvino": {"supports_logits", "supports_score", "supports_forced_top1"},  # narrowed per point in load
+        "openvino": {  # logits, score and forced top-1 narrowed per point in load; GenAI's own text path
+            "supports_logits",
+            "supports_score",
+            "supports_forced_top1",
+            "supports_tokenize",
+            "supports_chat_template",
+            "supports_text_generation",
+        },
         "llamacpp": {"supports_logits", "supports_tokenize", "supports_chat_template"},  # its own text path
         "xrt": {"supports_logits"},
         "coreml": {"supports_logits"},

@@ -193,6 +193,11 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     assert own.kl_mean != own.noise_floor and own.verdict == "pass"
     # Content-keyed: the patched IR (same file names and sizes) got its own same-weights reference.
     assert len(list(tmp_path.glob("references/tiny-llama/same-weights/*.json"))) == 2
+    # HF transformers on each IR's dequantized weights: near its own floor clean (shared faults of the
+    # OpenVINO plugin would show here); the patched IR's weights are wrong, but the same on both sides.
+    assert len(list(tmp_path.glob("references/tiny-llama/dequantized-model/*.json"))) == 2
+    assert clean.same_weights.dequantized_model.verdict == "pass", clean.same_weights.dequantized_model
+    assert broken.same_weights.dequantized_model.verdict == "pass"
 
 
 @pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")

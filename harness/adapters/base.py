@@ -231,6 +231,12 @@ class Adapter(Capabilities, ABC):
         """Where the engine's chat template came from (for the record), e.g. "llama-2 (fallback)"."""
         return "unknown"
 
+    def generate_text(self, text: str, chat: bool, max_new_tokens: int) -> str:
+        """Optional (``supports_text_generation``): the engine's own text API, greedy, stopping at EOS:
+        ``text`` in (through the engine's chat template when ``chat``), generated text out, the engine's
+        tokenizer and detokenizer inside (the text-path check's free-running text)."""
+        raise Unsupported(f"{self.name} has no text-in, text-out API of its own")
+
     def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
         """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits
         of each sequence's last position, shape [batch, vocab] (the batch-invariance check)."""

@@ -41,6 +41,7 @@ class Capabilities:
     supports_tokenize: bool = False  # tokenize()/detokenize(): the engine's own tokenizer (text path checks)
     supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
     supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
+    supports_text_generation: bool = False  # generate_text(): the engine's text-in, text-out API
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     @classmethod
@@ -65,4 +66,5 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_tokenize": ("tokenize", "detokenize"),
     "supports_chat_template": ("chat_prompt",),
     "supports_batch_logits": ("prefill_batch",),
+    "supports_text_generation": ("generate_text",),
 }

@@ -62,7 +62,15 @@ def verdict_line(name: str, gate) -> str:
     parts.append(f"first divergence {gate.free_divergence_index}")
     if gate.text_path is not None:
         parts.append(f"text path: {gate.text_path.summary()}")
-    return f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
+    line = f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
+    model = same.dequantized_model if same is not None else None
+    if model is not None:  # its own line: the kernel question, apart from the quantization one
+        line += "\n       same weights (dequantized, transformers): " + (
+            f"not run: {model.skipped}"
+            if model.verdict is None
+            else f"KL {_fmt(model.kl_ratio)}x floor ({model.verdict})"
+        )
+    return line
 
 
 def _fmt(value, digits=1) -> str:

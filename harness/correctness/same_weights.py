@@ -62,7 +62,7 @@ def skip_reason(adapter: Adapter, point: Point, correctness: Correctness) -> Opt
     return None
 
 
-def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
+def path_for(root: Path, hf: Reference, twin: Twin, folder: str = "same-weights") -> Path:
     identity = json.dumps(
         {
             "twin": twin.key,
@@ -75,7 +75,7 @@ def path_for(root: Path, hf: Reference, twin: Twin) -> Path:
         sort_keys=True,
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return Path(root) / safe_name(hf.model["name"]) / "same-weights" / f"{digest}.json"
+    return Path(root) / safe_name(hf.model["name"]) / folder / f"{digest}.json"
 
 
 def compute(twin: Twin, hf: Reference) -> Reference:
@@ -147,9 +147,11 @@ def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
     return reference
 
 
-def get_or_compute(root: Path, twin: Twin, hf: Reference, refresh: bool = False) -> tuple[Reference, Path, bool]:
+def get_or_compute(
+    root: Path, twin: Twin, hf: Reference, refresh: bool = False, folder: str = "same-weights"
+) -> tuple[Reference, Path, bool]:
     """(reference, its path, whether it was reused): computed once by whichever runner gets the lock."""
-    path = path_for(root, hf, twin)
+    path = path_for(root, hf, twin, folder)
     reference, reused = compute_once(
         path,
         lambda p: load(p, twin, hf),
@@ -168,7 +170,10 @@ def compare(adapter: Adapter, reference: Reference, config: GateConfig, on_promp
 
 
 def combine(
-    model_verdict: Optional[str], own_verdict: Optional[str], dequantized_verdict: Optional[str] = None
+    model_verdict: Optional[str],
+    own_verdict: Optional[str],
+    dequantized_verdict: Optional[str] = None,
+    dequantized_model_verdict: Optional[str] = None,
 ) -> tuple[Optional[str], Optional[str]]:
     """(the point's verdict, the reason it changed or None), from three comparisons that each catch what
     the others cannot:
@@ -178,9 +183,12 @@ def combine(
       ``pass`` is clean, since drift between identical weights is a kernel or plugin bug;
     - the dequantized verdict (the artefact read back row by row against the HF checkpoint,
       ``harness.correctness.dequantized``): ``fail`` when the artefact holds other weights than the
-      checkpoint, a converter bug the twin shares and so cannot see.
+      checkpoint, a converter bug the twin shares and so cannot see;
+    - the dequantized-model verdict (against HF transformers running the artefact's dequantized weights,
+      ``harness.correctness.dequantized_model``): only ``pass`` is clean, since the weights are identical
+      and a kernel fault of the engine (which its twin shares) is what is left.
 
-    Any of the last two failing fails the point; otherwise the model verdict stands."""
+    Any of the last three failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
         return "fail", None
     if own_verdict not in (None, "pass"):
@@ -192,6 +200,12 @@ def combine(
         return "fail", (
             "the dequantized artefact differs from the HF checkpoint beyond its quantization: the weights "
             "were written wrong (a converter bug), which the same-weights twin shares"
+        )
+    if dequantized_model_verdict not in (None, "pass"):
+        return "fail", (
+            f"against its own weights dequantized in transformers the point is {dequantized_model_verdict}: "
+            "identical weights on another engine disagree beyond activation rounding, a kernel or runtime "
+            "fault of this engine (which its twin, on the same engine, may share)"
         )
     return model_verdict, None
 

@@ -11,7 +11,9 @@ tokenizer that splits whitespace differently, or a chat API that picks the wrong
   greedy generation -> engine detokenizer, against the reference's greedy text: at the first generated
   position whose id differs, the engine's token must be in the reference's top-k (one way, as the top-1
   gate), the same ids must detokenize to the same text, and the generated length must lie in a band
-  around the reference's.
+  around the reference's. An engine with a text-in, text-out API of its own (``Adapter.generate_text``:
+  OpenVINO GenAI's ``LLMPipeline.generate(str)``) also runs the prompt text through it: its text must be
+  what its tokenizer, generate and detokenizer give piece by piece, and it is the text compared.
 
 Pure over a loaded adapter and the stored reference; the run step (``harness.run.steps.text_path``)
 records the result. Informational parts never change the gate's own figures; a failed check fails the point.
@@ -118,9 +120,15 @@ def chat_template(adapter, template: Optional[str], tokenizer) -> ChatTemplateCh
     )
 
 
+def chat_path(adapter, kind: str, template: Optional[str]) -> bool:
+    """Whether a gate prompt goes through the engine's chat path: a chat prompt, where the reference has
+    a template to compare it with."""
+    return kind == "chat" and bool(template) and adapter.supports_chat_template
+
+
 def engine_prompt_ids(adapter, kind: str, text: str, template: Optional[str]) -> list[int]:
     """The ids the engine's own API would feed its model for a gate prompt."""
-    if kind == "chat" and template and adapter.supports_chat_template:
+    if chat_path(adapter, kind, template):
         return list(adapter.tokenize(adapter.chat_prompt([{"role": "user", "content": text}]), add_special=False))
     return list(adapter.tokenize(text))
 
@@ -174,7 +182,11 @@ def free_text(adapter, reference: Reference, tokenizer, template: Optional[str],
         ref_body = [t for t in ref.tokens if t not in stop]
         result.lengths.append((len(body), len(ref_body)))
         text, ref_text = adapter.detokenize(body), tokenizer.decode(ref_body, skip_special_tokens=True)
-        if text == ref_text:
+        api = None
+        if adapter.supports_text_generation:  # the engine's own text API, tokenizer and detokenizer inside
+            api = adapter.generate_text(ref.text, chat_path(adapter, ref.kind, template), reference.settings["tokens"])
+            result.text_api = "generate_text"
+        if (text if api is None else api) == ref_text:
             result.identical_text += 1
         position = first_difference(device, ref.tokens)
         why = None
@@ -185,6 +197,8 @@ def free_text(adapter, reference: Reference, tokenizer, template: Optional[str],
             why = f"device token {device[position]} not in reference top-{k} at generated position {position}"
         elif device == ref.tokens and text != ref_text:
             why = f"same ids detokenize to {text[:40]!r}, reference {ref_text[:40]!r}"
+        elif api is not None and api != text:
+            why = f"the engine's text API returns {api[:40]!r}; its tokenizer, generate and detokenizer {text[:40]!r}"
         elif not in_band(len(body), len(ref_body)):
             why = f"generated {len(body)} tokens, reference {len(ref_body)}: outside the length band {LENGTH_BAND}"
         if why:

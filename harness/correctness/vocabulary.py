@@ -1,6 +1,9 @@
 """Who is right when an engine's tokenizer and the reference tokenizer disagree: the engine's own vocabulary
 metadata decides (for llama.cpp, the GGUF's ``tokenizer.ggml.model`` and ``tokenizer.ggml.pre``).
 
+- A tokenizer converted from the checkpoint's (OpenVINO GenAI's openvino_tokenizers IRs: the adapter's
+  description says ``tokenizer_converted``) is derived from the reference tokenizer: the reference is right.
+
 - A GGUF the harness exported from the HF checkpoint (the model's source has no GGUF) is derived from the
   reference tokenizer: the reference is right and the export is at fault.
 - A SentencePiece vocabulary (``tokenizer.ggml.model`` = ``llama``: Gemma, Llama 2) is the model's own; the
@@ -67,10 +70,15 @@ def sentencepiece_of(gguf: Path) -> Callable[[str], list[int]]:
 
 def arbiter(adapter, model) -> tuple[Optional[Callable], dict[str, str]]:
     """(text, engine ids, reference ids) -> (right, why), and the vocabulary metadata it reads; (None, {})
-    where the engine names no vocabulary file (its description has no ``gguf``)."""
+    where the engine names no vocabulary file (its description has no ``gguf``) and no conversion."""
     if not adapter.supports_tokenize:
         return None, {}
-    gguf = adapter.describe().get("gguf")
+    description = adapter.describe()
+    converted = description.get("tokenizer_converted")
+    if converted:
+        why = f"the engine's tokenizer is {converted}, i.e. derived from the reference's: the conversion is at fault"
+        return (lambda text, engine, ours: ("reference", why)), {"source": converted}
+    gguf = description.get("gguf")
     if not gguf:
         return None, {}
     found = metadata(Path(gguf))

@@ -99,6 +99,23 @@ class DequantizedAudit(Part):
     skipped: Optional[str] = None
 
 
+class DequantizedModel(Part):
+    """The point against HF transformers (fp32) running its artefact's own weights, dequantized
+    (``harness.correctness.dequantized_model``): identical weights on another engine, so what is left is
+    activation rounding (the floor) and kernel or runtime faults; drift fails, as against its own weights."""
+
+    verdict: Optional[str] = None  # pass | drift | fail; None when skipped
+    reasons: list[str] = Field(default_factory=list)
+    kl_mean: Optional[float] = None
+    noise_floor: Optional[float] = None
+    kl_ratio: Optional[float] = None
+    top1_match_rate: Optional[float] = None
+    engine: Optional[str] = None
+    floor_method: Optional[str] = None
+    created_at: Optional[str] = None  # when its reference was computed
+    skipped: Optional[str] = None
+
+
 class PositionBucket(Part):
     """The teacher-forced positions from ``start`` to ``end`` (``harness.correctness.positions``): their mean KL
     against the bucket's own noise floor (the overall one where the reference has none, ``floor_source``);
@@ -159,6 +176,7 @@ class SameWeights(Part):
     report: Optional[str] = None
     skipped: Optional[str] = None
     dequantized: Optional[DequantizedAudit] = None  # None: the twin has no weights reader (or records before it)
+    dequantized_model: Optional[DequantizedModel] = None  # None: no weights reader (or records before it)
 
 
 class Correctness(Part):

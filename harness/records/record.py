@@ -17,6 +17,7 @@ from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
     Correctness,
     DequantizedAudit,
+    DequantizedModel,
     GatePath,
     GatePhase,
     GatePhases,

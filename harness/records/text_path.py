@@ -70,6 +70,8 @@ class FreeText(Check):
     lengths: list[tuple[int, int]] = Field(default_factory=list)  # (device, reference) generated tokens
     length_band: Optional[tuple[float, float, int]] = None  # (low factor, high factor, slack tokens)
     divergences: list[TextDivergence] = Field(default_factory=list)
+    # Where the generated text came from: "generate_text" (the engine's text API) or None (its detokenizer).
+    text_api: Optional[str] = None
 
 
 class BatchInvariance(Check):

@@ -11,6 +11,7 @@
   properties the timed pipeline compiles with, stepped one token at a time; on the static pipeline,
   which returns chosen tokens only, it teacher-forces one 1-token generation per position there (top-1
   against the reference's top-k). ``gate_path`` records which.
+- The text path (``text``): GenAI's own tokenizer, chat template and text-in, text-out ``generate``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Optional, Sequence
 from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 from harness.adapters.openvino import export, twin
 from harness.adapters.openvino.export import NNCF_MODES, weight_types
-from harness.errors import Unsupported
+from harness.adapters.openvino.steps import STATIC as _STATIC
+from harness.adapters.openvino.steps import IRSteps
+from harness.adapters.openvino.text import GenAITextPath
 
-EMULATED_NPU = "NPU-emulated"
-_STATIC = ("NPU", EMULATED_NPU)
+EMULATED_NPU = _STATIC[1]
 _PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 
 
@@ -32,7 +34,7 @@ class TruncatedGeneration(RuntimeError):
     """The static pipeline stopped early because its KV cache was full (GenAI does not say so)."""
 
 
-class OpenVINOAdapter(Adapter):
+class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the engine's own text path
     name = "openvino"
     devices = ("CPU", "GPU", "NPU", EMULATED_NPU)
     quantizations = frozenset({"none", *NNCF_MODES})
@@ -144,8 +146,13 @@ class OpenVINOAdapter(Adapter):
         # The plugin properties the pipeline compiles with: the gate's step-wise request compiles with them too.
         self.plugin_device = device
         self.plugin_config = {k: v for k, v in config.items() if k not in _PIPELINE_ONLY}
+        from harness.adapters.openvino.text import tokenizer_dir
+
+        # The IR directory's own tokenizer IRs, as a deployment loads them; converted here where it has none.
+        converted, self.tokenizer_origin = tokenizer_dir(self.ir_dir, model, cache)
+        given = (openvino_genai.Tokenizer(str(converted)),) if converted else ()
         start = now_ns()
-        self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), device, **config)
+        self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config)
         self.compile_s = (now_ns() - start) / 1e9
         # A compile that wrote no new blob into CACHE_DIR was served from it.
         self.compile_state = (
@@ -199,49 +206,6 @@ class OpenVINOAdapter(Adapter):
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
         )
 
-    # Step-wise logits for the gate: the same IR, compiled for the point's device with the pipeline's
-    # plugin properties, one infer request per step.
-
-    def _step_request(self):
-        if self._request is None:
-            core = self._ov.Core()
-            compiled = core.compile_model(
-                str(self.ir_dir / "openvino_model.xml"), self.plugin_device, dict(self.plugin_config)
-            )
-            self._request = compiled.create_infer_request()
-            self._inputs = {i.get_any_name() for i in compiled.inputs}
-        return self._request
-
-    def _infer(self, ids: Sequence[int]):
-        import numpy as np
-
-        request = self._step_request()
-        request.infer(twin.feed(self._inputs, ids, self._position))
-        self._position += len(ids)
-        return np.array(request.get_tensor("logits").data[0, -1], dtype=np.float32)
-
-    def score(self, tokens: Sequence[int], last: int):
-        import numpy as np
-
-        if self.point.device in _STATIC:
-            raise Unsupported("GenAI's static NPU pipeline returns chosen tokens only, no logits")
-        self._step_request().reset_state()
-        self._position = 0
-        self._infer(tokens)
-        return np.array(self._request.get_tensor("logits").data[0, -last:], dtype=np.float32)
-
-    def prefill(self, tokens: Sequence[int]):
-        if self.point.device in _STATIC:
-            raise Unsupported("GenAI's static NPU pipeline returns chosen tokens only, no logits")
-        self._step_request().reset_state()
-        self._position = 0
-        return self._infer(tokens)
-
-    def decode(self, token: int):
-        if self._request is None:
-            raise RuntimeError("decode() before prefill()")
-        return self._infer([token])
-
     def gate_path(self) -> dict:
         static = self.point.device in _STATIC
         shown = {k: v for k, v in self.plugin_config.items() if k != "CACHE_DIR"}
@@ -274,25 +238,6 @@ class OpenVINOAdapter(Adapter):
         key = "compile_s" if self.compile_state == "uncached" else f"compile_{self.compile_state}_s"
         return {"export_s": self.convert_s, key: self.compile_s}
 
-    def teacher_forced_top1(self, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[int]:
-        """The static pipeline's greedy choice after each reference prefix: one 1-token generation each."""
-        import numpy as np
-
-        if self.point.device not in _STATIC:
-            raise Unsupported("the dynamic pipelines expose logits; forced top-1 is the static pipeline's gate")
-        if len(prompt_ids) + len(tokens) - 1 > self.max_prompt:
-            raise Unsupported(
-                f"teacher forcing needs prompts of up to {len(prompt_ids) + len(tokens) - 1} tokens; "
-                f"this pipeline's MAX_PROMPT_LEN is {self.max_prompt} (raise max_seq_len)"
-            )
-        config = self._genai.GenerationConfig()
-        config.max_new_tokens = 1
-        chosen = []
-        for i in range(len(tokens)):
-            prefix = np.asarray([list(prompt_ids) + list(tokens[:i])], dtype=np.int64)
-            chosen.append(int(self.pipeline.generate(self._ov.Tensor(prefix), config).tokens[0][0]))
-        return chosen
-
     def describe(self) -> dict:
         from harness.adapters import drivers
 
@@ -322,6 +267,7 @@ class OpenVINOAdapter(Adapter):
             "compile_s": self.compile_s,
             "compile_cache": self.compile_state,
             "convert_s": self.convert_s,
+            "tokenizer_converted": self.tokenizer_origin,  # GenAI's tokenizer: converted from the checkpoint's
             **(
                 {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
                 if self.point.device in _STATIC

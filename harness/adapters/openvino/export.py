@@ -51,17 +51,28 @@ def cached(target: Path, build) -> Path:
 
 
 def export(model, out: Path) -> None:
-    import openvino as ov
-    from openvino_tokenizers import convert_tokenizer
     from optimum.intel import OVModelForCausalLM
-    from transformers import AutoTokenizer
 
     exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
     exported.save_pretrained(str(out))
-    tokenizer = AutoTokenizer.from_pretrained(str(model.hf_dir))
-    ov_tokenizer, ov_detokenizer = convert_tokenizer(tokenizer, with_detokenizer=True)
-    ov.save_model(ov_tokenizer, str(out / "openvino_tokenizer.xml"))
-    ov.save_model(ov_detokenizer, str(out / "openvino_detokenizer.xml"))
+    convert_tokenizer(model.hf_dir, out)
+
+
+TOKENIZER_FILES = ("openvino_tokenizer.xml", "openvino_detokenizer.xml")
+
+
+def convert_tokenizer(hf_dir: Path, out: Path, tokenizer=None) -> None:
+    """The checkpoint's tokenizer (or ``tokenizer``, a transformers tokenizer) as the tokenizer and
+    detokenizer IRs GenAI loads (openvino_tokenizers' ``convert_tokenizer``; the chat template rides in
+    their rt_info)."""
+    import openvino as ov
+    from openvino_tokenizers import convert_tokenizer as convert
+    from transformers import AutoTokenizer
+
+    tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(hf_dir))
+    ov_tokenizer, ov_detokenizer = convert(tokenizer, with_detokenizer=True)
+    for model, name in zip((ov_tokenizer, ov_detokenizer), TOKENIZER_FILES):
+        ov.save_model(model, str(out / name))
 
 
 def compression_options(quantization: str, options: dict) -> dict:

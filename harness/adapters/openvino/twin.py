@@ -67,30 +67,13 @@ class IRSteps:
         return self._infer([int(token)])
 
 
-@contextmanager
 def dequantized_hf(model, xml: Path, dtype: str, threads: Optional[int]):
     """HF transformers (the model's own class and config) in ``dtype`` with the IR's compressed weights,
     dequantized, in place of the checkpoint's: step-wise like any adapter; closed on exit."""
-    import torch
-
-    from harness.adapters import registry
-    from harness.adapters.base import LoadSettings
+    from harness.adapters.hf.replaced import with_weights
     from harness.adapters.openvino import weights
-    from harness.scenario.sweep import Point
 
-    engine = registry.get("hf")()
-    engine.load(
-        model,
-        Point(adapter="hf", device="cpu", id=f"dequantized-ir-{dtype}"),
-        LoadSettings(dtype=dtype, threads=threads),
-    )
-    try:
-        shapes = {name: tuple(p.shape) for name, p in engine.model.state_dict().items()}
-        stored = weights.read(xml, shapes, {})
-        engine.model.load_state_dict({n: torch.from_numpy(t.values) for n, t in stored.items()}, strict=False)
-        yield engine
-    finally:
-        engine.close()
+    return with_weights(model, lambda names, config: weights.read(xml, names, config), dtype, threads, "dequantized-ir")
 
 
 def twin(ir_dir: Path, threads: Optional[int], model=None) -> Twin:

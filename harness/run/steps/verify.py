@@ -158,8 +158,9 @@ def same_weights(
 ) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
     ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
-    the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``); the point's verdict
-    becomes ``same_weights.combine`` of the model verdict, the own-weights one and the dequantized one."""
+    the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``) and the point against
+    transformers running those dequantized weights (``harness.correctness.dequantized_model``); the point's
+    verdict becomes ``same_weights.combine`` of the four."""
     from harness.correctness import dequantized, gate
     from harness.correctness import same_weights as sw
     from harness.records.record import SameWeights
@@ -176,18 +177,21 @@ def same_weights(
             updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})}
         )
 
-    def compute():
-        reference, path, reused = sw.get_or_compute(
-            session.reference_store, twin, hf_reference, refresh=session.refresh_reference
-        )
-        session.log(
-            f"same-weights reference: reused {path}"
-            if reused
-            else f"same-weights reference: computed in {reference.compute_s:.1f} s, stored at {path}"
-        )
-        return reference
+    def stored(twin, label: str):
+        def compute():
+            reference, path, reused = sw.get_or_compute(
+                session.reference_store, twin, hf_reference, session.refresh_reference, label
+            )
+            session.log(
+                f"{label} reference: reused {path}"
+                if reused
+                else f"{label} reference: computed in {reference.compute_s:.1f} s, stored at {path}"
+            )
+            return reference
 
-    reference = session.reference(sw.path_for(session.reference_store, hf_reference, twin), compute)
+        return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
+
+    reference = stored(twin, "same-weights")
     spec = resolved.scenario.gate
     config = gate.GateConfig(
         k=spec.k,
@@ -205,16 +209,44 @@ def same_weights(
         report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
     audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
-    found = found.model_copy(update={"dequantized": audit})
-    verdict, why = sw.combine(correctness.verdict, found.verdict, audit.verdict if audit else None)
+    model_check = dequantized_model(session, resolved, adapter, twin, audit, config, stored)
+    found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
+    verdict, why = sw.combine(
+        correctness.verdict,
+        found.verdict,
+        audit.verdict if audit else None,
+        model_check.verdict if model_check else None,
+    )
     update = {"same_weights": found, "verdict": verdict}
-    details = audit.reasons if audit and audit.verdict == "fail" else []
+    details = list(audit.reasons) if audit and audit.verdict == "fail" else []
+    details += model_check.reasons if model_check and model_check.verdict not in (None, "pass") else []
     if why or details:
         update["reasons"] = [*correctness.reasons, *filter(None, [why]), *details]
         update["report"] = "\n".join(
             filter(None, [correctness.report, why and f"same weights: {why}", *details, found.report])
         )
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
+
+
+def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
+    """The point against HF transformers running its artefact's dequantized weights
+    (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
+    from harness.correctness import dequantized_model as dm
+    from harness.correctness import gate
+    from harness.correctness import same_weights as sw
+    from harness.records.record import DequantizedModel
+
+    model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
+    if model_twin is None or audit is None:
+        return None
+    if audit.skipped:  # the artefact cannot be read back: no weights to load
+        return DequantizedModel(skipped=audit.skipped)
+    reference = stored(model_twin, "dequantized-model")
+    point = resolved.point
+    result = sw.compare(
+        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}")
+    )
+    return DequantizedModel(skipped=result.why) if isinstance(result, gate.NotRun) else dm.summary(result, reference)
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):

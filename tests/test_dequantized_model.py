@@ -1,0 +1,116 @@
+"""The dequantized-model comparison (#29): a quantized llama.cpp point against HF transformers (fp32)
+running the GGUF's own weights, dequantized, through ``harness run`` / ``harness verify``.
+
+A clean Q8_0 point sits near that comparison's floor (against HF bf16 it pays the quantization cost). A
+kernel-class fault of llama.cpp's CPU backend, which the same-weights twin runs too and so shares, is
+small enough to pass as quantization drift against HF and agrees with its twin; against the dequantized
+weights on another engine it fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+from contextlib import contextmanager
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.records.store import iter_records
+
+from .conftest import registered
+
+pytestmark = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")
+
+SCENARIO = """
+model: tiny-llama
+generation: {max_new_tokens: 2}
+measurement: {threads: 2, warmup_rounds: 0, min_rounds: 1}
+gate: {tokens: 8, prompts: 4}
+sweep:
+  adapter: [ADAPTERS]
+  device: [cpu]
+  quantization: [QUANT]
+"""
+
+SCALE = 0.2  # the fault's size: logits off by a few tenths at most, as from a wrong tile of the output matmul
+
+
+def perturbed(logits: np.ndarray) -> np.ndarray:
+    """A fixed error on a quarter of the vocabulary's logits (seeded: the same at every position)."""
+    rng = np.random.RandomState(0)
+    error = rng.standard_normal(logits.shape[-1]).astype(np.float32) * (rng.rand(logits.shape[-1]) < 0.25)
+    return logits + SCALE * error
+
+
+def kernel_fault():
+    from harness.adapters.llamacpp import LlamaCppAdapter
+    from harness.adapters.llamacpp.twin import LlamaSteps
+
+    def faulty_logits(steps):
+        return perturbed(LlamaSteps._logits(steps))
+
+    class SharedKernelFault(LlamaCppAdapter):
+        """llama.cpp's CPU backend off on some logits: on the gated path and on the twin, which runs the
+        same backend (its reference is its own: the key says so)."""
+
+        name = "llamacpp-kernel-fault"
+
+        def _logits(self):
+            return faulty_logits(self)
+
+        def trusted_twin(self):
+            twin = super().trusted_twin()
+
+            @contextmanager
+            def open_steps(variant):
+                with twin.open(variant) as steps:
+                    steps._logits = types.MethodType(faulty_logits, steps)
+                    yield steps
+
+            return dataclasses.replace(twin, key=f"{twin.key}/kernel-fault-{SCALE}", open=open_steps)
+
+    return SharedKernelFault
+
+
+@pytest.fixture
+def fault():
+    yield from registered((kernel_fault(),))
+
+
+def test_a_shared_kernel_fault_fails_against_the_dequantized_weights(write_scenario, tmp_path, capsys, fault):
+    (cls,) = fault
+    path = write_scenario(SCENARIO.replace("ADAPTERS", f"llamacpp, {cls.name}").replace("QUANT", "int8_sym"))
+    assert main(["run", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 1
+    capsys.readouterr()
+    code = main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"])  # references reused
+    out = capsys.readouterr().out
+    records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
+    clean, broken = records["llamacpp"], records[cls.name]
+
+    assert code == 1, out
+    model = clean.same_weights.dequantized_model
+    assert clean.verdict in ("pass", "drift") and model.verdict == "pass", (clean.reasons, model)
+    assert model.kl_ratio < 2 and "HF fp32 || HF bf16), both running the artefact's dequantized" in model.floor_method
+    # Against HF bf16 the clean point pays the quantization cost; against its own dequantized weights it does not.
+    assert model.kl_ratio < clean.kl_ratio
+    assert re.search(
+        r"^PASS   scenario::llamacpp-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL 1\.\dx floor \(pass\)$",
+        out,
+        re.M,
+    ), out
+    assert re.search(
+        r"^FAIL   scenario::llamacpp-kernel-fault-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d+\.\dx floor \(fail\)$",
+        out,
+        re.M,
+    ), out
+
+    found = broken.same_weights
+    assert found.verdict == "pass"  # the twin runs the same faulty backend and agrees
+    assert found.model_verdict in ("pass", "drift")  # against HF bf16 it hides in the quantization cost
+    assert found.dequantized.verdict == "pass"  # the weights are the checkpoint's
+    assert found.dequantized_model.verdict in ("drift", "fail") and broken.verdict == "fail", found
+    assert any("against its own weights dequantized in transformers" in r for r in broken.reasons)
