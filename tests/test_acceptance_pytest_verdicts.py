@@ -87,3 +87,6 @@ def test_an_unwritable_gate_json_stops_pytest_before_anything_runs(pytester, wil
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--harness-gate-json*taken*"])
     assert not (pytester.path / "again").exists()  # refused before any point ran
+    alone = pytester.runpytest(*RUN, "--harness-gate-json", "gate.json")  # no gate to report
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--harness-gate-json gate.json: needs --harness-baseline NAME*"])

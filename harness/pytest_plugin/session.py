@@ -7,20 +7,25 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pytest
 
 from harness.run.runner import Runner
+
+if TYPE_CHECKING:
+    from harness.records.record import Record
+    from harness.regression.thresholds import Threshold
+    from harness.run.shard import Shard
 
 
 @dataclass
 class SessionRecords:
     """What the regression check needs at the end of a session: the records made, the points selected."""
 
-    thresholds: list
-    shard: Optional[object] = None
-    records: list = field(default_factory=list)
+    thresholds: list[Threshold]
+    shard: Optional[Shard] = None
+    records: list[Record] = field(default_factory=list)
     scenarios: set[str] = field(default_factory=set)
     deselected: set[tuple[str, str]] = field(default_factory=set)
     regression_lines: list[str] = field(default_factory=list)
@@ -37,14 +42,16 @@ PREFIX = "harness-"  # the plugin's options are the command line's with this pre
 def check_options(options) -> SessionRecords:
     """Every option the session's end reads, parsed before anything runs: a bad one is a UsageError."""
     from harness.cli.options import accepted_differences, gate_json_path, regression_fdr
+    from harness.errors import UsageError
     from harness.regression.check import parse_thresholds
     from harness.run.shard import parse_shard
 
     thresholds = parse_thresholds(options.harness_max_regression)
     regression_fdr(options, PREFIX)
     accepted_differences(options, PREFIX)
-    if options.harness_baseline:
-        gate_json_path(options, PREFIX)
+    if options.harness_gate_json and not options.harness_baseline:
+        raise UsageError(f"--{PREFIX}gate-json {options.harness_gate_json}: needs --{PREFIX}baseline NAME (the gate it reports)")
+    gate_json_path(options, PREFIX)
     shard = parse_shard(options.harness_shard) if options.harness_shard else None
     return SessionRecords(thresholds, shard)
 
