@@ -48,7 +48,14 @@ def baselines(tmp_path_factory):
 @pytest.fixture
 def wild_baseline(pytester, baselines, tiny_llama):
     pytester.makefile(".yaml", scenario=SCENARIO)
-    return ("--harness-baseline", "wild", "--harness-baselines-dir", str(baselines), "--harness-max-regression", "tpot=5%")
+    return (
+        "--harness-baseline",
+        "wild",
+        "--harness-baselines-dir",
+        str(baselines),
+        "--harness-max-regression",
+        "tpot=5%",
+    )
 
 
 def test_an_inconclusive_session_exits_4_under_fail_on_unknown_and_writes_the_gate_json(pytester, wild_baseline):

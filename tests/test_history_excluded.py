@@ -80,7 +80,9 @@ def _night(record, night: int, slow_disturbed: bool, rng):
             entry.model_copy(
                 update=dict(
                     medians={k: v * scale for k, v in first.items()},
-                    excluded="canary 1.40x its calibration after the timed window (tolerance 15%)" if disturbed else None,
+                    excluded="canary 1.40x its calibration after the timed window (tolerance 15%)"
+                    if disturbed
+                    else None,
                 )
             )
         )

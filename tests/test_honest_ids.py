@@ -30,7 +30,11 @@ sweep:
 
 
 def _run(tmp_path: Path, adapter: str, device: str, dtype: str = "bf16"):
-    text = SCENARIO.replace("ADAPTER", adapter).replace("DEVICE", device).replace("tiny-llama", f"{{source: tiny-llama, dtype: {dtype}}}")
+    text = (
+        SCENARIO.replace("ADAPTER", adapter)
+        .replace("DEVICE", device)
+        .replace("tiny-llama", f"{{source: tiny-llama, dtype: {dtype}}}")
+    )
     (tmp_path / "honest.yaml").write_text(text.lstrip())
     argv = ["run", str(tmp_path / "honest.yaml"), "--results", str(tmp_path / "results"), "--isolation", "none"]
     assert cli.main([*argv, "--no-progress", "--no-energy"]) == 0

@@ -111,7 +111,11 @@ def series(
             .where(*where)
         ):
             found[row[0]] = SeriesData(row[0], row[1], row[2], row[3], FingerprintKey(*row[4:]))
-        columns = [Measurement.series_id, PointResult.run_id, func.coalesce(Measurement.counted_value, Measurement.value)]
+        columns = [
+            Measurement.series_id,
+            PointResult.run_id,
+            func.coalesce(Measurement.counted_value, Measurement.value),
+        ]
         if spread:
             columns += [
                 Measurement.rounds,

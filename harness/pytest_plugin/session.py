@@ -50,7 +50,9 @@ def check_options(options) -> SessionRecords:
     regression_fdr(options, PREFIX)
     accepted_differences(options, PREFIX)
     if options.harness_gate_json and not options.harness_baseline:
-        raise UsageError(f"--{PREFIX}gate-json {options.harness_gate_json}: needs --{PREFIX}baseline NAME (the gate it reports)")
+        raise UsageError(
+            f"--{PREFIX}gate-json {options.harness_gate_json}: needs --{PREFIX}baseline NAME (the gate it reports)"
+        )
     gate_json_path(options, PREFIX)
     shard = parse_shard(options.harness_shard) if options.harness_shard else None
     return SessionRecords(thresholds, shard)
