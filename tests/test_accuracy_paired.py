@@ -352,7 +352,7 @@ def test_margins_need_the_reference():
 
 def test_a_failed_non_inferiority_margin_fails_the_point():
     # `harness run` exits 1 and the pytest item fails on it, as on a failed correctness gate.
-    from harness.pytest_plugin import _verdict_reasons
+    from harness.pytest_plugin.items import _verdict_reasons
     from harness.records.record import Accuracy, PairedDelta, Record
 
     delta = PairedDelta(

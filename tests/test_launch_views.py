@@ -104,7 +104,7 @@ def test_a_failed_launch_is_counted_out_and_named():
 
 
 def test_pytest_benchmark_extra_info_and_the_carried_record_keep_the_intervals():
-    from harness.pytest_plugin import report_to_benchmark
+    from harness.pytest_plugin.items import report_to_benchmark
 
     class Benchmark:  # the parts of pytest-benchmark's fixture the plugin touches
         disabled, extra_info = True, {}

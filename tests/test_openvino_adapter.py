@@ -149,7 +149,10 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     records = {r.point_id: r for r in Runner(results_dir=tmp_path).run([loaded_scenario], progress=False)}
     rejected = records["openvino-CPU-int4_sym"]
     assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message
-    healthy = records["openvino-CPU-bf16"]
+    from harness.adapters.openvino.export import inference_precision
+
+    cpu = f"openvino-CPU-{inference_precision('CPU')}"  # at none the CPU plugin's precision names the point
+    healthy = records[cpu]
     assert healthy.status == "ok" and healthy.correctness.verdict == "pass"
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
@@ -159,7 +162,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     assert npu.correctness.path.device == "NPU-emulated" and npu.correctness.path.checks == ["forced-top1"]
     assert npu.correctness.path.cache == "static(48)" and "chosen tokens only" in npu.correctness.path.notes[0]
     assert healthy.correctness.path.device == "CPU" and "kl" in healthy.correctness.path.checks
-    assert records["openvino-CPU-bf16-seq48"].status == "skipped"
+    assert records[f"{cpu}-seq48"].status == "skipped"
     assert len(results.load(tmp_path)) == 8
 
 

@@ -79,7 +79,7 @@ def test_unknown_parts_are_refused_not_dropped():
 
 
 def test_pandas_and_pytest_benchmark_get_the_same_columns(tmp_path):
-    from harness.pytest_plugin import report_to_benchmark
+    from harness.pytest_plugin.items import report_to_benchmark
 
     class Benchmark:  # the parts of pytest-benchmark's fixture the plugin touches
         disabled, extra_info = True, {}

@@ -125,10 +125,11 @@ class Adapter(Capabilities, ABC):
         )
 
     @classmethod
-    def native_precision(cls, spec) -> Optional[str]:
-        """The precision this adapter runs ``spec`` (a ``ModelSpec``) at when the sweep's quantization is
-        ``none``, where that is not ``model.dtype`` (llama.cpp runs a GGUF's own file type): the point id and
-        the report say it. Decided before anything loads; None: ``model.dtype``."""
+    def native_precision(cls, spec, device: str) -> Optional[str]:
+        """The precision this adapter runs ``spec`` (a ``ModelSpec``) at on ``device`` when the sweep's
+        quantization is ``none``, where that is not ``model.dtype`` (llama.cpp runs a GGUF's own file type,
+        OpenVINO the device plugin's inference precision): the point id and the report say it. Decided
+        before anything loads; None: ``model.dtype``."""
         return None
 
     @abstractmethod

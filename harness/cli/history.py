@@ -209,7 +209,15 @@ def _show(args) -> int:
     bad = [(run, status, verdict) for run, status, verdict, _ in outcomes if status != "ok" or verdict == "fail"]
     for run, status, verdict in bad:
         print(f"  {run.label()}: status {status}, correctness {verdict or '-'}")
+    disturbed = {run.id: (run, left_out) for s in everything for run, left_out in zip(s.runs, s.excluded) if left_out}
+    for run, left_out in sorted(disturbed.values(), key=lambda pair: pair[0].position):
+        print(f"  {run.label()}: {_excluded(left_out)}")
     return 0
+
+
+def _excluded(left_out) -> str:
+    """The launches a run left out of the regression check (and so of the history's values), with why."""
+    return f"left out as disturbed: {'; '.join(entry.label() for entry in left_out)}"
 
 
 def _print_series(series, changes: set[int]) -> None:
@@ -224,6 +232,10 @@ def _print_series(series, changes: set[int]) -> None:
             f"  {run.id:>6}  {run.started_at:%Y-%m-%d %H:%M}  {(run.commit or '-')[:12]:12}  {value:>10.4g}  "
             f"{spread:>32}  {verdict or '-'}{mark}"
         )
+        if series.excluded[i]:
+            recorded = series.recorded[i]
+            over_all = "" if recorded == value else f"; value over every launch {recorded:.4g}"
+            print(f"  {'':>6}  {_excluded(series.excluded[i])}{over_all}")
 
 
 def _export(args) -> int:
@@ -245,7 +257,7 @@ def _export(args) -> int:
     else:
         import json
 
-        for column in ("rounds", "launches"):  # lists as JSON text, which CSV readers keep intact
+        for column in ("rounds", "launches", "excluded_launches"):  # lists as JSON text, kept intact by CSV readers
             table[column] = [None if v is None else json.dumps(v) for v in table[column]]
         data = table.to_csv(index=False).encode("utf-8")
     with writing(out, kept="nothing exported"):  # written atomically: an older export stays whole

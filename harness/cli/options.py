@@ -232,6 +232,36 @@ def add_regression_options(add, prefix: str = "", required: bool = True) -> None
         help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})",
     )
     add_accept_option(add, prefix)
+    add(
+        f"--{prefix}fail-on-unknown",
+        dest="harness_fail_on_unknown",
+        action="store_true",
+        help="exit 4 when nothing failed but a launch-level comparison is inconclusive (neither different "
+        "nor the same; the UNKNOWN line says how many launches would decide it); default: exit 0 and say so",
+    )
+    add(
+        gate_json_flag(prefix),
+        dest="harness_gate_json",
+        metavar="FILE",
+        default=None,
+        help="also write the outcome as JSON: verdict, exit code, problems, and every test's verdict, "
+        "change, 95 %% interval and detectable change",
+    )
+
+
+def gate_json_flag(prefix: str = "") -> str:
+    """``harness gate --json``; under pytest ``--harness-gate-json`` (it says which of pytest's outputs it is)."""
+    return f"--{prefix}gate-json" if prefix else "--json"
+
+
+def gate_json_path(options, prefix: str = ""):
+    """The regression check's ``--json`` file, checked writable before anything runs; None when not asked."""
+    path = options.harness_gate_json
+    if path:
+        from harness.io import check_writable_file
+
+        check_writable_file(path, gate_json_flag(prefix))
+    return path
 
 
 def add_accept_option(add, prefix: str = "") -> None:

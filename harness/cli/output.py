@@ -205,8 +205,8 @@ def time_split_table(records) -> str:
     return "\n".join(lines)
 
 
-def regression_report(outcome, baseline_name: str) -> list[str]:
-    """Lines explaining a regression-check outcome, point by point."""
+def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "--fail-on-unknown") -> list[str]:
+    """Lines explaining a regression-check outcome, point by point (the flag named as the front-end spells it)."""
     from harness.regression import verdicts
 
     lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable]]
@@ -223,7 +223,7 @@ def regression_report(outcome, baseline_name: str) -> list[str]:
     if unknown:
         lines.append(
             f"inconclusive: {unknown} of {len(outcome.tests)} launch-level comparison(s) neither different nor "
-            "the same (UNKNOWN lines: the launches that would decide them); --fail-on-unknown exits 4 on them"
+            f"the same (UNKNOWN lines: the launches that would decide them); {fail_on_unknown_flag} exits 4 on them"
         )
     counts = {word: sum(t.verdict == word for t in outcome.tests) for word in (verdicts.DIFFERENT, verdicts.SAME)}
     tally = (
@@ -264,3 +264,10 @@ def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
         "inconclusive": len(outcome.unknown),
         "notes": list(outcome.notes),
     }
+
+
+def save_regression_json(path, outcome, baseline_name: str, exit_code: int) -> None:
+    """Write ``regression_json`` atomically: ``harness gate --json`` and pytest's ``--harness-gate-json``."""
+    from harness.io import write_json_atomic
+
+    write_json_atomic(path, regression_json(outcome, baseline_name, exit_code))

@@ -71,20 +71,6 @@ def add_parsers(commands) -> None:
         "one results directory, where the reruns are written",
     )
 
-    regression.add_argument(
-        "--fail-on-unknown",
-        action="store_true",
-        help="exit 4 when nothing failed but a launch-level comparison is inconclusive (neither different "
-        "nor the same; the UNKNOWN line says how many launches would decide it); default: exit 0 and say so",
-    )
-    regression.add_argument(
-        "--json",
-        metavar="FILE",
-        default=None,
-        help="also write the outcome as JSON: verdict, exit code, problems, and every test's verdict, "
-        "change, 95 %% interval and detectable change",
-    )
-
     summary = commands.add_parser("summary", help="per engine and device: is it right, how fast, at what energy")
     summary.add_argument("sources", nargs="+", help="record files, results directories or pytest-benchmark JSON")
     summary.add_argument("--report", default=None, help="a report path to name at the end")
@@ -210,17 +196,15 @@ def _merge(args) -> int:
 
 def _regression_check(args) -> int:
     """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
-    from harness.cli.options import accepted_differences, regression_fdr
+    from harness.cli.options import accepted_differences, gate_json_path, regression_fdr
+    from harness.cli.output import save_regression_json
     from harness.regression import baseline
     from harness.regression.check import check, key, parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
     fdr = regression_fdr(args)
     accept = accepted_differences(args)
-    if args.json:
-        from harness.io import check_writable_file
-
-        check_writable_file(args.json, "--json")
+    json_path = gate_json_path(args)
     if args.confirm < 0:
         raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
     rerun = _relaunch(args.sources) if args.confirm else None
@@ -231,12 +215,9 @@ def _regression_check(args) -> int:
     if rerun is not None and outcome.flagged:
         outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm, accept=accept)
     print("\n".join(regression_report(outcome, args.harness_baseline)))
-    code = outcome.exit_status(fail_on_unknown=args.fail_on_unknown)
-    if args.json:
-        from harness.cli.output import regression_json
-        from harness.io import write_json_atomic
-
-        write_json_atomic(args.json, regression_json(outcome, args.harness_baseline, code))
+    code = outcome.exit_status(fail_on_unknown=args.harness_fail_on_unknown)
+    if json_path:
+        save_regression_json(json_path, outcome, args.harness_baseline, code)
     return code
 
 

@@ -34,11 +34,26 @@ class FingerprintKey:
 @dataclass(frozen=True)
 class ValueRow:
     metric: str
-    value: float
+    value: float  # the record's figure: over every ok launch, excluded ones too
     rounds: Optional[list[float]] = None  # per-round values, the spread inside one launch
     launches: Optional[list[float]] = None  # per-launch values, when the record holds several launches
     ci_low: Optional[float] = None
     ci_high: Optional[float] = None
+    # The median over the launches the regression check counts (``records.record.launch_values``), where
+    # that leaves a launch excluded as disturbed out; None: every launch counted, ``value`` is the figure.
+    counted_value: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ExcludedLaunch:
+    """A launch kept in the record but left out of the regression check as disturbed (``Launch.excluded``)."""
+
+    index: int  # 0-based, as in the record
+    of: int  # the record's launches
+    reason: str
+
+    def label(self) -> str:
+        return f"launch {self.index + 1}/{self.of}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,7 @@ class PointRows:
     started_at: Optional[datetime] = None
     commit: Optional[str] = None
     values: tuple[ValueRow, ...] = ()
+    excluded: tuple[ExcludedLaunch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,11 @@ def _rows(record) -> PointRows:
     """The one place that reads a record (``harness.records.record.Record``): identity, fingerprint, outcome,
     and each numeric metric with its per-round values (``results.round_values``), per-launch values (the
     ok launches' medians in ``samples.launches``, when there are several) and its interval over launches
-    (``samples.intervals``) when the record carries them."""
+    (``samples.intervals``) when the record carries them; the launches excluded as disturbed, and each
+    launch-level metric's median over the launches the regression check counts where that differs."""
+    import statistics
+
+    from harness.records.record import launch_values
     from harness.records.store import round_values
 
     adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
@@ -119,6 +139,8 @@ def _rows(record) -> PointRows:
         if value is None:
             continue
         interval = record.samples.intervals.get(metric)
+        measured = [entry for entry in launches if entry.medians.get(metric) is not None]
+        counted = launch_values(record, metric) if len(measured) > 1 else []
         values.append(
             ValueRow(
                 metric,
@@ -127,6 +149,7 @@ def _rows(record) -> PointRows:
                 _floats([entry.medians.get(metric) for entry in launches]) if len(launches) > 1 else None,
                 _finite(interval.low) if interval else None,
                 _finite(interval.high) if interval else None,
+                _finite(statistics.median(counted)) if 0 < len(counted) < len(measured) else None,
             )
         )
     gate = record.correctness
@@ -145,13 +168,30 @@ def _rows(record) -> PointRows:
         started_at=_time(record.started_at),
         commit=(env.get("git") or {}).get("commit"),
         values=tuple(values),
+        excluded=tuple(
+            ExcludedLaunch(entry.index, len(record.samples.launches), entry.excluded)
+            for entry in record.samples.launches
+            if entry.excluded
+        ),
     )
+
+
+def _canonical(point: PointRows) -> str:
+    """A point as its content hash reads it. Fields added since the history's first schema are left out
+    while empty, so records stored by an older harness hash the same and are not stored twice."""
+    data = asdict(point)
+    if not data["excluded"]:
+        del data["excluded"]
+    for value in data["values"]:
+        if value["counted_value"] is None:
+            del value["counted_value"]
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def _digest(points: Iterable[PointRows]) -> str:
     """Content hash of a run: its points in a canonical order, so the same records hash the same
     whichever order or path they were read in."""
-    canonical = sorted(json.dumps(asdict(p), sort_keys=True, default=str) for p in points)
+    canonical = sorted(_canonical(p) for p in points)
     return hashlib.sha256("\n".join(canonical).encode()).hexdigest()
 
 

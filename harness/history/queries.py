@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Optional
 
-from harness.history.ingest import FingerprintKey
+from harness.history.ingest import ExcludedLaunch, FingerprintKey
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,9 @@ class RunInfo:
 
 @dataclass
 class SeriesData:
-    """One series: values in run order, with the runs they came from (and, on request, spreads)."""
+    """One series: values in run order, with the runs they came from (and, on request, spreads). A value is
+    the run's figure over the launches the regression check counts (``Measurement.counted_value`` where a
+    launch was excluded as disturbed, else ``Measurement.value``), so change points leave those out too."""
 
     id: int
     scenario: str
@@ -38,6 +40,8 @@ class SeriesData:
     spread: list[tuple[Optional[float], Optional[float]]] = field(default_factory=list)  # low, high per run
     spread_over: list[Optional[str]] = field(default_factory=list)  # what each spread is: launches | rounds | interval
     verdicts: list[Optional[str]] = field(default_factory=list)
+    excluded: list[tuple[ExcludedLaunch, ...]] = field(default_factory=list)  # per run: launches left out
+    recorded: list[float] = field(default_factory=list)  # per run: the record's figure, over every launch
 
     @property
     def point(self) -> str:
@@ -79,7 +83,7 @@ def series(
 ) -> list[SeriesData]:
     """Series (optionally of one point or metric) with their values in run order. ``spread`` also reads
     the per-round/per-launch values and the correctness verdicts (slower: JSON columns)."""
-    from sqlalchemy import select
+    from sqlalchemy import func, select
 
     from harness.history.schema import Fingerprint, Measurement, PointResult, Series
 
@@ -107,7 +111,11 @@ def series(
             .where(*where)
         ):
             found[row[0]] = SeriesData(row[0], row[1], row[2], row[3], FingerprintKey(*row[4:]))
-        columns = [Measurement.series_id, PointResult.run_id, Measurement.value]
+        columns = [
+            Measurement.series_id,
+            PointResult.run_id,
+            func.coalesce(Measurement.counted_value, Measurement.value),
+        ]
         if spread:
             columns += [
                 Measurement.rounds,
@@ -115,6 +123,8 @@ def series(
                 Measurement.ci_low,
                 Measurement.ci_high,
                 PointResult.verdict,
+                PointResult.excluded_launches,
+                Measurement.value,
             ]
         query = select(*columns).join(PointResult, Measurement.result_id == PointResult.id)
         if where:
@@ -132,6 +142,8 @@ def series(
             data.spread.append((low, high))
             data.spread_over.append(source)
             data.verdicts.append(row[7])
+            data.excluded.append(tuple(ExcludedLaunch(**entry) for entry in row[8] or ()))
+            data.recorded.append(row[9])
     return [s for s in found.values() if s.values]
 
 
@@ -155,6 +167,8 @@ def frame(engine):
             Measurement.launches,
             Measurement.ci_low,
             Measurement.ci_high,
+            Measurement.counted_value,
+            PointResult.excluded_launches,
             PointResult.status,
             PointResult.verdict,
             PointResult.kl_ratio,

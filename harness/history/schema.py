@@ -55,7 +55,7 @@ class Series(Base):
 
 
 class PointResult(Base):
-    """One point's outcome in one run: status, correctness verdict, KL ratio, accuracy."""
+    """One point's outcome in one run: status, correctness verdict, KL ratio, accuracy, excluded launches."""
 
     __tablename__ = "point_results"
     __table_args__ = (UniqueConstraint("run_id", "scenario", "point_id", "fingerprint_id", name="uq_point_in_run"),)
@@ -70,6 +70,8 @@ class PointResult(Base):
     kl_ratio: Mapped[Optional[float]] = mapped_column(Float)
     accuracy: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     started_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    # Launches kept but left out of the regression check as disturbed: [{index, of, reason}] (0002; None before).
+    excluded_launches: Mapped[Optional[list[dict[str, Any]]]] = mapped_column(JSON)
 
 
 class Measurement(Base):
@@ -88,3 +90,6 @@ class Measurement(Base):
     launches: Mapped[Optional[list[float]]] = mapped_column(JSON)
     ci_low: Mapped[Optional[float]] = mapped_column(Float)
     ci_high: Mapped[Optional[float]] = mapped_column(Float)
+    # The median over the launches the regression check counts, where it leaves one out (0002): what the
+    # history's change points read; None when every launch counted (``value`` is the figure).
+    counted_value: Mapped[Optional[float]] = mapped_column(Float)

@@ -10,7 +10,7 @@ serialization failure is retried.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
@@ -200,6 +200,7 @@ def _add_once(engine, run: RunRows) -> Added:
                     "kl_ratio": p.kl_ratio,
                     "accuracy": p.accuracy,
                     "started_at": p.started_at,
+                    "excluded_launches": [asdict(e) for e in p.excluded] or None,
                 }
                 for p in run.points
             ],
@@ -221,6 +222,7 @@ def _add_once(engine, run: RunRows) -> Added:
                 "launches": v.launches,
                 "ci_low": v.ci_low,
                 "ci_high": v.ci_high,
+                "counted_value": v.counted_value,
             }
             for p in run.points
             for v in p.values

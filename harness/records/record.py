@@ -206,18 +206,31 @@ def migrate(data: dict) -> dict:
 
 
 def _precision_in_id(data: dict) -> dict:
-    """Point ids name the precision a point ran at: a llama.cpp point at quantization ``none`` runs its
-    GGUF's own file type (``llamacpp-cpu-q4_k_m``), where records written before said the model's dtype
-    (``llamacpp-cpu-bf16``). Such a record (its adapter part names the GGUF ``file_type``) gets the new id
-    as it loads, so older results and baselines keep matching the points of a new run. Idempotent."""
+    """Point ids name the precision a point ran at, where records written before said the model's dtype: a
+    llama.cpp point at quantization ``none`` runs its GGUF's own file type (``llamacpp-cpu-bf16`` ->
+    ``llamacpp-cpu-q4_k_m``), an OpenVINO CPU point computes in the CPU plugin's inference precision
+    (``openvino-CPU-bf16`` -> ``openvino-CPU-f32`` on a CPU without bf16). Such a record gets the new id as it
+    loads (``_ran`` reads what ran from its adapter part), so older results and baselines keep matching the
+    points of a new run. Idempotent."""
     adapter, point = data.get("adapter") or {}, data.get("point") or {}
-    file_type, pid = adapter.get("file_type"), data.get("point_id")
-    if not isinstance(file_type, str) or not isinstance(pid, str) or point.get("quantization", "none") != "none":
+    pid, ran = data.get("point_id"), _ran(adapter, point)
+    if ran is None or not isinstance(pid, str) or point.get("quantization", "none") != "none":
         return data
     dtype = ((data.get("settings") or {}).get("model") or {}).get("dtype") or "bf16"
-    ran = precision.from_gguf_file_type(file_type)
     renamed = precision.id_with_precision(pid, str(point.get("adapter")), str(point.get("device")), dtype, ran)
     return data if renamed == pid else {**data, "point_id": renamed}
+
+
+def _ran(adapter: dict, point: dict) -> Optional[str]:
+    """What a record's adapter part says its point ran at: a GGUF's ``file_type``; the CPU plugin's
+    ``precision_hints`` (read from the CPU plugin, so they say what ran on the CPU device only)."""
+    file_type = adapter.get("file_type")
+    if isinstance(file_type, str):
+        return precision.from_gguf_file_type(file_type)
+    hints = adapter.get("precision_hints")
+    if isinstance(hints, dict) and point.get("device") == "CPU":
+        return precision.from_openvino_type(hints.get("INFERENCE_PRECISION_HINT"))
+    return None
 
 
 def _from_v1(data: dict) -> dict:

@@ -147,22 +147,25 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
         raise ScenarioErrors(errors)
 
 
-def native_precisions(scenario: Scenario, adapter_classes: dict) -> dict[str, str]:
-    """adapter -> the precision it runs the model at when quantization is ``none``, where the adapter
-    says it differs from ``model.dtype`` (``Adapter.native_precision``): the point ids name it. A model
-    whose file cannot be read here leaves the dtype in the id; its points report the problem when they run."""
+def native_precisions(scenario: Scenario, adapter_classes: dict) -> dict[tuple[str, str], str]:
+    """(adapter, device) -> the precision the adapter runs the model at there when quantization is ``none``,
+    where the adapter says it differs from ``model.dtype`` (``Adapter.native_precision``): the point ids
+    name it. A model whose file cannot be read here, or a device whose plugin cannot say, leaves the dtype
+    in the id; its points report the problem when they run."""
     if "none" not in scenario.sweep.quantization and not any(
         entry.get("quantization", "none") == "none" for entry in scenario.include
     ):
         return {}
+    devices = dict.fromkeys([*scenario.sweep.device, *(e["device"] for e in scenario.include if "device" in e)])
     out = {}
     for name, cls in adapter_classes.items():
-        try:
-            precision = cls.native_precision(scenario.model)
-        except (HarnessError, OSError, ValueError):
-            precision = None
-        if precision:
-            out[name] = precision
+        for device in devices:
+            try:
+                precision = cls.native_precision(scenario.model, str(device))
+            except (HarnessError, OSError, ValueError):
+                precision = None
+            if precision:
+                out[(name, str(device))] = precision
     return out
 
 

@@ -4,7 +4,6 @@ point's launches, write its record, show progress. Orchestration only: what happ
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,8 +288,7 @@ class Runner:
             record = results.read(path)
         except (OSError, ValueError):
             return None
-        settings = json.loads(json.dumps(self.session.settings_of(scenario)))
-        same = record.point == point.axes() and record.settings == settings
+        same = record.point == point.axes() and self.session.same_settings(record.settings, scenario)
         complete = record.status == "skipped" or (
             record.status == "ok"
             and (not self.timing or len(record.samples.launches) >= self.launches_of(scenario, point))

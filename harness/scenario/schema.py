@@ -197,12 +197,13 @@ class Scenario(Strict):
     markers: list[str] = Field(default_factory=list)
     known_failures: list[KnownFailure] = Field(default_factory=list)
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
-    # adapter -> the precision it runs the model at when quantization is none, where that is not
-    # model.dtype (a GGUF's own file type): set by the loader (harness.run.planning), read by point ids.
-    _native_precision: dict[str, str] = PrivateAttr(default_factory=dict)
+    # (adapter, device) -> the precision it runs the model at when quantization is none, where that is not
+    # model.dtype (a GGUF's own file type, a plugin's inference precision): set by the loader
+    # (harness.run.planning), read by point ids.
+    _native_precision: dict[tuple[str, str], str] = PrivateAttr(default_factory=dict)
 
     @property
-    def native_precision(self) -> dict[str, str]:
+    def native_precision(self) -> dict[tuple[str, str], str]:
         return self._native_precision
 
     @property

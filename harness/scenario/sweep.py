@@ -58,16 +58,21 @@ _check_point_fields()
 
 
 def point_id(
-    axes: dict, dtype: str, explicit: frozenset[str], defaults: dict, native: Optional[dict[str, str]] = None
+    axes: dict,
+    dtype: str,
+    explicit: frozenset[str],
+    defaults: dict,
+    native: Optional[dict[tuple[str, str], str]] = None,
 ) -> str:
     """``adapter-device-precision`` plus a part for each axis the sweep names or the point changes.
 
     The precision is the quantization, or at ``none`` what the adapter runs the model at: ``native``
-    (adapter -> precision, e.g. llama.cpp's GGUF file type ``q4_k_m``) or else the model's ``dtype``.
+    ((adapter, device) -> precision, e.g. llama.cpp's GGUF file type ``q4_k_m``, OpenVINO's CPU plugin's
+    ``f32``) or else the model's ``dtype``.
     Unset (None) values have no part: ``hf-cpu-bf16`` runs a dynamic cache, ``hf-cpu-bf16-seq128`` a
     static one of 128.
     """
-    own = (native or {}).get(axes["adapter"]) or dtype
+    own = (native or {}).get((axes["adapter"], axes["device"])) or dtype
     precision = own if axes["quantization"] == "none" else axes["quantization"]
     parts = [precision if axis == "quantization" else axes[axis] for axis in _LEAD]
     for axis, prefix in _ID_PARTS.items():

@@ -285,6 +285,7 @@ class HFAdapter(Adapter):
             "device_name": torch_device.name(torch, self.device),
             "driver": torch_device.driver(self.device),
             "dtype": self.settings.dtype,
+            "weights_dtype": str(self.model.dtype),  # what the loaded model holds: the id's dtype, checked
             "attn_implementation": self.model.config._attn_implementation,
             "threads": torch.get_num_threads(),
             "kv_cache": f"static({self.point.max_seq_len})" if self.point.max_seq_len else "dynamic",

@@ -72,9 +72,10 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         return None
 
     @classmethod
-    def native_precision(cls, spec) -> Optional[str]:
-        """The model's own GGUF file type (``q4_k_m`` for the default model); a checkpoint without a GGUF is
-        exported to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py missing)."""
+    def native_precision(cls, spec, device: str) -> Optional[str]:
+        """The model's own GGUF file type (``q4_k_m`` for the default model), on every device; a checkpoint
+        without a GGUF is exported to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
+        missing)."""
         from harness.models.sources import gguf_of
 
         path = gguf_of(spec)

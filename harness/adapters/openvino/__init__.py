@@ -81,6 +81,16 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the
         return None
 
     @classmethod
+    def native_precision(cls, spec, device: str) -> Optional[str]:
+        """At quantization ``none`` a dynamic pipeline computes in its device plugin's default inference
+        precision (no hint is set, and the export ignores ``model.dtype``): ``bf16`` on a CPU with AVX512-BF16
+        or AMX, ``f32`` on one without, ``f16`` on a GPU. None where the plugin cannot say here (OpenVINO
+        missing, the device absent) and for the static pipelines, whose precision NPUW decides."""
+        if device in _STATIC or not cls.available()[0]:
+            return None
+        return export.inference_precision(device)
+
+    @classmethod
     def capability_reason(cls, point) -> Optional[str]:
         static = point.device in _STATIC
         if static and point.beam_width > 1:
@@ -164,6 +174,8 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the
         )
         self._ov, self._genai = ov, openvino_genai
         self._request = None
+        dynamic_none = point.quantization == "none" and point.device not in _STATIC
+        self.precision = export.inference_precision(point.device) if dynamic_none else None  # as native_precision
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         import numpy as np
@@ -264,6 +276,8 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the
             "compression": self.compression,
             "weights_precision": dict(weight_types(self.ir_dir / "openvino_model.xml")),
             "precision_hints": hints,
+            # what the point id says it ran at (quantization none): the plugin's inference precision
+            **({"precision": self.precision} if self.precision else {}),
             "compile_s": self.compile_s,
             "compile_cache": self.compile_state,
             "convert_s": self.convert_s,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Optional
 
 from harness.io import per_file
 
@@ -95,3 +96,15 @@ def compress(fp_dir: Path, out: Path, quantization: str, options: dict) -> None:
 
 
 weight_types = per_file(_weight_types)  # describe() asks once per point; reading the IR takes ~0.4 s
+
+
+def inference_precision(device: str) -> Optional[str]:
+    """The precision word of ``device``'s default ``INFERENCE_PRECISION_HINT``; None when it cannot be read."""
+    import openvino as ov
+
+    from harness.records.precision import from_openvino_type
+
+    try:
+        return from_openvino_type(ov.Core().get_property(device, "INFERENCE_PRECISION_HINT"))
+    except Exception:  # noqa: BLE001 - an absent device or a plugin without the property: the id keeps the dtype
+        return None

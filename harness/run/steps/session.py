@@ -111,6 +111,18 @@ class Session:
     def settings_of(scenario: Scenario) -> dict:
         return scenario.model_dump(include=SETTINGS_PARTS)
 
+    @classmethod
+    def same_settings(cls, stored: dict, scenario: Scenario) -> bool:
+        """A record's ``settings`` are the scenario's: a setting the record lacks (added to the schema after
+        it was written, e.g. ``measurement.canary_tolerance``) counts as its default, so an older record
+        still resumes when the scenario leaves the new setting at its default."""
+        import json
+
+        def as_stored(settings: dict):  # as a record holds them: read back from JSON
+            return json.loads(json.dumps(settings))
+
+        return as_stored(_with_defaults(stored, scenario, SETTINGS_PARTS)) == as_stored(cls.settings_of(scenario))
+
     def has_model(self, scenario: Scenario) -> bool:
         return models.spec_key(scenario.model) in self._models
 
@@ -139,3 +151,22 @@ class Session:
         if self._meter is None:
             self._meter = EnergyMeter()
         return self._meter
+
+
+def _with_defaults(stored: dict, model: Any, names) -> dict:
+    """``stored`` (a dump of ``model``'s fields ``names``) with each field it lacks at the field's default,
+    nested models alike; a field without a default stays missing (so the settings differ)."""
+    from pydantic import BaseModel
+    from pydantic_core import PydanticUndefined
+
+    out = dict(stored)
+    fields = type(model).model_fields
+    for name in names:
+        value = getattr(model, name)
+        if name not in stored:
+            default = fields[name].get_default(call_default_factory=True)
+            if default is not PydanticUndefined:
+                out[name] = default.model_dump() if isinstance(default, BaseModel) else default
+        elif isinstance(value, BaseModel) and isinstance(stored[name], dict):
+            out[name] = _with_defaults(stored[name], value, type(value).model_fields)
+    return out
