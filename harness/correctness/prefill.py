@@ -6,7 +6,8 @@ and one prompt's position could swing a phase. The phase now holds, per prompt, 
 **prefixes**: the device prefills ``prompt_ids[:n - j]`` anew for j = 0..N-1 on the point's own step-wise
 path (its cache and prefill chunking, as every gate step) and its last logits are compared with the
 reference's logits at prompt position n - j - 1. The HF reference gets all N from one forward over the
-prompt (``score``); its noise floor is that forward in the floor dtype, at the same positions.
+prompt (``score``); its noise floor is that forward in the floor dtype, at the same positions. A
+same-weights reference (``harness.correctness.same_weights``) steps its twin: one prefill per prefix.
 
 Cost: N prefills of an n-token prompt process about N x n tokens, nothing for short prompts but N times a
 long prompt's prefill. A prompt gets at most ``max(1, PREFILL_TOKENS // n)`` positions, so a long prompt
@@ -42,6 +43,13 @@ def prefix_lengths(prompt_length: int, count: int) -> list[int]:
 def reference_rows(engine, prompt_ids: Sequence[int], wanted: int, top_m: int) -> tuple[list, list]:
     """(top-M ids, their log-probabilities) at the last prompt positions, ascending, from one forward."""
     rows = [top_row(log_softmax(logits), top_m) for logits in engine.score(prompt_ids, count_for(len(prompt_ids), wanted))]
+    return [ids for ids, _ in rows], [lps for _, lps in rows]
+
+
+def stepwise_rows(engine, prompt_ids: Sequence[int], wanted: int, top_m: int) -> tuple[list, list]:
+    """``reference_rows`` from an engine that only steps (a same-weights twin): one prefill per prefix."""
+    lengths = prefix_lengths(len(prompt_ids), count_for(len(prompt_ids), wanted))
+    rows = [top_row(log_softmax(engine.prefill(prompt_ids[:length])), top_m) for length in lengths]
     return [ids for ids, _ in rows], [lps for _, lps in rows]
 
 
