@@ -7,8 +7,9 @@ the **decode** phase (one token with the cache). A fault that touches only decod
 prefill positions exact, so each phase is judged against its own noise floor, with the same drift/fail
 factors, and the point takes the worse of the phases' tiers and of the overall one. A tier compares its
 mean KL over its mean floor with the lines, never on fewer than ``min_positions`` positions: a phase with
-fewer (one prefill position per prompt, on a few prompts) is pooled into the overall tier, not judged alone. Beside each, the paired test of
-``harness.correctness.power`` (device KL against the floor's KL at the same position) is recorded.
+fewer (one prefill position per prompt, on a few prompts) is pooled into the overall tier, not judged
+alone. Beside each, the paired test of ``harness.correctness.power`` (device KL against the floor's KL at
+the same position) is recorded.
 
 Distribution figures (median, p90, p99, max) pool every teacher-forced position of every prompt.
 """
