@@ -88,23 +88,29 @@ LONG = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-gate: {tokens: 4, prompts: 1, length: 700, long_prompts: 2}
+gate: {tokens: 4, prompts: 1, length: 200, long_prompts: 2}
 sweep:
   adapter: [hf]
 """
 
 
-def test_a_long_prompt_gets_fewer_prefill_positions_and_the_record_says_so(write_scenario, tmp_path, tiny_llama):
+def test_a_long_prompt_gets_fewer_prefill_positions_and_the_record_says_so(
+    write_scenario, tmp_path, tiny_llama, monkeypatch
+):
+    from harness.correctness import prefill
+
+    monkeypatch.setattr(prefill, "PREFILL_TOKENS", 512)  # 4096 in use: a 200-token prompt shows the cap here
     path = write_scenario(LONG)
-    assert cli.main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 0
-    (_, record), = store.iter_records(tmp_path / "results" / "scenario")
+    args = ["run", str(path), "--results", str(tmp_path / "results"), "--no-progress", "--isolation", "none"]
+    assert cli.main(args) == 0
+    ((_, record),) = store.iter_records(tmp_path / "results" / "scenario")
     gate = record.correctness
-    # the short prompt and the `long` one (a 16-token head) get 8; the `long-prefill` one, 696 tokens
-    # prefilled per position, gets 4096 // 696 = 5
+    # the short prompt and the `long` one (a 16-token head) get 8; the `long-prefill` one, 196 tokens
+    # prefilled per position, gets 512 // 196 = 2
     assert [p["kind"] for p in gate.prompts] == ["plain", "long", "long-prefill"]
-    assert [len(p["prefill_kl"]) for p in gate.prompts] == [8, 8, 5]
-    assert gate.phases.prefill.positions == 21
-    assert any("prompt 2 (696 tokens): 5" in note for note in gate.notes), gate.notes
+    assert [len(p["prefill_kl"]) for p in gate.prompts] == [8, 8, 2]
+    assert gate.phases.prefill.positions == 18
+    assert any("prompt 2 (196 tokens): 2" in note for note in gate.notes), gate.notes
 
 
 def test_a_reference_stored_before_prefill_positions_is_recomputed_in_place(tmp_path, tiny_llama):
