@@ -32,7 +32,9 @@ def verdict_line(name: str, gate) -> str:
     phases = gate.phases
     if phases is not None and phases.prefill.kl_ratio is not None:  # its positions: gate.prefill_positions x prompts
         pooled = ", pooled" if phases.prefill.pooled else ""
-        parts.append(f"prefill phase {phases.prefill.kl_ratio:.1f}x its floor ({phases.prefill.positions} positions{pooled})")
+        parts.append(
+            f"prefill phase {phases.prefill.kl_ratio:.1f}x its floor ({phases.prefill.positions} positions{pooled})"
+        )
     if phases is not None and phases.decode.kl_ratio is not None:
         parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
     parts += gate.notes

@@ -42,7 +42,9 @@ def prefix_lengths(prompt_length: int, count: int) -> list[int]:
 
 def reference_rows(engine, prompt_ids: Sequence[int], wanted: int, top_m: int) -> tuple[list, list]:
     """(top-M ids, their log-probabilities) at the last prompt positions, ascending, from one forward."""
-    rows = [top_row(log_softmax(logits), top_m) for logits in engine.score(prompt_ids, count_for(len(prompt_ids), wanted))]
+    rows = [
+        top_row(log_softmax(logits), top_m) for logits in engine.score(prompt_ids, count_for(len(prompt_ids), wanted))
+    ]
     return [ids for ids, _ in rows], [lps for _, lps in rows]
 
 
@@ -56,7 +58,9 @@ def stepwise_rows(engine, prompt_ids: Sequence[int], wanted: int, top_m: int) ->
 def floor_kls(engine, ref: PromptReference) -> list[float]:
     """The floor engine's KL at each of the reference's prefill positions (one forward)."""
     rows = engine.score(ref.prompt_ids, len(ref.prefill_top_ids))
-    return [coarse_kl(i, lp, log_softmax(row)) for i, lp, row in zip(ref.prefill_top_ids, ref.prefill_top_logprobs, rows)]
+    return [
+        coarse_kl(i, lp, log_softmax(row)) for i, lp, row in zip(ref.prefill_top_ids, ref.prefill_top_logprobs, rows)
+    ]
 
 
 def measure(adapter, ref: PromptReference) -> Optional[list[float]]:

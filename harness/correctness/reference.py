@@ -45,8 +45,8 @@ from harness.correctness.logprobs import (  # noqa: F401 - re-exported: the refe
     top_ids,
 )
 from harness.errors import HarnessError
-from harness.scenario.schema import Gate
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
+from harness.scenario.schema import Gate
 
 # 2: prefill positions (``PromptReference.prefill_*``, ``noise_floor.prefill_positions``); a stored version-1
 # reference still loads (same-weights ones have none), and the HF store recomputes it in place.
