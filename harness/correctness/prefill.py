@@ -77,16 +77,17 @@ def measure(adapter, ref: PromptReference) -> Optional[list[float]]:
 
 def parts(results: Sequence[PromptResult], reference: Reference) -> Optional[tuple[list, list]]:
     """(device KLs, floor KLs) per teacher-forced prompt for the prefill phase, or None where any lacks them
-    (a reference stored before prefill positions, a same-weights reference): the phase is then the first
+    (a reference stored before prefill positions, or built by hand): the phase is then the first
     teacher-forced position of each prompt, as before."""
     measured = [r for r in results if r.position_kl is not None]
     floors = reference.noise_floor.get("prefill_positions")
-    if not measured or floors is None or any(r.prefill_kl is None for r in measured):
+    device = [r.prefill_kl for r in measured]
+    if not measured or floors is None or any(kls is None for kls in device):
         return None
-    pairs = [(r.prefill_kl, floors[r.prompt]) for r in measured]
-    if any(len(floor) != len(device) for device, floor in pairs):
+    floor = [list(floors[r.prompt]) for r in measured]
+    if [len(kls or []) for kls in device] != [len(kls) for kls in floor]:
         return None
-    return [list(device) for device, _ in pairs], [list(floor) for _, floor in pairs]
+    return [list(kls or []) for kls in device], floor
 
 
 def notes(reference: Reference) -> list[str]:
