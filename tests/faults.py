@@ -183,3 +183,28 @@ class ChunkPositionsRestart(HFAdapter):
             return args, kwargs
 
         _decoder(self.model).register_forward_pre_hook(restart, with_kwargs=True)
+
+
+class PrefillQueryOffset(HFAdapter):
+    """A multi-token forward (the prefill) rotates the last layer's queries ``shift`` positions ahead of
+    their keys: a prefill attention kernel whose query position ids are off. Keys and values are right, so
+    the cache is, and every decode step is exact: only the logits of a prefill are off."""
+
+    shift = 1.0
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+        head_dim = self.model.config.head_dim
+        half = head_dim // 2
+        angle = _decoder(self.model).rotary_emb.inv_freq.float() * self.shift
+        cos, sin = torch.cat([angle.cos(), angle.cos()]), torch.cat([angle.sin(), angle.sin()])
+
+        def rotate(module, args, output):  # RoPE composes: rotated by p after this, the query sits at p + shift
+            if output.shape[1] == 1:  # one token: a decode step
+                return output
+            heads = output.view(*output.shape[:-1], -1, head_dim).float()
+            turned = torch.cat([-heads[..., half:], heads[..., :half]], dim=-1)
+            return (heads * cos + turned * sin).to(output.dtype).reshape(output.shape)
+
+        _decoder(self.model).layers[-1].self_attn.q_proj.register_forward_hook(rotate)

@@ -378,7 +378,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
     pairs, settings = select_gate_prompts("ci"), ReferenceSettings(tokens=32, threads=2)
     reference, path, _ = store.get_or_compute(tiny_llama, pairs, settings)
     floors = reference.noise_floor["phases"]
-    assert floors["prefill"]["positions"] == 2 and floors["decode"]["positions"] == sum(
+    assert floors["prefill"]["positions"] == 16 and floors["decode"]["positions"] == sum(
         len(p.tokens) - 1 for p in reference.prompts
     )
 
@@ -393,8 +393,9 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
     clean = check(HFAdapter, "fp32", reference)  # the floor's own engine: 1x in both phases
     assert clean.verdict == "pass" and clean.phases.decode.verdict == "pass"
     assert clean.test.rise == pytest.approx(1, rel=0.01) and clean.test.floor == "positions"
-    # two prompts give the prefill phase two positions: fewer than min_positions, so pooled, never judged alone
-    assert clean.phases.prefill.pooled and clean.phases.prefill.verdict is None
+    # the last 8 prompt positions of each of the two prompts (gate.prefill_positions): judged on their own
+    assert not clean.phases.prefill.pooled and clean.phases.prefill.verdict == "pass"
+    assert clean.phases.prefill.positions == 16
     assert clean.phases.prefill.kl_ratio == pytest.approx(1, rel=0.01)
     assert clean.phases.decode.kl_ratio == pytest.approx(1, rel=0.01)
 

@@ -30,6 +30,11 @@ def verdict_line(name: str, gate) -> str:
             f"{test.positions} positions; detects {test.detectable:.1f}x at 80 % power)"
         )
     phases = gate.phases
+    if phases is not None and phases.prefill.kl_ratio is not None:  # its positions: gate.prefill_positions x prompts
+        pooled = ", pooled" if phases.prefill.pooled else ""
+        parts.append(
+            f"prefill phase {phases.prefill.kl_ratio:.1f}x its floor ({phases.prefill.positions} positions{pooled})"
+        )
     if phases is not None and phases.decode.kl_ratio is not None:
         parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
     parts += gate.notes

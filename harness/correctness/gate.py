@@ -11,7 +11,8 @@ Two checks per prompt, on the device's step-wise ``prefill``/``decode`` logits:
 
 Verdict: ``fail`` when a top-k check fails or a mean KL exceeds ``fail_factor`` x its noise floor;
 ``drift`` when one exceeds ``drift_factor`` x its floor; else ``pass``. The means judged: the overall one,
-and each phase's (the prefill position, the decode positions) against its own floor (``harness.correctness.kl``).
+and each phase's (the last prompt positions, ``harness.correctness.prefill``; the decode positions) against
+its own floor (``harness.correctness.kl``).
 Drift is expected of quantized points and reported; on an unquantized point it fails (by default), as a bug:
 measured on Gemma 3 270M, HF fp32 sits at 1x the floor, while a decode step that reuses the previous
 position id sits at ~11x and a swapped pair of attention heads at ~70x, with identical top-1 tokens.
@@ -24,7 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness import kl as kl_stats
-from harness.correctness import positions
+from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
 from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
@@ -187,6 +188,8 @@ def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) 
             if config.mode in ("forced", "both")
             else PromptResult(index, ref.kind)
         )
+        if config.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
+            result.prefill_kl = prefill.measure(adapter, ref)
         if config.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
             ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
@@ -252,9 +255,11 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
     forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
     lines = config.lines
-    phases = kl_stats.phases(forward, reference.noise_floor, lines) if forward else None
+    widened = prefill.parts(prompt_results, reference)  # the prefill phase at the last prompt positions
+    phases = kl_stats.phases(forward, reference.noise_floor, lines, widened) if forward else None
     test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
     notes = [why] if forward and (why := kl_stats.too_few(forward, lines)) else []
+    notes += prefill.notes(reference) if widened else []
     if long_misses:
         notes.append(f"teacher-forced top-{config.k} missed on long prompt(s) {long_misses}: reported; KL judges them")
     fails, drifts = kl_stats.judge(ratio, test, phases, lines)

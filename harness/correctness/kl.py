@@ -1,13 +1,15 @@
 """The gate's KL figures by phase and as a distribution: pure functions of per-position KLs.
 
-Teacher-forced position 0 of a prompt is the **prefill** phase (the logits of the whole prompt's
-forward); every later position is the **decode** phase (one token with the cache). A fault that touches
-only decode steps leaves the prefill position exact, so each phase is judged against its own noise
-floor, with the same drift/fail factors, and the point takes the worse of the phases' tiers and of the
-overall one. A tier compares its mean KL over its mean floor with the lines, never on fewer than
-``min_positions`` positions: a phase with fewer (the prefill phase has one position per prompt) is
-pooled into the overall tier, not judged alone. Beside each, the paired test of
-``harness.correctness.power`` (device KL against the floor's KL at the same position) is recorded.
+The **prefill** phase is the logits of prompt prefixes' forwards: the last ``gate.prefill_positions``
+prompt positions of each prompt (``harness.correctness.prefill``), or, against a reference stored before
+them, teacher-forced position 0 alone (the whole prompt's forward). Every later teacher-forced position is
+the **decode** phase (one token with the cache). A fault that touches only decode steps leaves the
+prefill positions exact, so each phase is judged against its own noise floor, with the same drift/fail
+factors, and the point takes the worse of the phases' tiers and of the overall one. A tier compares its
+mean KL over its mean floor with the lines, never on fewer than ``min_positions`` positions: a phase with
+fewer (one prefill position per prompt, on a few prompts) is pooled into the overall tier, not judged
+alone. Beside each, the paired test of ``harness.correctness.power`` (device KL against the floor's KL at
+the same position) is recorded.
 
 Distribution figures (median, p90, p99, max) pool every teacher-forced position of every prompt.
 """
@@ -43,11 +45,17 @@ def by_phase(per_prompt: Sequence[Sequence[float]]) -> dict[str, list[float]]:
     return {phase: [v for values in parts for v in values] for phase, parts in split(per_prompt).items()}
 
 
-def phase_floors(per_prompt: Sequence[Sequence[float]]) -> dict[str, dict]:
-    """The reference's per-phase noise floor, as stored: ``{phase: {kl_mean, positions}}``."""
+def phase_floors(
+    per_prompt: Sequence[Sequence[float]], prefill: Optional[Sequence[Sequence[float]]] = None
+) -> dict[str, dict]:
+    """The reference's per-phase noise floor, as stored: ``{phase: {kl_mean, positions}}``; ``prefill``, per
+    prompt the floor at its prefill positions, replaces teacher-forced position 0 where given."""
+    found = by_phase(per_prompt)
+    if prefill is not None:
+        found["prefill"] = [v for values in prefill for v in values]
     return {
         phase: {"kl_mean": float(np.mean(values)) if values else None, "positions": len(values)}
-        for phase, values in by_phase(per_prompt).items()
+        for phase, values in found.items()
     }
 
 
@@ -129,12 +137,20 @@ def paired_test(
     )
 
 
-def phases(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Lines) -> GatePhases:
+def phases(
+    per_prompt: Sequence[Sequence[float]],
+    noise_floor: dict,
+    lines: Lines,
+    prefill: Optional[tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]]] = None,
+) -> GatePhases:
     """Each phase's mean KL, floor and ratio (shown), and its paired test and tier (``fail_on_drift`` is
-    applied by the caller); a phase with fewer than ``lines.min_positions`` positions is pooled, not judged."""
+    applied by the caller); a phase with fewer than ``lines.min_positions`` positions is pooled, not judged.
+    ``prefill``: (device, floor) KLs per prompt at its prefill positions, in place of position 0."""
     floors = floors_of(noise_floor)
     floor_positions, source = paired_floor(per_prompt, noise_floor)
     device_parts, floor_parts = split(per_prompt), split(floor_positions)
+    if prefill is not None:
+        device_parts["prefill"], floor_parts["prefill"] = [list(v) for v in prefill[0]], [list(v) for v in prefill[1]]
     parts = {}
     for phase in PHASES:
         values = [v for vs in device_parts[phase] for v in vs]

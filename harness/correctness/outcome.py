@@ -62,6 +62,7 @@ class PromptResult:
     position_kl: Optional[list[float]] = None
     position_top1: Optional[list[int]] = None
     position_kl_reverse: Optional[list[float]] = None  # KL(device || reference), same partition and digits
+    prefill_kl: Optional[list[float]] = None  # KL at the prompt's prefill positions (harness.correctness.prefill)
 
 
 @dataclass

@@ -7,10 +7,15 @@ noise floor: the mean teacher-forced KL between the reference and the same model
 (the mean of per-prompt means) and per phase (``phases``: the prefill position and the decode positions,
 each pooled over prompts; references stored before phases lack it and the gate uses the overall floor)
 and per position (``positions``: per prompt, the KL at each position, which the gate's paired test pairs
-with the device's; references stored before it pair every position with its phase's mean).
+with the device's; references stored before it pair every position with its phase's mean). Per prompt it
+also holds the top-M at the last ``prefill_positions`` prompt positions, from one forward over the prompt,
+and their floor (``prefill_positions``), which make the gate's prefill phase (``harness.correctness.prefill``).
 
 A stored reference is found by model name, prompt texts and settings, then checked against the
 model checksum, the tokenizer and the prompt token ids; a mismatch is refused, never silently used.
+One stored in an older format (``schema_version``) is stale: it is recomputed in place. The step-wise
+math (log-softmax, top-M, the coarse KLs, greedy and teacher-forced stepping) lives in
+``harness.correctness.logprobs`` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,41 +24,37 @@ import hashlib
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
-from harness.correctness import lengths, positions
+from harness.correctness import lengths, positions, prefill
 from harness.correctness.kl import phase_floors, position_floors
 from harness.correctness.lengths import is_long
+from harness.correctness.logprobs import (  # noqa: F401 - re-exported: the reference's step-wise math
+    coarse_kl,
+    coarse_kl_reverse,
+    forced_logprobs,
+    forced_steps,
+    greedy_steps,
+    iter_forced_logprobs,
+    log_softmax,
+    top_ids,
+)
 from harness.errors import HarnessError
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
+from harness.scenario.schema import Gate
 
-SCHEMA_VERSION = 1
+# 2: prefill positions (``PromptReference.prefill_*``, ``noise_floor.prefill_positions``); a stored version-1
+# reference still loads (same-weights ones have none), and the HF store recomputes it in place.
+SCHEMA_VERSION = 2
 
 
 class ReferenceMismatch(HarnessError):
     exit_code = 2
-
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    logits = np.asarray(logits, dtype=np.float32)
-    shifted = logits - logits.max()
-    return shifted - np.log(np.exp(shifted).sum())
-
-
-def top_ids(logprobs: np.ndarray, k: int) -> np.ndarray:
-    """Ids of the k largest entries, largest first, ties toward the lower id."""
-    k = min(k, logprobs.shape[0])
-    candidates = np.argpartition(-logprobs, k - 1)[:k]
-    # widen to every id tied with the k-th value, then order by (-logprob, id)
-    cutoff = logprobs[candidates].min()
-    candidates = np.flatnonzero(logprobs >= cutoff)
-    order = np.lexsort((candidates, -logprobs[candidates]))
-    return candidates[order][:k]
 
 
 @dataclass
@@ -64,6 +65,9 @@ class PromptReference:
     tokens: list[int]  # greedy continuation (stops after an EOS token)
     top_ids: list[list[int]]  # per position: top-M ids
     top_logprobs: list[list[float]]  # per position: their log-probabilities
+    # The last prompt positions, ascending (``harness.correctness.prefill``); empty in version-1 references
+    prefill_top_ids: list[list[int]] = field(default_factory=list)
+    prefill_top_logprobs: list[list[float]] = field(default_factory=list)
 
 
 @dataclass
@@ -71,7 +75,7 @@ class Reference:
     model: dict  # name, checksum, tokenizer_sha256
     settings: dict  # tokens, top_m, dtype, device, eos_ids
     versions: dict
-    noise_floor: dict  # kl_mean, per_prompt, phases (absent in older files), method
+    noise_floor: dict  # kl_mean, per_prompt, phases, positions, prefill_positions (absent in older files), method
     prompts: list[PromptReference]
     created_at: str = ""
     compute_s: float = 0.0
@@ -79,11 +83,17 @@ class Reference:
 
     @classmethod
     def from_dict(cls, data: dict) -> Reference:
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ReferenceMismatch(f"reference schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        if data.get("schema_version") not in range(1, SCHEMA_VERSION + 1):
+            raise ReferenceMismatch(
+                f"reference schema_version {data.get('schema_version')!r} is not one of 1..{SCHEMA_VERSION}"
+            )
         data = dict(data)
         data["prompts"] = [PromptReference(**p) for p in data["prompts"]]
         return cls(**data)
+
+
+# the default (the scenario's): references computed at it keep the keys they had before prefill positions
+PREFILL_POSITIONS: int = Gate.model_fields["prefill_positions"].default
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,7 @@ class ReferenceSettings:
     device: str = "cpu"
     threads: Optional[int] = None
     length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: none
+    prefill_positions: int = PREFILL_POSITIONS  # last prompt positions per prompt (harness.correctness.prefill)
 
 
 def tokenizer_sha256(hf_dir: Path) -> str:
@@ -111,74 +122,6 @@ def eos_ids(model, tokenizer) -> list[int]:
     return sorted(ids)
 
 
-def greedy_steps(adapter, prompt_ids: Sequence[int], n_tokens: int, stop_ids: Sequence[int], top_m: int):
-    """Greedy-decode step by step; return (tokens, top ids per step, top logprobs per step)."""
-    tokens, ids_per_step, lps_per_step = [], [], []
-    logits = adapter.prefill(prompt_ids)
-    for _ in range(n_tokens):
-        logprobs = log_softmax(logits)
-        best = top_ids(logprobs, top_m)
-        ids_per_step.append(best.tolist())
-        lps_per_step.append([round(float(v), 6) for v in logprobs[best]])
-        tokens.append(int(best[0]))
-        if tokens[-1] in stop_ids:
-            break
-        logits = adapter.decode(tokens[-1])
-    return tokens, ids_per_step, lps_per_step
-
-
-def forced_steps(adapter, prompt_ids: Sequence[int], tokens: Sequence[int], top_m: int):
-    """Teacher forcing: (top ids per position, their logprobs) of the given continuation."""
-    ids_per_step, lps_per_step = [], []
-    for logprobs in iter_forced_logprobs(adapter, prompt_ids, tokens):
-        best = top_ids(logprobs, top_m)
-        ids_per_step.append(best.tolist())
-        lps_per_step.append([round(float(v), 6) for v in logprobs[best]])
-    return ids_per_step, lps_per_step
-
-
-def iter_forced_logprobs(adapter, prompt_ids: Sequence[int], tokens: Sequence[int]) -> Iterator[np.ndarray]:
-    """Teacher forcing: the device's log-probabilities at every position of the given continuation, one
-    position at a time (a long prompt's full-vocabulary rows would not fit in memory together)."""
-    yield log_softmax(adapter.prefill(prompt_ids))
-    for token in tokens[:-1]:
-        yield log_softmax(adapter.decode(token))
-
-
-def forced_logprobs(adapter, prompt_ids: Sequence[int], tokens: Sequence[int]) -> list[np.ndarray]:
-    """``iter_forced_logprobs`` as a list."""
-    return list(iter_forced_logprobs(adapter, prompt_ids, tokens))
-
-
-def coarse_kl(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logprobs: np.ndarray) -> float:
-    """KL(reference || device) over the reference's top-M tokens plus one bucket for the rest.
-
-    Coarsening can only lower a KL (data-processing inequality), so this never overstates divergence.
-    """
-    p_ref = np.exp(np.asarray(ref_logprobs, dtype=np.float64))
-    lp_dev = device_logprobs[np.asarray(ref_ids)].astype(np.float64)
-    kl = float(np.sum(p_ref * (np.asarray(ref_logprobs, dtype=np.float64) - lp_dev)))
-    tail_ref = max(0.0, 1.0 - p_ref.sum())
-    tail_dev = max(1e-12, 1.0 - np.exp(lp_dev).sum())
-    if tail_ref > 1e-12:
-        kl += tail_ref * np.log(tail_ref / tail_dev)
-    return max(kl, 0.0)
-
-
-def coarse_kl_reverse(ref_ids: Sequence[int], ref_logprobs: Sequence[float], device_logprobs: np.ndarray) -> float:
-    """KL(device || reference) over the same partition as ``coarse_kl`` (the reference's top-M plus a
-    tail bucket): also a lower bound of the full-vocabulary KL."""
-    lp_ref = np.asarray(ref_logprobs, dtype=np.float64)
-    lp_dev = device_logprobs[np.asarray(ref_ids)].astype(np.float64)
-    p_dev = np.exp(lp_dev)
-    kl = float(np.sum(p_dev * (lp_dev - lp_ref)))
-    tail_dev = max(0.0, 1.0 - p_dev.sum())
-    tail_ref = max(1e-12, 1.0 - np.exp(lp_ref).sum())
-    if tail_dev > 1e-12:
-        kl += tail_dev * np.log(tail_dev / tail_ref)
-    return max(kl, 0.0)
-
-
 class ReferenceStore:
     """References as JSON files under ``root`` (by default ``results/references``)."""
 
@@ -190,6 +133,8 @@ class ReferenceStore:
         keyed = asdict(settings) | {"threads": None}
         if settings.length is None:  # references stored before long prompts keep their keys
             del keyed["length"]
+        if settings.prefill_positions == PREFILL_POSITIONS:  # so do those before prefill positions: recomputed
+            del keyed["prefill_positions"]  # in place, being stale (``load``)
         identity = json.dumps({"prompts": pairs, "settings": keyed}, sort_keys=True)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
         return self.root / safe_name(model_name) / f"{digest}.json"
@@ -198,6 +143,8 @@ class ReferenceStore:
         if not path.exists():
             return None
         reference = Reference.from_dict(read_json(path))
+        if reference.schema_version < SCHEMA_VERSION:  # stale: lacks what this version computes
+            return None
         problems = []
         if reference.model["checksum"] != model.checksum:
             problems.append(f"model checksum {reference.model['checksum'][:12]}… != {model.checksum[:12]}…")
@@ -276,14 +223,16 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
                 tops, lps = forced_steps(engine, ids, tokens, settings.top_m)
             else:
                 tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
-            references.append(PromptReference(kind, text, list(ids), tokens, tops, lps))
+            rows = prefill.reference_rows(engine, ids, settings.prefill_positions, settings.top_m)
+            references.append(PromptReference(kind, text, list(ids), tokens, tops, lps, *rows))
         describe = engine.describe()
 
-    per_prompt = []
+    per_prompt, prefill_floors = [], []
     with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
         for ref in references:
             device = iter_forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
             per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
+            prefill_floors.append(prefill.floor_kls(floor_engine, ref))
 
     import harness
 
@@ -299,9 +248,10 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
         noise_floor={
             "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
             "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
-            "phases": phase_floors(per_prompt),
+            "phases": phase_floors(per_prompt, prefill_floors),
             "buckets": positions.floors(per_prompt, [len(ref.prompt_ids) for ref in references]),
             "positions": position_floors(per_prompt),
+            "prefill_positions": position_floors(prefill_floors),
             "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
         },
         prompts=references,

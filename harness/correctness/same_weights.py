@@ -10,7 +10,9 @@ against itself with only its activation precision or threads changed), so drift 
 Stored like the HF reference: computed once under a lock beside the file, keyed by the content of the
 twin's weights (their sha256, ``harness.io.file_sha256``: a file patched in place with the same size gets
 a new reference), the engine's version, the prompt token ids and the settings, and refused when they do
-not match.
+not match. Like the HF reference it holds the last prompt positions of every prompt (the gate's prefill phase,
+``harness.correctness.prefill``), here from one twin prefill per prefix; one stored before them is stale
+and recomputed in place.
 
 The twin shares every fault written into the artefact; the dequantized check
 (``harness.correctness.dequantized``) reads the artefact back against the HF checkpoint and catches those.
@@ -30,7 +32,9 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
+from harness.correctness import prefill
 from harness.correctness.reference import (
+    SCHEMA_VERSION,
     PromptReference,
     Reference,
     ReferenceMismatch,
@@ -85,22 +89,25 @@ def compute(twin: Twin, hf: Reference) -> Reference:
 
     start = time.perf_counter()
     settings = hf.settings
+    wanted = settings.get("prefill_positions")  # None: an HF reference without prefill positions
     prompts = []
     with twin.open("reference") as engine:
         for ref in hf.prompts:
             tokens, tops, lps = greedy_steps(
                 engine, ref.prompt_ids, settings["tokens"], settings["eos_ids"], settings["top_m"]
             )
-            prompts.append(PromptReference(ref.kind, ref.text, list(ref.prompt_ids), tokens, tops, lps))
-    per_prompt = []
+            rows = prefill.stepwise_rows(engine, ref.prompt_ids, wanted, settings["top_m"]) if wanted else ([], [])
+            prompts.append(PromptReference(ref.kind, ref.text, list(ref.prompt_ids), tokens, tops, lps, *rows))
+    per_prompt, prefill_floors = [], []
     with twin.open("floor") as engine:
         for ref in prompts:
             device = forced_logprobs(engine, ref.prompt_ids, ref.tokens)
             per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
+            prefill_floors.append(prefill.measure(engine, ref) or [])
     measured = float(np.mean([np.mean(kls) for kls in per_prompt]))
     phases = {
         phase: {**floor, "kl_mean": None if floor["kl_mean"] is None else max(floor["kl_mean"], MIN_FLOOR)}
-        for phase, floor in phase_floors(per_prompt).items()
+        for phase, floor in phase_floors(per_prompt, prefill_floors if wanted else None).items()
     }
     import harness
 
@@ -111,6 +118,7 @@ def compute(twin: Twin, hf: Reference) -> Reference:
             "top_m": settings["top_m"],
             "eos_ids": settings["eos_ids"],
             "twin": twin.engine,
+            "prefill_positions": wanted,
         },
         versions={"harness": harness.__version__, **twin.versions},
         noise_floor={
@@ -120,6 +128,7 @@ def compute(twin: Twin, hf: Reference) -> Reference:
             "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
             "phases": phases,
             "positions": position_floors(per_prompt),
+            **({"prefill_positions": prefill_floors} if wanted else {}),
             "method": twin.floor_method,
         },
         prompts=prompts,
@@ -132,6 +141,10 @@ def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
     if not path.exists():
         return None
     reference = Reference.from_dict(read_json(path))
+    if reference.schema_version < SCHEMA_VERSION or reference.settings.get("prefill_positions") != hf.settings.get(
+        "prefill_positions"
+    ):
+        return None  # stale: stored before prefill positions, or for another count of them; recomputed in place
     problems = []
     if reference.model.get("key") != twin.key:
         problems.append(f"weights {reference.model.get('key')!r} != {twin.key!r}")

@@ -34,6 +34,11 @@ class Gate(Strict):
     min_positions: PositiveInt = Field(
         8, description="fewest teacher-forced positions a KL tier (overall or per phase) is judged on"
     )
+    prefill_positions: PositiveInt = Field(
+        8,
+        description="the prefill phase: the last N prompt positions of every prompt, each prefilled on its own "
+        "(harness.correctness.prefill; fewer on long prompts, which the record notes)",
+    )
     power: Optional[PositiveFloat] = Field(
         None,
         description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "

@@ -53,6 +53,7 @@ def gate_reference(session: Session, scenario, model, point=None, selection=None
         dtype=spec.reference_dtype,
         threads=scenario.measurement.threads,
         length=plan.length if plan is not None else None,
+        prefill_positions=spec.prefill_positions,
     )
     store = ReferenceStore(session.reference_store)
 
