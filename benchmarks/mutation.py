@@ -6,6 +6,8 @@ counts each module's results from mutmut's own records (``mutants/**/*.meta``):
 
     python benchmarks/mutation.py                 # every module (~20 min on 2 cores)
     python benchmarks/mutation.py kl significance # some of them
+    python benchmarks/mutation.py --resume kl     # only kl's mutants without a result (a stopped run goes on)
+    python benchmarks/mutation.py --rerun-survivors kl  # after new tests: only kl's survivors again
     python benchmarks/mutation.py --report        # count what the last runs left, run nothing
     python benchmarks/mutation.py --equivalent    # the equivalent mutants, by reason
 
@@ -23,6 +25,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,6 +37,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "harness/correctness/gate.py",
         ("harness.correctness.gate.x__conclude__*",),
     ),
+    "correctness/positions": ("harness/correctness/positions.py", ("harness.correctness.positions.*",)),
     "correctness/same_weights (combine)": (
         "harness/correctness/same_weights.py",
         ("harness.correctness.same_weights.x_combine__*",),
@@ -43,6 +47,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "regression/check": ("harness/regression/check.py", ("harness.regression.check.*",)),
     "regression/spread_rule": ("harness/regression/spread_rule.py", ("harness.regression.spread_rule.*",)),
     "regression/outcome": ("harness/regression/outcome.py", ("harness.regression.outcome.*",)),
+    "regression/verdicts": ("harness/regression/verdicts.py", ("harness.regression.verdicts.*",)),
     "measure/launches (statistics, intervals)": (
         "harness/measure/launches.py",
         tuple(
@@ -140,12 +145,30 @@ def _mutmut() -> str:
     return str(found) if found.exists() else "mutmut"
 
 
-def run(labels: list[str]) -> None:
-    """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once."""
-    globs = [g for label in labels for g in MODULES[label][1]]
-    cmd = ["nice", "-n", "10", _mutmut(), "run", "--max-children", str(os.cpu_count() or 2), *globs]
-    print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, check=False)
+def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), children: int = 0) -> None:
+    """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once.
+    ``redo``: only the mutants whose result is one of these (None: no result yet; 0: survived), by name, since
+    mutmut re-runs every mutant a glob names: a stopped run goes on where it stopped, and after new tests only
+    the survivors run again (a kill stays a kill when tests are only added)."""
+    names = [g for label in labels for g in MODULES[label][1]]
+    if redo and (REPO / "mutants" / "mutmut-stats.json").exists():
+        reached = json.loads((REPO / "mutants" / "mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+        names = [
+            name
+            for label in labels
+            for name, code in results(label).items()
+            if code in redo
+            and name not in EQUIVALENT
+            and reached.get(name.partition("__mutmut_")[0])  # mutmut refuses a name no test reaches
+        ]
+        if not names:
+            return
+    cmd = ["nice", "-n", "10", _mutmut(), "run", "--max-children", str(children or os.cpu_count() or 2), *names]
+    shown = cmd if len(names) <= 4 else [*cmd[:6], f"<{len(names)} mutant names>"]
+    print("$", " ".join(shown), flush=True)
+    (REPO / "mutants").mkdir(exist_ok=True)
+    with open(REPO / "mutants" / "run.log", "a") as log:  # mutmut's progress and any refusal (failing tests)
+        subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, check=False)
 
 
 def results(label: str) -> dict[str, int]:
@@ -182,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="count the last runs' results, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print each unexplained survivor's diff")
     parser.add_argument("--equivalent", action="store_true", help="list EQUIVALENT by reason, as Markdown")
+    parser.add_argument("--resume", action="store_true", help="run only the mutants without a result yet")
+    parser.add_argument("--rerun-survivors", action="store_true", help="run only the unexplained survivors again")
+    parser.add_argument("--max-children", type=int, default=0, help="mutmut's parallel workers (default: CPUs)")
     args = parser.parse_args(argv)
     if args.equivalent:
         by_reason: dict[str, list[str]] = {}
@@ -192,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = [label for label in MODULES if not args.modules or any(m in label for m in args.modules)]
     if not args.report:
-        run(chosen)
+        redo = frozenset(({None} if args.resume else set()) | ({0} if args.rerun_survivors else set()))
+        run(chosen, redo, args.max_children)
     print("| module | mutants | killed | survived | equivalent | no test / timeout | score |")
     print("|---|---|---|---|---|---|---|")
     for label in chosen:

@@ -1,0 +1,39 @@
+"""``history check``'s persistence rule at its edges (harness.history.check with changepoints.held and
+recent_step), on hand-built series: a lone bad newest night is suspicious, one that held is a regression.
+Each assertion is here because a mutant survived without it (``python benchmarks/mutation.py history``,
+docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from harness.history import check as history_check
+from harness.history.changepoints import ChangePoint, held
+from harness.history.ingest import FingerprintKey
+from harness.history.queries import RunInfo, SeriesData
+
+T0 = datetime(2026, 1, 1)
+
+
+def _series(values, metric="tpot_ms") -> SeriesData:
+    runs = [RunInfo(100 + i, i, T0 + timedelta(days=i), f"c{i:02d}", "host", "nightly", 1) for i in range(len(values))]
+    key = FingerprintKey("host", "cpu", None, "hf", "5.0")
+    return SeriesData(1, "demo", "p", metric, key, runs=runs, values=[float(v) for v in values])
+
+
+def test_held_counts_the_longest_run_of_nights_past_the_midpoint_in_the_changes_direction():
+    up = ChangePoint(4, 4, 4, before=10.0, after=11.0)
+    assert held([10, 10, 10, 10, 11, 11, 11, 11], up, False) == 4
+    assert held([10, 10, 10, 10, 11, 10, 11, 11], up, False) == 2
+    assert held([10, 10, 10, 10, 10.5, 10.5], up, False) == 0  # on the midpoint: not past it
+
+
+def test_a_lone_bad_newest_night_is_suspicious_and_a_regression_once_the_next_one_confirms_it():
+    lone = _series([10] * 8 + [11])
+    result = history_check.check([lone], lone.runs)
+    assert result.regressions == [] and result.open == []
+    (suspicious,) = result.suspicious
+    assert (suspicious.first_after.id, suspicious.nights) == (108, 1)
+    confirmed = _series([10] * 8 + [11, 11])
+    (regression,) = history_check.check([confirmed], confirmed.runs).regressions
+    assert (regression.first_after.id, regression.nights) == (108, 2)
