@@ -28,3 +28,46 @@ def test_the_dequantized_check_fails_a_point_its_twin_passes():
     )
     assert sw.combine("drift", "pass", "pass") == ("drift", None)
     assert sw.combine("drift", None, None) == ("drift", None)
+
+
+def _late_fault(late: float, fail_on_drift: bool = True):
+    """A long prompt (16 tokens of head, 280 teacher-forced positions: 16-295) whose KL sits at the floor in
+    positions 0-63, at 6x in 64-255 and at ``late`` in 256-511, against a reference with per-bucket floors."""
+    floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
+    kls = [1e-3] * 48 + [6e-3] * 192 + [late] * 40
+    reference = _long_reference(floor)
+    result = gate._conclude(
+        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        reference,
+        gate.GateConfig(fail_on_drift=fail_on_drift),
+        "forced",
+    )
+    return result, gate.format_failures(result, reference, tokenizer=None)
+
+
+def test_a_bucket_past_the_fail_line_fails_the_point_and_the_table_shows_where_the_kl_rises():
+    result, table = _late_fault(0.2)
+    assert (result.verdict, result.reasons) == (
+        "fail",
+        ["positions 256-511 mean KL 0.2 is 200x its noise floor 0.001 (fail above 100x)"],
+    )
+    assert table == (
+        "gate FAIL: positions 256-511 mean KL 0.2 is 200x its noise floor 0.001 (fail above 100x)\n"
+        "  KL by position (x floor, positions): 0-63: 1.0x (48), 64-255: 6.0x (192), 256-511: 200.0x (40); "
+        "rises at positions 64-255"
+    )
+    assert [(b.start, b.end, b.positions, b.verdict, b.floor_source) for b in result.buckets] == [
+        (0, 63, 48, "pass", "bucket"),
+        (64, 255, 192, "drift", "bucket"),
+        (256, 511, 40, "fail", "bucket"),
+    ]
+
+
+def test_a_drifting_bucket_is_reported_where_the_mean_passes():
+    result, table = _late_fault(1e-3, fail_on_drift=False)
+    assert result.kl_ratio < 5  # the mean over every position is under the drift line
+    assert (result.verdict, result.reasons) == (
+        "drift",
+        ["positions 64-255 mean KL 0.006 is 6.0x its noise floor 0.001 (drift above 5x)"],
+    )
+    assert table.endswith("256-511: 1.0x (40); rises at positions 64-255")

@@ -37,3 +37,64 @@ def test_a_significant_worsening_past_the_limit_is_different_and_fails():
     outcome, found = _test(BASE, tuple(v * 1.2 for v in BASE))
     assert found.verdict == verdicts.DIFFERENT and outcome.exit_code == 1
     assert verdicts.line(found).startswith("DIFFERENT demo::p tpot_ms (worse): +20.0% [95% CI ")
+
+
+def test_each_verdict_is_printed_with_its_change_interval_launches_and_detectable_change():
+    outcome, worse = _test(BASE, tuple(v * 1.2 for v in BASE))
+    assert verdicts.line(worse) == (
+        "DIFFERENT demo::p tpot_ms (worse): +20.0% [95% CI +18.2%, +21.8%] (median 10 -> 12; limit 5%; "
+        "5 vs 5 launches, detectable change 5.5%)"
+    )
+    assert worse.launches_needed is None and worse.equivalence_p > 0.99
+    outcome, better = _test(BASE, tuple(v * 0.8 for v in BASE))
+    assert (better.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 0)  # better is no failure
+    assert verdicts.line(better) == (
+        "DIFFERENT demo::p tpot_ms (better): -20.0% [95% CI -21.2%, -18.8%] (median 10 -> 8; limit 5%; "
+        "5 vs 5 launches, detectable change 5.5%)"
+    )
+    assert better.better_p == pytest.approx(1 / 252) and better.better_q == pytest.approx(1 / 252)
+    outcome, same = _test(BASE, tuple(v * 1.001 for v in BASE))
+    assert (same.verdict, outcome.exit_code, same.launches_needed) == (verdicts.SAME, 0, None)
+    assert verdicts.line(same) == (
+        "SAME demo::p tpot_ms: +0.1% [95% CI -1.4%, +1.6%] (median 10 -> 10.01; limit 5%; 5 vs 5 launches, "
+        "detectable change 5.5%)"
+    )
+    assert same.better_p == pytest.approx(0.7261904761904762) and same.cv == pytest.approx(0.0079060762887194)
+
+
+def test_an_inconclusive_test_says_how_many_launches_would_decide_it():
+    outcome, found = _test((10.0, 10.5, 9.5, 10.2, 9.8), (10.2, 10.7, 9.7, 10.4, 10.0))
+    assert (found.verdict, outcome.exit_code, found.launches_needed) == (verdicts.UNKNOWN, 0, 22)
+    assert verdicts.line(found) == (
+        "UNKNOWN demo::p tpot_ms: +2.0% [95% CI -4.8%, +9.2%] (median 10 -> 10.2; limit 5%; 5 vs 5 launches, "
+        "detectable change 8.2%); inconclusive: about 22 launches a side would decide it"
+    )
+    outcome, blind = _test((0.0, 5.0), (0.0, 5.0))  # one positive launch a side: no CV, nothing to plan with
+    assert (blind.verdict, blind.cv, blind.detectable, blind.launches_needed) == (verdicts.UNKNOWN, None, None, None)
+    assert verdicts.line(blind) == (
+        "UNKNOWN demo::p tpot_ms: +0.0% (median 2.5 -> 2.5; limit 5%; 2 vs 2 launches, detectable change -); "
+        "inconclusive: over 50 launches a side would be needed: widen the limit"
+    )
+
+
+def test_an_improvement_exactly_at_the_limit_is_not_different():
+    quarter = parse_thresholds("tpot=25%")[0]
+    outcome, found = _test((8.0,) * 5, (6.0,) * 5, quarter)  # -25 % exactly, significant, no spread
+    assert found.change == -0.25 and found.better_q == pytest.approx(1 / 252)
+    assert (found.verdict, found.equivalence_p, found.launches_needed) == (verdicts.UNKNOWN, 1.0, None)
+
+
+def test_a_worse_throughput_is_different_in_its_own_direction():
+    outcome, found = _test(BASE, tuple(v * 0.8 for v in BASE), SPEED, "decode_tokens_per_s")
+    assert (found.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 1)
+    assert verdicts.line(found) == (
+        "DIFFERENT demo::p decode_tokens_per_s (worse): -20.0% [95% CI -21.2%, -18.8%] (median 10 -> 8; limit 5%; "
+        "5 vs 5 launches, detectable change 5.5%)"
+    )
+
+
+def test_three_launches_a_side_reach_p_005_exactly_and_that_is_significant():
+    outcome, found = _test((10.0, 10.1, 9.9), (11.0, 11.1, 10.9))
+    assert (found.p_value, found.q_value) == (pytest.approx(0.05), pytest.approx(0.05))
+    assert (found.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 1)
+    assert verdicts.line(found).endswith("(median 10 -> 11; limit 5%; 3 vs 3 launches, detectable change 5.8%)")
