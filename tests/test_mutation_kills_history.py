@@ -37,3 +37,35 @@ def test_a_lone_bad_newest_night_is_suspicious_and_a_regression_once_the_next_on
     confirmed = _series([10] * 8 + [11, 11])
     (regression,) = history_check.check([confirmed], confirmed.runs).regressions
     assert (regression.first_after.id, regression.nights) == (108, 2)
+
+
+def test_persist_sets_how_many_nights_make_a_regression():
+    lone = _series([10] * 8 + [11])
+    (regression,) = history_check.check([lone], lone.runs, persist=1).regressions
+    assert regression.first_after.id == 108 and history_check.check([lone], lone.runs, persist=1).suspicious == []
+    two = _series([10] * 8 + [11, 11])
+    strict = history_check.check([two], two.runs, persist=3)
+    assert strict.regressions == [] and strict.open == [] and [f.nights for f in strict.suspicious] == [2]
+    assert history_check.DEFAULT_PERSIST == 2
+
+
+def test_a_bad_newest_night_paired_with_an_ordinary_one_is_placed_at_its_own_night():
+    series = _series([10] * 18 + [10, 14])
+    (paired,) = history_check.findings([series])  # the segmentation's split: the ordinary night with the bad one
+    assert (paired.change.index, paired.change.after, paired.nights) == (18, 12.0, 1)
+    (step,) = history_check.findings([series], recent=True)
+    assert (step.change, step.current, step.nights) == (ChangePoint(19, 19, 19, 10.0, 14.0), 14.0, 1)
+    assert (step.last_before.id, step.first_after.id, step.range_before.id, step.range_after.id) == (118, 119, 118, 119)
+    result = history_check.check([series], series.runs)
+    assert result.regressions == [] and [f.first_after.id for f in result.suspicious] == [119]
+
+
+def test_a_new_step_after_a_held_one_is_suspicious_beside_the_regression():
+    series = _series([10] * 8 + [12, 12, 14])
+    result = history_check.check([series], series.runs)
+    assert [(f.first_after.id, f.nights) for f in result.regressions] == [(108, 3)]
+    assert [(f.first_after.id, f.nights, f.change.before, f.change.after) for f in result.suspicious] == [
+        (110, 1, 12.0, 14.0)
+    ]
+    better = _series([10] * 8 + [9])  # a lone better night: neither
+    assert history_check.check([better], better.runs) == history_check.CheckResult([], [], 1, 9, [])
