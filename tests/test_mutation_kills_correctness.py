@@ -5,7 +5,9 @@ without it (``python benchmarks/mutation.py correctness``, docs/benchmarks.md)."
 
 from __future__ import annotations
 
-from harness.correctness import gate, positions
+import pytest
+
+from harness.correctness import gate, kl, positions
 from harness.correctness import same_weights as sw
 from harness.correctness.reference import PromptReference, Reference
 
@@ -71,3 +73,36 @@ def test_a_drifting_bucket_is_reported_where_the_mean_passes():
         ["positions 64-255 mean KL 0.006 is 6.0x its noise floor 0.001 (drift above 5x)"],
     )
     assert table.endswith("256-511: 1.0x (40); rises at positions 64-255")
+
+
+def _short(noise_floor: dict, kls: list[float], **config) -> gate.GateResult:
+    prompt = PromptReference("plain", "p", [1, 2], [3], [[3]], [[0.0]])
+    reference = Reference(
+        model={}, settings={"top_m": 8, "eos_ids": []}, versions={}, noise_floor=noise_floor, prompts=[prompt]
+    )
+    found = gate.PromptResult(0, "plain", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
+    return gate._conclude([found], reference, gate.GateConfig(**config), "forced")
+
+
+def test_the_paired_test_offsets_both_sides_by_the_references_own_minimum_floor():
+    plain = _short({"kl_mean": 1e-5}, [2e-4] * 8).test  # (2e-4 + 1e-5) / (1e-5 + 1e-5)
+    assert (plain.rise, plain.rise_low, plain.margin, plain.line) == (
+        pytest.approx(10.5),
+        pytest.approx(10.5),
+        pytest.approx(2.1),  # rise_low over the failing line, 5x
+        5.0,
+    )
+    same_weights = _short({"kl_mean": 1e-5, "minimum": 1e-4}, [2e-4] * 8).test  # 3e-4 / 1.1e-4
+    assert same_weights.rise == pytest.approx(3 / 1.1) and same_weights.margin == pytest.approx(3 / 1.1 / 5)
+
+
+def test_exactly_min_positions_are_judged_and_one_fewer_are_not():
+    judged = _short({"kl_mean": 1e-5}, [2e-4] * 8)
+    assert judged.test.positions == 8 and judged.notes == [] and judged.verdict == "fail"
+    few = _short({"kl_mean": 1e-5}, [2e-4] * 7)
+    assert few.test is None and few.verdict == "pass"
+    assert few.notes == ["KL tier not judged: 7 teacher-forced positions, fewer than gate.min_positions=8"]
+
+
+def test_the_per_position_floor_is_stored_to_four_significant_digits():
+    assert kl.position_floors([[0.123456, 1.0], [2.0000049e-5]]) == [[0.1235, 1.0], [2e-05]]
