@@ -145,7 +145,7 @@ def _mutmut() -> str:
     return str(found) if found.exists() else "mutmut"
 
 
-def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), children: int = 0) -> None:
+def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), children: int = 0, nice: int = 10) -> None:
     """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once.
     ``redo``: only the mutants whose result is one of these (None: no result yet; 0: survived), by name, since
     mutmut re-runs every mutant a glob names: a stopped run goes on where it stopped, and after new tests only
@@ -163,7 +163,7 @@ def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), childre
         ]
         if not names:
             return
-    cmd = ["nice", "-n", "10", _mutmut(), "run", "--max-children", str(children or os.cpu_count() or 2), *names]
+    cmd = ["nice", "-n", str(nice), _mutmut(), "run", "--max-children", str(children or os.cpu_count() or 2), *names]
     shown = cmd if len(names) <= 4 else [*cmd[:6], f"<{len(names)} mutant names>"]
     print("$", " ".join(shown), flush=True)
     (REPO / "mutants").mkdir(exist_ok=True)
@@ -208,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="run only the mutants without a result yet")
     parser.add_argument("--rerun-survivors", action="store_true", help="run only the unexplained survivors again")
     parser.add_argument("--max-children", type=int, default=0, help="mutmut's parallel workers (default: CPUs)")
+    parser.add_argument("--nice", type=int, default=10, help="niceness of the mutmut run (default 10)")
     args = parser.parse_args(argv)
     if args.equivalent:
         by_reason: dict[str, list[str]] = {}
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [label for label in MODULES if not args.modules or any(m in label for m in args.modules)]
     if not args.report:
         redo = frozenset(({None} if args.resume else set()) | ({0} if args.rerun_survivors else set()))
-        run(chosen, redo, args.max_children)
+        run(chosen, redo, args.max_children, args.nice)
     print("| module | mutants | killed | survived | equivalent | no test / timeout | score |")
     print("|---|---|---|---|---|---|---|")
     for label in chosen:

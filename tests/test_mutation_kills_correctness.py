@@ -106,3 +106,16 @@ def test_exactly_min_positions_are_judged_and_one_fewer_are_not():
 
 def test_the_per_position_floor_is_stored_to_four_significant_digits():
     assert kl.position_floors([[0.123456, 1.0], [2.0000049e-5]]) == [[0.1235, 1.0], [2e-05]]
+
+
+def test_a_decode_phase_drift_is_judged_after_a_pooled_prefill_phase():
+    floors = {"kl_mean": 1e-3, "phases": {"prefill": {"kl_mean": 1e-2}, "decode": {"kl_mean": 1e-4}}}
+    result = _short(floors, [1e-3] * 9, fail_on_drift=False)  # 1 prefill position (pooled), 8 decode ones
+    assert result.kl_ratio == pytest.approx(1.0) and result.phases.prefill.pooled
+    assert (result.verdict, result.reasons) == (
+        "drift",
+        [
+            "decode-phase mean KL is 10.0x its noise floor over 8 positions, drift above 5x "
+            "(paired by position: 9.2x, >= 9.2x at 99% confidence)"
+        ],
+    )
