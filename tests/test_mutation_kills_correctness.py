@@ -119,3 +119,14 @@ def test_a_decode_phase_drift_is_judged_after_a_pooled_prefill_phase():
             "(paired by position: 9.2x, >= 9.2x at 99% confidence)"
         ],
     )
+
+
+def test_the_paired_test_uses_the_stored_per_position_floor_only_where_it_covers_every_position():
+    device = [1e-3] * 9
+    stored = [2e-4] * 9  # the floor's KL at each position: the device is (1e-3 + 1e-5) / (2e-4 + 1e-5) above it
+    for floor in ([stored], [stored + [5.0]]):  # exactly as long, or longer (cut to the device's positions)
+        found = _short({"kl_mean": 1e-3, "positions": floor}, device).test
+        assert (found.floor, found.rise) == ("positions", pytest.approx(1.01e-3 / 2.1e-4))
+    for floor in ([stored[:8]], [stored, stored]):  # one position short, or another prompt count: the mean
+        found = _short({"kl_mean": 1e-3, "positions": floor}, device).test
+        assert (found.floor, found.rise) == ("mean", pytest.approx(1.0))
