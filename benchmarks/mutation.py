@@ -158,7 +158,7 @@ def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), childre
             for label in labels
             for name, code in results(label).items()
             if code in redo
-            and name not in EQUIVALENT
+            and (code is None or name not in EQUIVALENT)
             and reached.get(name.partition("__mutmut_")[0])  # mutmut refuses a name no test reaches
         ]
         if not names:

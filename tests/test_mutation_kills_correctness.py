@@ -130,3 +130,17 @@ def test_the_paired_test_uses_the_stored_per_position_floor_only_where_it_covers
     for floor in ([stored[:8]], [stored, stored]):  # one position short, or another prompt count: the mean
         found = _short({"kl_mean": 1e-3, "positions": floor}, device).test
         assert (found.floor, found.rise) == ("mean", pytest.approx(1.0))
+
+
+def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure():
+    reference = _long_reference({"kl_mean": 1e-3})
+    long_ones = [
+        gate.PromptResult(0, "long", forced_ok=False),
+        gate.PromptResult(1, "long-prefill", forced_ok=True),
+        gate.PromptResult(2, "long-prefill", forced_ok=False),
+    ]
+    reported = gate._conclude(long_ones, reference, gate.GateConfig(k=3), "forced")
+    assert (reported.verdict, reported.reasons) == ("pass", [])
+    assert reported.notes == ["teacher-forced top-3 missed on long prompt(s) [0, 2]: reported; KL judges them"]
+    short = gate._conclude([*long_ones, gate.PromptResult(3, "plain", forced_ok=False)], reference, gate.GateConfig(k=3), "forced")
+    assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
