@@ -74,7 +74,12 @@ _SHIFT = "the squared-error cost of a split is unchanged by a constant added to 
 EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
     "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
-    "harness.correctness.gate.x__conclude__mutmut_71": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
+    "harness.correctness.kl.x_paired_floor__mutmut_35": "the list is cut to len(d) after it: 2 more or fewer "
+    "decode floors past the end change nothing",
+    "harness.correctness.gate.x__conclude__mutmut_109": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.correctness.gate.x__conclude__mutmut_51": "without per-position KLs (top-1 mode) overall_test counts 0 "
+    "positions, under min_positions (a positive int): None either way",
     "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_12": "without ties the permutation test's p is "
