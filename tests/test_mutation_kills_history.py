@@ -69,3 +69,40 @@ def test_a_new_step_after_a_held_one_is_suspicious_beside_the_regression():
     ]
     better = _series([10] * 8 + [9])  # a lone better night: neither
     assert history_check.check([better], better.runs) == history_check.CheckResult([], [], 1, 9, [])
+
+
+def _suspicious(values, metric="tpot_ms", **options):
+    series = _series(values, metric)
+    result = history_check.check([series], series.runs, **options)
+    assert result.regressions == []
+    return [(f.change, f.nights) for f in result.suspicious]
+
+
+def test_a_change_three_nights_back_is_kept_and_the_newest_night_judged_after_it():
+    values = [16, 16, 16, 16, 15.9, 15.9, 16, 16, 13.9, 14, 15.9]
+    assert _suspicious(values) == [(ChangePoint(10, 10, 10, 13.95, 15.9), 1)]
+
+
+def test_a_bad_night_paired_by_the_segmentation_is_judged_from_the_change_before_it():
+    values = [10.1, 10, 10.1, 10, 10, 10.1, 9.9, 9.9, 10.1, 16, 16.1, 16, 13.9, 8]  # tokens/s: lower is worse
+    assert _suspicious(values, "decode_tokens_per_s") == [(ChangePoint(13, 13, 13, 16.0, 8.0), 1)]
+
+
+def test_an_older_change_that_held_one_night_stays_beside_the_newest_step():
+    values = [12, 12, 12, 12, 12.1, 12, 12.1, 12, 12, 11.9, 12, 10, 12, 8]
+    assert _suspicious(values, "decode_tokens_per_s") == [
+        (ChangePoint(11, 9, 12, 12.0, 10.0), 1),
+        (ChangePoint(13, 13, 13, 11.0, 8.0), 1),
+    ]
+
+
+def test_the_newest_nights_step_is_judged_with_the_checks_penalty():
+    values = [10, 10, 10, 9.9, 10.1, 9.9, 9.9, 10.1, 10.3]
+    assert _suspicious(values) == [(ChangePoint(8, 8, 8, 10.0, 10.3), 1)]
+    assert _suspicious(values, penalty=8.0) == []
+
+
+def test_every_series_keeps_its_findings():
+    first, second = _series([10] * 8 + [11]), _series([10] * 8 + [12], metric="ttft_ms")
+    result = history_check.check([first, second], first.runs)
+    assert [(f.series.metric, f.change.after) for f in result.suspicious] == [("tpot_ms", 11.0), ("ttft_ms", 12.0)]
