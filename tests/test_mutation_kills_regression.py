@@ -98,3 +98,25 @@ def test_three_launches_a_side_reach_p_005_exactly_and_that_is_significant():
     assert (found.p_value, found.q_value) == (pytest.approx(0.05), pytest.approx(0.05))
     assert (found.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 1)
     assert verdicts.line(found).endswith("(median 10 -> 11; limit 5%; 3 vs 3 launches, detectable change 5.8%)")
+
+
+def test_throughputs_detectable_change_and_launches_needed_follow_their_own_direction():
+    outcome, worse = _test(BASE, tuple(v * 0.8 for v in BASE), SPEED, "decode_tokens_per_s")
+    assert worse.detectable == pytest.approx(0.054681031204834134, rel=1e-9)  # tpot's is 0.0552 at this CV
+    outcome, unsure = _test((9.5, 10.5), (8.5, 9.5), SPEED, "decode_tokens_per_s")  # 2 vs 2: p >= 1/6
+    assert (unsure.verdict, unsure.change, unsure.launches_needed) == (verdicts.UNKNOWN, pytest.approx(0.1), 9)
+    assert verdicts.line(unsure) == (
+        "UNKNOWN demo::p decode_tokens_per_s: -10.0% [95% CI -19.0%, +0.0%] (median 10 -> 9; limit 5%; "
+        "2 vs 2 launches, detectable change -); inconclusive: about 9 launches a side would decide it"
+    )
+
+
+def test_an_improvement_at_q_exactly_the_fdr_is_different():
+    outcome, found = _test((11.0, 11.1, 10.9), (10.0, 10.1, 9.9))
+    assert found.better_q == pytest.approx(0.05) and found.verdict == verdicts.DIFFERENT
+    assert verdicts.line(found).startswith("DIFFERENT demo::p tpot_ms (better): -9.1%")
+
+
+def test_the_line_names_each_sides_launch_count():
+    outcome, found = _test((10.0, 10.1, 9.9, 10.05), (12.0, 12.1, 11.9, 12.05, 11.95))
+    assert verdicts.line(found).endswith("(median 10.03 -> 12; limit 5%; 4 vs 5 launches, detectable change 5.5%)")
