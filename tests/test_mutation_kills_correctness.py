@@ -144,3 +144,40 @@ def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure(
     assert reported.notes == ["teacher-forced top-3 missed on long prompt(s) [0, 2]: reported; KL judges them"]
     short = gate._conclude([*long_ones, gate.PromptResult(3, "plain", forced_ok=False)], reference, gate.GateConfig(k=3), "forced")
     assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
+
+
+def test_a_bucket_of_exactly_min_positions_is_judged_on_the_overall_floor_where_none_is_stored():
+    floor = {"kl_mean": 1e-3, "buckets": [{"start": 0, "end": 63, "kl_mean": 2e-3, "positions": 48}]}
+    kls = [2e-3] * 48 + [8e-3] * positions.MIN_POSITIONS  # positions 16-63, then 64-79
+    reference = _long_reference(floor, tokens=len(kls))
+    result = gate._conclude(
+        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        reference,
+        gate.GateConfig(fail_on_drift=False),
+        "forced",
+    )
+    assert [(b.noise_floor, b.kl_ratio, b.verdict, b.floor_source) for b in result.buckets] == [
+        (2e-3, pytest.approx(1.0), "pass", "bucket"),
+        (1e-3, pytest.approx(8.0), "drift", "overall"),
+    ]
+    assert result.reasons == ["positions 64-255 mean KL 0.008 is 8.0x its noise floor 0.001 (drift above 5x)"]
+
+
+def test_the_table_names_no_rise_where_every_bucket_passes():
+    floor = {"kl_mean": 1e-3, "buckets": [{"start": 0, "end": 63, "kl_mean": 2e-3, "positions": 48}]}
+    kls = [2e-3] * 48 + [1e-3] * 16
+    reference = _long_reference(floor, tokens=len(kls))
+    prompt = gate.PromptResult(0, "long", free_ok=False, forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
+    result = gate._conclude([prompt], reference, gate.GateConfig(), "both")
+    assert positions.rises_at(result.buckets) is None
+    assert gate.format_failures(result, reference, tokenizer=None) == (
+        "gate FAIL: free-running top-5 check failed on prompt(s) [0]\n"
+        "  KL by position (x floor, positions): 0-63: 1.0x (48), 64-255: 1.0x (16)"
+    )
+
+
+def test_the_stored_bucket_floors_count_their_positions():
+    assert positions.floors([[1.0, 3.0], [5.0]], [62, 100]) == [
+        {"start": 0, "end": 63, "kl_mean": 2.0, "positions": 2},
+        {"start": 64, "end": 255, "kl_mean": 5.0, "positions": 1},
+    ]
