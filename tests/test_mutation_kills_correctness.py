@@ -142,7 +142,9 @@ def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure(
     reported = gate._conclude(long_ones, reference, gate.GateConfig(k=3), "forced")
     assert (reported.verdict, reported.reasons) == ("pass", [])
     assert reported.notes == ["teacher-forced top-3 missed on long prompt(s) [0, 2]: reported; KL judges them"]
-    short = gate._conclude([*long_ones, gate.PromptResult(3, "plain", forced_ok=False)], reference, gate.GateConfig(k=3), "forced")
+    short = gate._conclude(
+        [*long_ones, gate.PromptResult(3, "plain", forced_ok=False)], reference, gate.GateConfig(k=3), "forced"
+    )
     assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
 
 

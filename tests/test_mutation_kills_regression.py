@@ -19,7 +19,11 @@ SPEED = parse_thresholds("decode_tokens_per_s=5%")[0]
 def _launches(*values: float, point_id="p", metric="tpot_ms") -> Record:
     entries = [Launch(index=i, medians={metric: v}, rounds=5) for i, v in enumerate(values)]
     return Record(
-        scenario="demo", point_id=point_id, point={}, status="ok", metrics={metric: values[0]},
+        scenario="demo",
+        point_id=point_id,
+        point={},
+        status="ok",
+        metrics={metric: values[0]},
         samples=Samples(launches=entries),
     )
 
