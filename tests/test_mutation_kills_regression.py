@@ -124,3 +124,20 @@ def test_an_improvement_at_q_exactly_the_fdr_is_different():
 def test_the_line_names_each_sides_launch_count():
     outcome, found = _test((10.0, 10.1, 9.9, 10.05), (12.0, 12.1, 11.9, 12.05, 11.95))
     assert verdicts.line(found).endswith("(median 10.03 -> 12; limit 5%; 4 vs 5 launches, detectable change 5.5%)")
+
+
+def test_an_inconclusive_test_fails_the_check_only_when_asked_and_never_hides_a_failure():
+    from harness.errors import EXIT_INCONCLUSIVE
+
+    outcome, found = _test((10.0, 10.5, 9.5, 10.2, 9.8), (10.2, 10.7, 9.7, 10.4, 10.0))
+    assert found.verdict == verdicts.UNKNOWN and outcome.unknown == [found]
+    assert (outcome.exit_status(), outcome.exit_status(fail_on_unknown=True)) == (0, EXIT_INCONCLUSIVE)
+    outcome, found = _test(BASE, BASE)  # no change at all: the same, nothing inconclusive
+    assert found.verdict == verdicts.SAME and outcome.exit_status(fail_on_unknown=True) == 0
+    failing = check(
+        [_launches(*BASE), _launches(10.0, 10.5, 9.5, 10.2, 9.8, point_id="q")],
+        [_launches(*(v * 1.2 for v in BASE)), _launches(10.2, 10.7, 9.7, 10.4, 10.0, point_id="q")],
+        [TPOT],
+    )
+    assert [t.verdict for t in failing.tests] == [verdicts.DIFFERENT, verdicts.UNKNOWN]
+    assert failing.exit_status(fail_on_unknown=True) == 1  # the failure's code, not the inconclusive one
