@@ -167,20 +167,22 @@ def _mutmut() -> str:
 
 def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), children: int = 0, nice: int = 10) -> None:
     """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once.
-    ``redo``: only the mutants whose result is one of these (None: no result yet; 0: survived; 33: no test), by name, since
-    mutmut re-runs every mutant a glob names: a stopped run goes on where it stopped, and after new tests only
-    the survivors run again (a kill stays a kill when tests are only added)."""
+    ``redo``: only the mutants whose result is one of these (None: no result yet; 0: survived; 33: no test),
+    by name, since mutmut re-runs every mutant a glob names: a stopped run goes on where it stopped, and after
+    new tests only the survivors run again (a kill stays a kill when tests are only added)."""
     names = [g for label in labels for g in MODULES[label][1]]
     if redo and (REPO / "mutants" / "mutmut-stats.json").exists():
         reached = json.loads((REPO / "mutants" / "mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
-        names = [
+        chosen = [
             name
             for label in labels
             for name, code in results(label).items()
-            if code in redo
-            and (code != 0 or name not in EQUIVALENT)
-            and reached.get(name.partition("__mutmut_")[0])  # mutmut refuses a name no test reaches
+            if code in redo and (code != 0 or name not in EQUIVALENT)
         ]
+        # mutmut refuses a name whose function no test reached at its last stats pass; a glob of that function
+        # lets it look again (a test added since) and mark the rest "no test"
+        names = [n for n in chosen if reached.get(n.partition("__mutmut_")[0])]
+        names += sorted({n.partition("__mutmut_")[0] + "__mutmut_*" for n in chosen if n not in names})
         if not names:
             return
     cmd = ["nice", "-n", str(nice), _mutmut(), "run", "--max-children", str(children or os.cpu_count() or 2), *names]
