@@ -6,6 +6,8 @@ counts each module's results from mutmut's own records (``mutants/**/*.meta``):
 
     python benchmarks/mutation.py                 # every module (~20 min on 2 cores)
     python benchmarks/mutation.py kl significance # some of them
+    python benchmarks/mutation.py --resume kl     # only kl's mutants without a result (a stopped run goes on)
+    python benchmarks/mutation.py --rerun-survivors kl  # after new tests: only kl's survivors again
     python benchmarks/mutation.py --report        # count what the last runs left, run nothing
     python benchmarks/mutation.py --equivalent    # the equivalent mutants, by reason
 
@@ -23,6 +25,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,6 +37,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "harness/correctness/gate.py",
         ("harness.correctness.gate.x__conclude__*",),
     ),
+    "correctness/positions": ("harness/correctness/positions.py", ("harness.correctness.positions.*",)),
     "correctness/same_weights (combine)": (
         "harness/correctness/same_weights.py",
         ("harness.correctness.same_weights.x_combine__*",),
@@ -43,6 +47,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "regression/check": ("harness/regression/check.py", ("harness.regression.check.*",)),
     "regression/spread_rule": ("harness/regression/spread_rule.py", ("harness.regression.spread_rule.*",)),
     "regression/outcome": ("harness/regression/outcome.py", ("harness.regression.outcome.*",)),
+    "regression/verdicts": ("harness/regression/verdicts.py", ("harness.regression.verdicts.*",)),
     "measure/launches (statistics, intervals)": (
         "harness/measure/launches.py",
         tuple(
@@ -66,10 +71,26 @@ _BOOT = (
 _PERM = "C(n+m, n) <= 9999 splits up to 7 launches a side: the permutation test enumerates them all, no seed"
 _RUPTURES = "ruptures' C PELT for the linear kernel ignores jump; its defaults are kernel='linear', min_size=2"
 _SHIFT = "the squared-error cost of a split is unchanged by a constant added to every value"
+_DOUBLING = "doubling from 64 or 256 passes through 512 and every later edge: the same bucket"
+_DECIDED = "check's verdicts.decide gives every test a verdict before a line is printed"
 EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
     "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
-    "harness.correctness.gate.x__conclude__mutmut_71": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
+    "harness.correctness.kl.x_paired_floor__mutmut_35": "the list is cut to len(d) after it: 2 more or fewer "
+    "decode floors past the end change nothing",
+    "harness.correctness.gate.x__conclude__mutmut_109": "reasons is empty when verdict is pass, so = and += agree",
+    "harness.correctness.gate.x__conclude__mutmut_51": "without per-position KLs (top-1 mode) overall_test counts 0 "
+    "positions, under min_positions (a positive int): None either way",
+    "harness.correctness.positions.x_bucket_of__mutmut_10": _DOUBLING,
+    "harness.correctness.positions.x_bucket_of__mutmut_11": _DOUBLING,
+    "harness.regression.verdicts.x__judge__mutmut_44": "in practice: a Welch TOST p of exactly 0.05",
+    "harness.regression.verdicts.x__needed__mutmut_3": "a change exactly at the limit is detected in about half the "
+    "nights (never POWER) and is not inside it: None either way",
+    "harness.regression.verdicts.x_line__mutmut_14": "a different test's change is past the limit (>= 0), never 0",
+    "harness.regression.verdicts.x_line__mutmut_20": "ratio_interval gives both ends or neither",
+    "harness.regression.verdicts.x_line__mutmut_3": _DECIDED,
+    "harness.regression.verdicts.x_line__mutmut_5": _DECIDED,
     "harness.regression.significance.x_worse_p_values__mutmut_9": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_11": _SCIPY_CASE,
     "harness.regression.significance.x_worse_p_values__mutmut_12": "without ties the permutation test's p is "
@@ -127,11 +148,15 @@ EQUIVALENT: dict[str, str] = {
     "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
     "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
     "harness.regression.check.x__decide__mutmut_24": "lone is read only when there are tests, never its value for none",
+    "harness.history.check.x_findings__mutmut_36": "with MIN_SIZE = 2 the range holds the one night count either way",
+    "harness.history.check.x_findings__mutmut_46": "held's direction differs only for an improving last change, and the "
+    "step it then lets recent_step find is an improvement too, which check() drops as not open",
     "harness.history.check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
     "the first after one: since=1 finds nothing either way",
 }
 
 KILLED = {1, 3}  # mutmut: a failing test (1) or a pytest internal error (3)
+NO_TEST = 33  # mutmut: no selected test reached the function (a test added since may)
 SURVIVED = {0}
 
 
@@ -140,12 +165,32 @@ def _mutmut() -> str:
     return str(found) if found.exists() else "mutmut"
 
 
-def run(labels: list[str]) -> None:
-    """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once."""
-    globs = [g for label in labels for g in MODULES[label][1]]
-    cmd = ["nice", "-n", "10", _mutmut(), "run", "--max-children", str(os.cpu_count() or 2), *globs]
-    print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, check=False)
+def run(labels: list[str], redo: frozenset[Optional[int]] = frozenset(), children: int = 0, nice: int = 10) -> None:
+    """One mutmut call for the chosen modules: its stats pass (which test reaches which function) runs once.
+    ``redo``: only the mutants whose result is one of these (None: no result yet; 0: survived; 33: no test),
+    by name, since mutmut re-runs every mutant a glob names: a stopped run goes on where it stopped, and after
+    new tests only the survivors run again (a kill stays a kill when tests are only added)."""
+    names = [g for label in labels for g in MODULES[label][1]]
+    if redo and (REPO / "mutants" / "mutmut-stats.json").exists():
+        reached = json.loads((REPO / "mutants" / "mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+        chosen = [
+            name
+            for label in labels
+            for name, code in results(label).items()
+            if code in redo and (code != 0 or name not in EQUIVALENT)
+        ]
+        # mutmut refuses a name whose function no test reached at its last stats pass; a glob of that function
+        # lets it look again (a test added since) and mark the rest "no test"
+        names = [n for n in chosen if reached.get(n.partition("__mutmut_")[0])]
+        names += sorted({n.partition("__mutmut_")[0] + "__mutmut_*" for n in chosen if n not in names})
+        if not names:
+            return
+    cmd = ["nice", "-n", str(nice), _mutmut(), "run", "--max-children", str(children or os.cpu_count() or 2), *names]
+    shown = cmd if len(names) <= 4 else [*cmd[:6], f"<{len(names)} mutant names>"]
+    print("$", " ".join(shown), flush=True)
+    (REPO / "mutants").mkdir(exist_ok=True)
+    with open(REPO / "mutants" / "run.log", "a") as log:  # mutmut's progress and any refusal (failing tests)
+        subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, check=False)
 
 
 def results(label: str) -> dict[str, int]:
@@ -182,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="count the last runs' results, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print each unexplained survivor's diff")
     parser.add_argument("--equivalent", action="store_true", help="list EQUIVALENT by reason, as Markdown")
+    parser.add_argument("--resume", action="store_true", help="run only the mutants without a result yet")
+    parser.add_argument("--rerun-survivors", action="store_true", help="run only the unexplained survivors again")
+    parser.add_argument("--max-children", type=int, default=0, help="mutmut's parallel workers (default: CPUs)")
+    parser.add_argument("--nice", type=int, default=10, help="niceness of the mutmut run (default 10)")
     args = parser.parse_args(argv)
     if args.equivalent:
         by_reason: dict[str, list[str]] = {}
@@ -192,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     chosen = [label for label in MODULES if not args.modules or any(m in label for m in args.modules)]
     if not args.report:
-        run(chosen)
+        redo = frozenset(({None, NO_TEST} if args.resume else set()) | ({0} if args.rerun_survivors else set()))
+        run(chosen, redo, args.max_children, args.nice)
     print("| module | mutants | killed | survived | equivalent | no test / timeout | score |")
     print("|---|---|---|---|---|---|---|")
     for label in chosen:

@@ -70,9 +70,8 @@ def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY, rec
         direction = higher_is_better(series.metric)
         changes = detect(series.values, penalty)
         found = []
-        for k, change in enumerate(changes):
-            end = changes[k + 1].index if k + 1 < len(changes) else len(series.values)
-            found.append(_finding(series, change, direction, last_level(series.values, changes), end))
+        for change in changes:
+            found.append(_finding(series, change, direction, last_level(series.values, changes)))
         for nights in range(MIN_SIZE - 1, 0, -1) if recent else ():
             since = changes
             if changes and len(series.values) - changes[-1].index < MIN_SIZE + nights:
@@ -83,13 +82,15 @@ def findings(all_series: list[SeriesData], penalty: float = DEFAULT_PENALTY, rec
                 # the segmentation may have paired the step's nights with an ordinary one before them: the
                 # step, placed at its own night, replaces that change when the change held no longer
                 found = [f for f in found if f.change.index < step.index - 1 or f.nights > nights]
-                found.append(_finding(series, step, direction, step.after, len(series.values)))
+                found.append(_finding(series, step, direction, step.after))
                 break
         out += found
     return out
 
 
-def _finding(series: SeriesData, change: ChangePoint, direction: Optional[bool], current: float, end: int) -> Finding:
+def _finding(series: SeriesData, change: ChangePoint, direction: Optional[bool], current: float) -> Finding:
+    """``range_after`` is ``change.latest`` as it stands: ``detect``'s plausible range already stops ``MIN_SIZE``
+    runs before the next change, and a recent step's range is its own night."""
     return Finding(
         series,
         change,
@@ -99,7 +100,7 @@ def _finding(series: SeriesData, change: ChangePoint, direction: Optional[bool],
         series.runs[change.index - 1],
         series.runs[change.index],
         series.runs[change.earliest - 1],
-        series.runs[min(change.latest, end - 1)],
+        series.runs[change.latest],
     )
 
 
