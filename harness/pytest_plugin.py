@@ -18,6 +18,7 @@ from harness.cli.options import (
     add_baseline_options,
     add_regression_options,
     add_run_options,
+    add_unknown_option,
     check_outputs,
     regression_fdr,
     remote_code_error,
@@ -40,6 +41,7 @@ class SessionRecords:
         self.scenarios: set[str] = set()
         self.deselected: set[tuple[str, str]] = set()
         self.regression_lines: list[str] = []
+        self.not_judged_lines: list[str] = []  # points whose gate is NOT JUDGED, and the closing line
         self.names: dict[str, str] = {}  # scenario name -> its file, across the session's files
 
 
@@ -48,6 +50,7 @@ def pytest_addoption(parser):
     add_run_options(group.addoption, prefix="harness-")
     add_regression_options(group.addoption, prefix="harness-", required=False)
     add_baseline_options(group.addoption, prefix="harness-")
+    add_unknown_option(group.addoption, prefix="harness-")
     parser.addini(
         "harness_scenarios",
         type="paths",
@@ -297,8 +300,19 @@ def pytest_sessionfinish(session, exitstatus):
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
     if HELD in config.stash:
         config.stash[HELD].close()  # the results directory is free for the next run
+    if SESSION not in config.stash:
+        return
+    from harness.cli.options import unknown_exit
+    from harness.cli.output import not_judged_lines
+
+    state = config.stash[SESSION]
+    fail_on_unknown = config.option.harness_fail_on_unknown
+    state.not_judged_lines = not_judged_lines(state.records)
+    passed = session.exitstatus == pytest.ExitCode.OK
+    if passed:  # 4 (as `harness run`) when a point is not judged
+        session.exitstatus = unknown_exit(state.records, fail_on_unknown)
     name = config.option.harness_baseline
-    if not name or SESSION not in config.stash:
+    if not name:
         return
     from pathlib import Path
 
@@ -307,7 +321,6 @@ def pytest_sessionfinish(session, exitstatus):
     from harness.regression import baseline
     from harness.regression.check import check, key
 
-    state = config.stash[SESSION]
     try:  # an unreadable, empty or unrelated baseline is a usage error, never a pass
         base = baseline.load(name, Path(config.option.harness_baselines_dir))
         # Only points this session could have run: its scenarios, minus what -k/-m deselected.
@@ -325,13 +338,19 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
     state.regression_lines = regression_report(outcome, name)
-    if not outcome.passed and session.exitstatus == pytest.ExitCode.OK:
-        # 1 when a point failed; 3 (as `harness gate`) when nothing failed but a fingerprint differs
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED if outcome.findings else outcome.exit_code
+    if passed:
+        # 1 when a point failed; 3 (as `harness gate`) when nothing failed but a fingerprint differs; 4 on
+        # what is undecided with --harness-fail-on-unknown
+        code = outcome.exit_status(fail_on_unknown)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if outcome.findings else code or session.exitstatus
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(SESSION, None)
+    if state is not None and state.not_judged_lines:
+        terminalreporter.section("harness correctness gate")
+        for line in state.not_judged_lines:
+            terminalreporter.line(line, yellow=True)
     if state is not None and state.regression_lines:
         terminalreporter.section("harness regression gate")
         for line in state.regression_lines:

@@ -138,7 +138,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-        gate: {tokens: 4, prompts: 1}
+        gate: {tokens: 4, prompts: 1, min_positions: 4}
         sweep:
           adapter: [openvino]
           device: [CPU, NPU-emulated]

@@ -1,4 +1,5 @@
-"""The ``harness`` command line. ``main(argv)`` returns the exit code: 0 ok, 1 failures, 2 bad input."""
+"""The ``harness`` command line. ``main(argv)`` returns the exit code: 0 ok, 1 failures, 2 bad input, 4 (with
+``--fail-on-unknown``) nothing failed but something was not decided."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from harness.cli import results as cli_results
 from harness.cli.options import (
     add_plan_options,
     add_run_options,
+    add_unknown_option,
     remote_code_error,
     runner_from,
+    unknown_exit,
 )
 from harness.errors import HarnessError, WriteFailed, writing
 from harness.run import lifecycle
@@ -30,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the sweep points of scenario files")
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     add_run_options(run.add_argument)
+    add_unknown_option(run.add_argument)
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
@@ -46,10 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     verify = commands.add_parser(
-        "verify", help="run only the correctness gate of scenario files; exit 1 on any failure"
+        "verify",
+        help="run only the correctness gate of scenario files; exit 1 on any failure, 4 on a point NOT JUDGED "
+        "with --fail-on-unknown",
     )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(verify.add_argument)
+    add_unknown_option(verify.add_argument)
     verify.add_argument(
         "--prompts",
         default=None,
@@ -190,6 +197,8 @@ def _run_sweep(args) -> int:
         return 2
     cli_output.run_table(records)
     print(cli_output.time_split_table(records))
+    if unjudged := cli_output.not_judged_line(records):
+        print(unjudged)
     print(f"records written under {args.harness_results}/")
     if args.history:
         from harness.history import add_records
@@ -198,7 +207,8 @@ def _run_sweep(args) -> int:
         with writing(args.history, kept=f"the records are written; add them with: {again}"):
             added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
-    return 1 if any(r.status in ("failed", "timeout") or r.verdict_failed for r in records) else 0
+    failed = any(r.status in ("failed", "timeout") or r.verdict_failed for r in records)
+    return 1 if failed else unknown_exit(records, args.harness_fail_on_unknown)
 
 
 def _parse_prompts(value: Optional[str]):
@@ -229,7 +239,7 @@ def _verify_all(args) -> int:
     select = (lambda point: args.select in point.id) if args.select else None
     from harness.scenario.sweep import expand
 
-    failed = False
+    failed, ran = False, []
     total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
     for scenario in scenarios:
         try:
@@ -238,6 +248,7 @@ def _verify_all(args) -> int:
             exc.done, exc.total = done + (exc.done or 0), total  # counted over every scenario
             raise
         done += len(records)
+        ran += records
         for record in records:
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
@@ -248,7 +259,9 @@ def _verify_all(args) -> int:
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
             failed |= record.verdict == "fail"
-    return 1 if failed else 0
+    if unjudged := cli_output.not_judged_line(ran):
+        print(unjudged)
+    return 1 if failed else unknown_exit(ran, args.harness_fail_on_unknown)
 
 
 def _reference(args) -> int:

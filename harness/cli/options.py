@@ -238,6 +238,27 @@ def add_accept_option(add, prefix: str = "") -> None:
     )
 
 
+def add_unknown_option(add, prefix: str = "") -> None:
+    """``--fail-on-unknown``: exit 4 on what was not decided (``harness run``, ``verify``, ``gate`` and pytest)."""
+    add(
+        f"--{prefix}fail-on-unknown",
+        dest="harness_fail_on_unknown",
+        action="store_true",
+        help="exit 4 when nothing failed but something was not decided: a point whose gate is NOT JUDGED (its "
+        "top-k checks passed, its KL tier had fewer teacher-forced positions than gate.min_positions), or, "
+        "against a baseline, a launch-level comparison neither different nor the same (UNKNOWN); "
+        "default: exit 0 and say so",
+    )
+
+
+def unknown_exit(records, fail_on_unknown: bool) -> int:
+    """The exit status of runs where nothing failed: ``EXIT_INCONCLUSIVE`` when a point's gate is not judged
+    and ``--fail-on-unknown`` asks to fail on that, else 0."""
+    from harness.errors import EXIT_INCONCLUSIVE
+
+    return EXIT_INCONCLUSIVE if fail_on_unknown and any(r.not_judged for r in records) else 0
+
+
 def accepted_differences(options, prefix: str = "") -> frozenset[str]:
     from harness.errors import UsageError
     from harness.records.fingerprint import parse_accepted

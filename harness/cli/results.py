@@ -6,7 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.options import accepted_differences, add_accept_option, add_baseline_options, add_regression_options
+from harness.cli.options import (
+    accepted_differences,
+    add_accept_option,
+    add_baseline_options,
+    add_regression_options,
+    add_unknown_option,
+)
 from harness.cli.output import regression_report
 from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
 from harness.regression.confirm import confirm
@@ -71,12 +77,7 @@ def add_parsers(commands) -> None:
         "one results directory, where the reruns are written",
     )
 
-    regression.add_argument(
-        "--fail-on-unknown",
-        action="store_true",
-        help="exit 4 when nothing failed but a launch-level comparison is inconclusive (neither different "
-        "nor the same; the UNKNOWN line says how many launches would decide it); default: exit 0 and say so",
-    )
+    add_unknown_option(regression.add_argument)
     regression.add_argument(
         "--json",
         metavar="FILE",
@@ -230,7 +231,7 @@ def _regression_check(args) -> int:
     if rerun is not None and outcome.flagged:
         outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm, accept=accept)
     print("\n".join(regression_report(outcome, args.harness_baseline)))
-    code = outcome.exit_status(fail_on_unknown=args.fail_on_unknown)
+    code = outcome.exit_status(fail_on_unknown=args.harness_fail_on_unknown)
     if args.json:
         from harness.cli.output import regression_json
         from harness.io import write_json_atomic

@@ -10,7 +10,8 @@ Two checks per prompt, on the device's step-wise ``prefill``/``decode`` logits:
   two-way top-k inclusion, top-1 agreement, KL(reference || device) and cosine of the log-probabilities.
 
 Verdict: ``fail`` when a top-k check fails or a mean KL exceeds ``fail_factor`` x its noise floor;
-``drift`` when one exceeds ``drift_factor`` x its floor; else ``pass``. The means judged: the overall one,
+``drift`` when one exceeds ``drift_factor`` x its floor; ``not judged`` when the KL tier had fewer
+teacher-forced positions than ``min_positions``; else ``pass``. The means judged: the overall one,
 and each phase's (the prefill position, the decode positions) against its own floor (``harness.correctness.kl``).
 Drift is expected of quantized points and reported; on an unquantized point it fails (by default), as a bug:
 measured on Gemma 3 270M, HF fp32 sits at 1x the floor, while a decode step that reuses the previous
@@ -28,11 +29,13 @@ from harness.correctness import positions
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
 from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
+    NOT_JUDGED,
     Divergence,
     GateConfig,
     GateResult,
     NotRun,
     PromptResult,
+    decide,
     format_failures,
 )
 from harness.correctness.reference import (
@@ -254,7 +257,8 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     lines = config.lines
     phases = kl_stats.phases(forward, reference.noise_floor, lines) if forward else None
     test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
-    notes = [why] if forward and (why := kl_stats.too_few(forward, lines)) else []
+    unjudged = kl_stats.too_few(forward, lines) if forward else None
+    notes = []
     if long_misses:
         notes.append(f"teacher-forced top-{config.k} missed on long prompt(s) {long_misses}: reported; KL judges them")
     fails, drifts = kl_stats.judge(ratio, test, phases, lines)
@@ -262,14 +266,9 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     if buckets:
         more_fails, more_drifts = positions.judge(buckets, config.drift_factor, config.fail_factor)
         fails, drifts = fails + more_fails, drifts + more_drifts
-    reasons += fails
-    verdict = "fail" if reasons else "pass"
-    if verdict == "pass" and drifts:
-        verdict = "drift"
-        reasons += drifts
-        if config.fail_on_drift:
-            verdict = "fail"
-            reasons[-1] += "; drift fails this point"
+    verdict, reasons = decide(reasons + fails, drifts, unjudged, config.fail_on_drift)
+    if unjudged and verdict != NOT_JUDGED:  # a top-k failure still fails; the unjudged tier is noted
+        notes.insert(0, unjudged)
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
     return GateResult(

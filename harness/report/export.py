@@ -7,7 +7,7 @@ position (``kind = "gate"``): analyse without rerunning on scarce hardware.
   prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
   token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
-  top-1 mode), top1_match (1/0).
+  top-1 mode), top1_match (1/0), verdict (the point's gate verdict: pass, drift, fail or not judged).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ COLUMNS = (
     "gap_ms",
     "kl",
     "top1_match",
+    "verdict",
 )
 
 
@@ -77,6 +78,7 @@ def gate_rows(record: Record) -> Iterator[dict]:
                 position=position,
                 kl=kls[position] if position < len(kls) else None,
                 top1_match=matches[position] if position < len(matches) else None,
+                verdict=record.correctness.verdict,
             )
 
 
@@ -128,6 +130,7 @@ def _parquet(table: list[dict]) -> bytes:
             ("gap_ms", pa.float64()),
             ("kl", pa.float64()),
             ("top1_match", pa.int8()),
+            ("verdict", pa.string()),
         ]
     )
     arrow = pa.Table.from_pylist(table, schema=schema)

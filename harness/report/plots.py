@@ -13,7 +13,7 @@ from harness.records.columns import TIME_SPLIT, TIMED
 from harness.report import tables
 
 MAX_SERIES = 16  # beyond this a legend is unreadable: the series with the most points are kept
-VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
+VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828", "not judged": "#6a1b9a"}
 NO_VERDICT_COLOUR = "#9e9e9e"
 TIMED_COLOUR = "#2e7d32"  # the measured part of the time split stands out; the rest in muted tones
 INTERVAL_NOTE = " Error bars: the 95 % confidence interval over launches, where two or more launches measured a point."
@@ -160,7 +160,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
         "ms/token per quantization level",
         fig,
         "Bars are coloured by the top-k gate verdict: green pass, orange drift, red (hatched) fail, "
-        "grey no gate (NITRO Fig. 7)." + note,
+        "purple not judged (too few positions for the KL tier), grey no gate (NITRO Fig. 7)." + note,
     )
 
 

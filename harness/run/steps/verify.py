@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
+from harness.records.correctness import DRIFT, FAIL
 from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -142,7 +143,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     part.power = found_power
     part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
-    if result.verdict != "pass":
+    if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found.to_dict()
         if found.departs_at is not None:
