@@ -258,7 +258,7 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     phases = kl_stats.phases(forward, reference.noise_floor, lines) if forward else None
     test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
     unjudged = kl_stats.too_few(forward, lines) if forward else None
-    notes = []
+    notes: list[str] = []
     if long_misses:
         notes.append(f"teacher-forced top-{config.k} missed on long prompt(s) {long_misses}: reported; KL judges them")
     fails, drifts = kl_stats.judge(ratio, test, phases, lines)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL
+from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED
 from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -210,7 +210,10 @@ def same_weights(
     update = {"same_weights": found, "verdict": verdict}
     details = audit.reasons if audit and audit.verdict == "fail" else []
     if why or details:
-        update["reasons"] = [*correctness.reasons, *filter(None, [why]), *details]
+        unjudged = correctness.verdict == NOT_JUDGED and verdict == FAIL  # its reason becomes a note
+        update["reasons"] = [*([] if unjudged else correctness.reasons), *filter(None, [why]), *details]
+        if unjudged:
+            update["notes"] = [*correctness.reasons, *correctness.notes]
         update["report"] = "\n".join(
             filter(None, [correctness.report, why and f"same weights: {why}", *details, found.report])
         )
