@@ -2,7 +2,8 @@
 ``harness verify``, ``harness run``, the pytest plugin and ``harness gate`` print it with the reason and
 the count, exit 0, and exit 4 under ``--fail-on-unknown``; the record, the run table, ``harness summary``,
 summary.md, ``harness export`` and ``harness history show`` carry the word. On a real tiny engine
-(transformers, tiny-llama): one prompt of 4 tokens gives 4 positions, fewer than ``gate.min_positions`` (8)."""
+(transformers, tiny-llama): one prompt of 4 tokens gives 4 positions, fewer than ``gate.min_positions`` (8).
+A top-k failure on as few positions still fails."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 4}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-gate: {tokens: 4, prompts: 1}
+gate: {tokens: 4, prompts: ["The river bank"]}
 sweep:
   adapter: [hf]
 """
@@ -60,9 +61,25 @@ def test_verify_prints_not_judged_with_the_reason_and_exits_4_only_when_asked(wr
     code, out = main(*verify, "--fail-on-unknown")
     assert code == 4 and "NOT JUDGED scenario::hf-cpu-bf16" in out, out
     # Enough positions for the tier: judged, and --fail-on-unknown has nothing to fail on.
-    path = write_scenario(SCENARIO.replace("prompts: 1}", "prompts: 1, min_positions: 4}"))
+    path = write_scenario(SCENARIO.replace('bank"]}', 'bank"], min_positions: 4}'))
     code, out = main(*verify[:1], path, *verify[2:], "--fail-on-unknown")
     assert code == 0 and "PASS   scenario::hf-cpu-bf16: top-5 both" in out and "NOT JUDGED" not in out, out
+
+
+def test_a_top_k_failure_on_too_few_positions_still_fails(write_scenario, tmp_path, tiny_llama):
+    from harness.adapters import registry
+
+    from .test_gate import BrokenHF  # a stale KV cache: top-5 fails within these 4 positions
+
+    registry.register_adapter(BrokenHF)
+    try:
+        path = write_scenario(SCENARIO.replace("adapter: [hf]", "adapter: [hf-broken]"))
+        code, out = main("verify", path, "--results", tmp_path / "results", "--isolation", "none", "--fail-on-unknown")
+    finally:
+        registry.unregister_adapter(BrokenHF.name)
+    line = next(line for line in out.splitlines() if "scenario::hf-broken-cpu-bf16" in line)
+    assert code == 1 and line.startswith("FAIL   ") and WHY in line, out  # the unjudged tier is a note
+    assert "NOT JUDGED" not in out
 
 
 def test_run_records_it_and_every_reader_shows_the_word(night, capsys):
