@@ -90,7 +90,7 @@ def test_run_records_it_and_every_reader_shows_the_word(night, capsys):
     row = next(line for line in printed.splitlines() if line.startswith("scenario::hf-cpu-bf16"))
     assert row.rstrip().endswith("not judged"), printed
     assert f"gate NOT JUDGED: {WHY}" in printed and CLOSING in printed
-    code, summary = main("summary", root / "results")
+    code, summary = main("summary", root / "results" / "scenario")
     assert code == 0 and f"not judged, {WHY}" in summary, summary
     assert cli.main(["report", str(root / "results"), "-o", str(root / "report")]) == 0
     assert "not judged" in (root / "report" / "summary.md").read_text()
