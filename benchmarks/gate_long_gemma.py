@@ -82,7 +82,9 @@ def main() -> None:
         if args.only and not any(part in name for part in args.only):
             continue
         adapter = cls()
-        adapter.load(model, Point(adapter="hf", device="cpu", id="long"), LoadSettings(dtype="bf16", threads=args.threads))
+        adapter.load(
+            model, Point(adapter="hf", device="cpu", id="long"), LoadSettings(dtype="bf16", threads=args.threads)
+        )
         start = time.perf_counter()
         try:
             result = gate.evaluate(adapter, reference, config)
