@@ -138,7 +138,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
         model: tiny-llama
         generation: {max_new_tokens: 4}
         measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-        gate: {tokens: 4, prompts: 1, min_positions: 4}
+        gate: {tokens: 4, prompts: 1}
         sweep:
           adapter: [openvino]
           device: [CPU, NPU-emulated]
@@ -150,7 +150,8 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     rejected = records["openvino-CPU-int4_sym"]
     assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message
     healthy = records["openvino-CPU-bf16"]
-    assert healthy.status == "ok" and healthy.correctness.verdict == "pass"
+    # top-k agrees; 4 teacher-forced positions are fewer than gate.min_positions: the KL tier is not judged
+    assert healthy.status == "ok" and healthy.correctness.verdict == "not judged"
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
     assert npu.status == "ok" and npu.adapter["emulated"] is True
