@@ -4,12 +4,13 @@ window off or doubled, KV cache at 3 bits past position 256, position ids in bf1
 and its KL as a multiple of the noise floor (overall and per position bucket).
 
 python benchmarks/gate_long_gemma.py [--model gemma3-270m] [--length 640] [--kind long-prefill]
-    [--tokens 128] [--store DIR] [--only NAME ...] [--json FILE]
+    [--tokens 32] [--threads 1] [--store DIR] [--only NAME ...] [--json FILE]
 
 The default prompt is a ``long-prefill`` one: its first ``length - tokens`` positions prefilled (the
 prefill path at length), the last ``tokens`` teacher-forced one decode step each, so every compared
 position lies past the window. ``--kind long`` decodes every position from 16 on (buckets from 0, but
-a decode step per position: on a loaded 2-core machine too slow for the whole table).
+a decode step per position: on a loaded 2-core machine too slow for the whole table; so were 128
+decoded positions at 2 threads, not through the reference in 20 minutes).
 
 Prints a Markdown table, one row per variant as it finishes (``--json FILE`` also writes the figures).
 """
@@ -68,8 +69,10 @@ def main() -> None:
     parser.add_argument("--model", default="gemma3-270m")
     parser.add_argument("--length", type=int, default=640, help="positions of the long prompt")
     parser.add_argument("--kind", choices=lengths.KINDS, default=lengths.LONG_PREFILL)
-    parser.add_argument("--tokens", type=int, default=128, help="teacher-forced positions of a long-prefill prompt")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=32, help="teacher-forced positions of a long-prefill prompt")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="1: on a shared, loaded machine 2 threads wait on each other"
+    )
     parser.add_argument("--store", default="/tmp/harness-gate-long-gemma")
     parser.add_argument("--only", nargs="*", default=None, help="variant names (substrings) to run")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
