@@ -117,22 +117,23 @@ def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_
 
     clean = records["llamacpp"]
     audit = clean.same_weights.dequantized
-    assert clean.verdict in ("pass", "drift"), clean.reasons  # drift against HF is the quantization cost
+    # 6 teacher-forced positions, fewer than gate.min_positions: the KL tiers are not judged, on either side
+    assert clean.verdict == "not judged", clean.reasons
     assert audit.verdict == "pass" and audit.ratio < audit.fail_factor and audit.tensors == 21, audit
-    assert clean.same_weights.verdict == "pass"
+    assert clean.same_weights.verdict == "not judged"
     for cls in faulty:
         gate = records[cls.name]
         audit = gate.same_weights.dequantized
         assert gate.verdict == "fail" and audit.verdict == "fail", (cls.name, gate.reasons)
         assert audit.ratio >= 3 * audit.fail_factor, (cls.name, audit.ratio)
-        assert gate.same_weights.verdict == "pass"  # the twin runs the same wrong weights and agrees
+        assert gate.same_weights.verdict == "not judged"  # the twin runs the same wrong weights: top-k agrees
         assert any("converter bug" in reason for reason in gate.reasons)
     # The subtle one is what the issue measured: within the quantization cost against HF (drift, exit 0
-    # before; pass since the KL tiers need a paired test over gate.min_positions), its twin agreeing; the
+    # before; not judged on these 6 positions, fewer than gate.min_positions), its twin agreeing; the
     # weights are still plainly not the checkpoint's.
-    assert records["llamacpp-small-scale"].same_weights.model_verdict in ("pass", "drift")
+    assert records["llamacpp-small-scale"].same_weights.model_verdict in ("pass", "drift", "not judged")
     assert code == 1 and "FAIL   scenario::llamacpp-small-scale-cpu-int8_sym" in out, out
-    assert "own weights pass" in out and "dequantized artefact fail (34." in out, out
+    assert "own weights not judged" in out and "dequantized artefact fail (34." in out, out
     # Stored once per (artefact, checkpoint) content pair beside the references, reused by the verify.
     assert len(list((tmp_path / "results" / "references").glob("tiny-llama/dequantized/*.json"))) == 5
 
@@ -179,18 +180,18 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     assert code == 1
     records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean, broken = records["openvino"], records["openvino-patchedscale"]
-    assert clean.verdict in ("pass", "drift") and clean.same_weights.dequantized.verdict == "pass"
+    assert clean.verdict == "not judged" and clean.same_weights.dequantized.verdict == "pass"  # 6 positions
     assert clean.same_weights.dequantized.ratio < dequantized.FAIL_FACTOR
     audit = broken.same_weights.dequantized
     assert broken.verdict == "fail" and audit.verdict == "fail" and audit.ratio >= 3 * audit.fail_factor, audit
-    assert broken.same_weights.verdict == "pass"  # the twin runs the same patched IR and agrees
-    # against HF it hides in the quantization cost (drift, or pass where the paired test does not confirm it)
-    assert broken.same_weights.model_verdict in ("pass", "drift")
+    assert broken.same_weights.verdict == "not judged"  # the twin runs the same patched IR: top-k agrees
+    # against HF it hides in the quantization cost (drift, or not judged on these 6 positions)
+    assert broken.same_weights.model_verdict in ("pass", "drift", "not judged")
     # The twin's floor comes from another path (HF on the IR's dequantized weights): the CPU point, whose
     # device path is the plugin at its default precision, is no longer its own floor (ratio 1.0 exactly).
     own = clean.same_weights
     assert "HF transformers bf16 running the IR's dequantized weights" in own.floor_method
-    assert own.kl_mean != own.noise_floor and own.verdict == "pass"
+    assert own.kl_mean != own.noise_floor and own.verdict == "not judged"
     # Content-keyed: the patched IR (same file names and sizes) got its own same-weights reference.
     assert len(list(tmp_path.glob("references/tiny-llama/same-weights/*.json"))) == 2
     # HF transformers on each IR's dequantized weights: near its own floor clean (shared faults of the

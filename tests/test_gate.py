@@ -87,7 +87,7 @@ REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 
 
 
 def test_identical_device_passes_everything():
-    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2, min_positions=3))
     assert result.verdict == "pass" and result.top1_match_rate == 1 and result.free_divergence_index is None
 
 
@@ -170,8 +170,9 @@ def test_no_kl_verdict_on_fewer_positions_than_min_positions():
     reference.noise_floor["kl_mean"] = 1e-4
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]
     few = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=4))
-    assert few.test is None and few.verdict == "pass" and few.kl_ratio > 100  # the mean alone is not judged
-    assert few.notes == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=4"]
+    # the mean alone is not judged, and the point is not passed either (before: "pass" with a note)
+    assert few.test is None and few.verdict == "not judged" and few.kl_ratio > 100 and not few.notes
+    assert few.reasons == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=4"]
     assert few.phases.prefill.pooled and few.phases.decode.pooled and few.phases.decode.verdict is None
     enough = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=3))
     assert enough.test.positions == 3 and enough.verdict == "fail" and not enough.notes

@@ -153,7 +153,8 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
 
     cpu = f"openvino-CPU-{inference_precision('CPU')}"  # at none the CPU plugin's precision names the point
     healthy = records[cpu]
-    assert healthy.status == "ok" and healthy.correctness.verdict == "pass"
+    # top-k agrees; 4 teacher-forced positions are fewer than gate.min_positions: the KL tier is not judged
+    assert healthy.status == "ok" and healthy.correctness.verdict == "not judged"
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
     assert npu.status == "ok" and npu.adapter["emulated"] is True

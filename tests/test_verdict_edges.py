@@ -157,7 +157,11 @@ def test_drift_is_reported_and_fails_only_where_drift_fails_the_point():
     over = _conclude([_prompt(0, kl_mean=2.0, position_kl=[2.0] * 10)], fail_on_drift=False)
     assert over.verdict == "fail" and over.reasons[0].startswith("mean KL is 200.0x its noise floor"), over.reasons
     few = _conclude([_prompt(0, kl_mean=2.0, position_kl=[2.0] * 3)], fail_on_drift=False)  # under min_positions
-    assert few.verdict == "pass" and few.notes and "fewer than gate.min_positions=8" in few.notes[0]
+    # Before: "pass" with only a note, a silent pass at 200x the floor.
+    assert few.verdict == "not judged" and few.notes == []
+    assert few.reasons == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=8"]
+    topk = _conclude([_prompt(0, free_ok=False, kl_mean=2.0, position_kl=[2.0] * 3)], fail_on_drift=False)
+    assert topk.verdict == "fail" and topk.notes == [few.reasons[0]]  # a top-k failure still fails
 
 
 def test_the_gate_pools_per_position_figures_into_phases_and_the_distribution():

@@ -1,4 +1,5 @@
-"""The ``harness`` command line. ``main(argv)`` returns the exit code: 0 ok, 1 failures, 2 bad input."""
+"""The ``harness`` command line. ``main(argv)`` returns the exit code: 0 ok, 1 failures, 2 bad input, 4 (with
+``--fail-on-unknown``) nothing failed but something was not decided."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from harness.cli.options import (
     VERIFY_RESULTS_HELP,
     add_plan_options,
     add_run_options,
+    add_unknown_option,
     remote_code_error,
     runner_from,
+    unknown_exit,
 )
 from harness.errors import HarnessError, WriteFailed, writing
 from harness.run import lifecycle
@@ -31,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the sweep points of scenario files")
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     add_run_options(run.add_argument)
+    add_unknown_option(run.add_argument)
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
@@ -47,10 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     verify = commands.add_parser(
-        "verify", help="run only the correctness gate of scenario files; exit 1 on any failure"
+        "verify",
+        help="run only the correctness gate of scenario files; exit 1 on any failure, 4 on a point NOT JUDGED "
+        "with --fail-on-unknown",
     )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
+    add_unknown_option(verify.add_argument)
     verify.add_argument(
         "--prompts",
         default=None,
@@ -191,6 +198,8 @@ def _run_sweep(args) -> int:
         return 2
     cli_output.run_table(records)
     print(cli_output.time_split_table(records))
+    if unjudged := cli_output.not_judged_line(records):
+        print(unjudged)
     print(f"records written under {args.harness_results}/")
     if args.history:
         from harness.history import add_records
@@ -199,7 +208,8 @@ def _run_sweep(args) -> int:
         with writing(args.history, kept=f"the records are written; add them with: {again}"):
             added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
-    return 1 if any(r.status in ("failed", "timeout") or r.verdict_failed for r in records) else 0
+    failed = any(r.status in ("failed", "timeout") or r.verdict_failed for r in records)
+    return 1 if failed else unknown_exit(records, args.harness_fail_on_unknown)
 
 
 def _parse_prompts(value: Optional[str]):
@@ -229,19 +239,20 @@ def _verify_all(args) -> int:
     # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
     runner.results_dir = Path(args.harness_results) if args.harness_results else None
     if runner.results_dir is None:
-        return _gate_points(runner, scenarios, args.select)
+        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
     from harness.io import results_lock
 
     with results_lock(runner.results_dir):  # not while a `harness run` writes there
-        return _gate_points(runner, scenarios, args.select)
+        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
 
 
-def _gate_points(runner, scenarios, text: Optional[str]) -> int:
-    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure."""
+def _gate_points(runner, scenarios, text: Optional[str], fail_on_unknown: bool) -> int:
+    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure, 4 on a point
+    not judged with ``fail_on_unknown``."""
     select = (lambda point: text in point.id) if text else None
     from harness.scenario.sweep import expand
 
-    failed = False
+    failed, ran = False, []
     total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
     for scenario in scenarios:
         try:
@@ -250,6 +261,7 @@ def _gate_points(runner, scenarios, text: Optional[str]) -> int:
             exc.done, exc.total = done + (exc.done or 0), total  # counted over every scenario
             raise
         done += len(records)
+        ran += records
         for record in records:
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
@@ -262,7 +274,9 @@ def _gate_points(runner, scenarios, text: Optional[str]) -> int:
             failed |= record.verdict == "fail"
     if runner.results_dir is not None and done:
         print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
-    return 1 if failed else 0
+    if unjudged := cli_output.not_judged_line(ran):
+        print(unjudged)
+    return 1 if failed else unknown_exit(ran, fail_on_unknown)
 
 
 def _reference(args) -> int:

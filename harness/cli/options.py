@@ -232,13 +232,7 @@ def add_regression_options(add, prefix: str = "", required: bool = True) -> None
         help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})",
     )
     add_accept_option(add, prefix)
-    add(
-        f"--{prefix}fail-on-unknown",
-        dest="harness_fail_on_unknown",
-        action="store_true",
-        help="exit 4 when nothing failed but a launch-level comparison is inconclusive (neither different "
-        "nor the same; the UNKNOWN line says how many launches would decide it); default: exit 0 and say so",
-    )
+    add_unknown_option(add, prefix)
     add(
         gate_json_flag(prefix),
         dest="harness_gate_json",
@@ -276,6 +270,27 @@ def add_accept_option(add, prefix: str = "") -> None:
         help="compare records whose fingerprints differ in these fields anyway (otherwise such a pair is "
         f"incomparable, exit 3): {', '.join(FIELDS)}, or all",
     )
+
+
+def add_unknown_option(add, prefix: str = "") -> None:
+    """``--fail-on-unknown``: exit 4 on what was not decided (``harness run``, ``verify``, ``gate`` and pytest)."""
+    add(
+        f"--{prefix}fail-on-unknown",
+        dest="harness_fail_on_unknown",
+        action="store_true",
+        help="exit 4 when nothing failed but something was not decided: a point whose gate is NOT JUDGED (its "
+        "top-k checks passed, its KL tier had fewer teacher-forced positions than gate.min_positions), or, "
+        "against a baseline, a launch-level comparison neither different nor the same (UNKNOWN); "
+        "default: exit 0 and say so",
+    )
+
+
+def unknown_exit(records, fail_on_unknown: bool) -> int:
+    """The exit status of runs where nothing failed: ``EXIT_INCONCLUSIVE`` when a point's gate is not judged
+    and ``--fail-on-unknown`` asks to fail on that, else 0."""
+    from harness.errors import EXIT_INCONCLUSIVE
+
+    return EXIT_INCONCLUSIVE if fail_on_unknown and any(r.not_judged for r in records) else 0
 
 
 def accepted_differences(options, prefix: str = "") -> frozenset[str]:

@@ -78,6 +78,27 @@ def verdict_line(name: str, gate) -> str:
     return line
 
 
+def not_judged_line(records) -> str | None:
+    """The closing line of a run with points whose gate is NOT JUDGED, or None."""
+    count = sum(r.not_judged for r in records)
+    if not count:
+        return None
+    return (
+        f"NOT JUDGED: {count} point(s) passed top-k but had too few teacher-forced positions for the KL tier "
+        "(raise gate.tokens or gate.prompts, or lower gate.min_positions); --fail-on-unknown exits 4 on them"
+    )
+
+
+def not_judged_lines(records) -> list[str]:
+    """A line per point whose gate is NOT JUDGED, with why, then the closing line (none when there is none)."""
+    points = [
+        f"NOT JUDGED {r.scenario}::{r.point_id}: {'; '.join(r.correctness.reasons)}"
+        for r in records
+        if r.not_judged and r.correctness is not None
+    ]
+    return [*points, *filter(None, [not_judged_line(records)])]
+
+
 def _fmt(value, digits=1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -214,7 +235,7 @@ def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "
     """Lines explaining a regression-check outcome, point by point (the flag named as the front-end spells it)."""
     from harness.regression import verdicts
 
-    lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable]]
+    lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable, *outcome.not_judged]]
     lines += [str(change) for change in outcome.verdict_changes]
     lines += [verdicts.line(test) for test in outcome.tests]
     lines += [f"note {note}" for note in outcome.notes]
@@ -229,6 +250,11 @@ def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "
         lines.append(
             f"inconclusive: {unknown} of {len(outcome.tests)} launch-level comparison(s) neither different nor "
             f"the same (UNKNOWN lines: the launches that would decide them); {fail_on_unknown_flag} exits 4 on them"
+        )
+    if outcome.not_judged:
+        lines.append(
+            f"not judged: {len(outcome.not_judged)} point(s) passed top-k with too few teacher-forced positions "
+            f"for the KL tier (NOT JUDGED lines); {fail_on_unknown_flag} exits 4 on them"
         )
     counts = {word: sum(t.verdict == word for t in outcome.tests) for word in (verdicts.DIFFERENT, verdicts.SAME)}
     tally = (
@@ -267,6 +293,9 @@ def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
         "tests": [test_row(test) for test in outcome.tests],
         "verdict_changes": [asdict(change) for change in outcome.verdict_changes],
         "inconclusive": len(outcome.unknown),
+        "not_judged": [
+            {"scenario": f.scenario, "point_id": f.point_id, "message": f.message} for f in outcome.not_judged
+        ],
         "notes": list(outcome.notes),
     }
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.options import accepted_differences, add_accept_option, add_baseline_options, add_regression_options
+from harness.cli.options import (
+    accepted_differences,
+    add_accept_option,
+    add_baseline_options,
+    add_regression_options,
+)
 from harness.cli.output import regression_report
 from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
 from harness.regression.confirm import confirm

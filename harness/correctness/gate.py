@@ -10,7 +10,8 @@ Two checks per prompt, on the device's step-wise ``prefill``/``decode`` logits:
   two-way top-k inclusion, top-1 agreement, KL(reference || device) and cosine of the log-probabilities.
 
 Verdict: ``fail`` when a top-k check fails or a mean KL exceeds ``fail_factor`` x its noise floor;
-``drift`` when one exceeds ``drift_factor`` x its floor; else ``pass``. The means judged: the overall one,
+``drift`` when one exceeds ``drift_factor`` x its floor; ``not judged`` when the KL tier had fewer
+teacher-forced positions than ``min_positions``; else ``pass``. The means judged: the overall one,
 and each phase's (the last prompt positions, ``harness.correctness.prefill``; the decode positions) against
 its own floor (``harness.correctness.kl``).
 Drift is expected of quantized points and reported; on an unquantized point it fails (by default), as a bug:
@@ -29,11 +30,13 @@ from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
 from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
+    NOT_JUDGED,
     Divergence,
     GateConfig,
     GateResult,
     NotRun,
     PromptResult,
+    decide,
     format_failures,
 )
 from harness.correctness.reference import (
@@ -258,8 +261,8 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     widened = prefill.parts(prompt_results, reference)  # the prefill phase at the last prompt positions
     phases = kl_stats.phases(forward, reference.noise_floor, lines, widened) if forward else None
     test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
-    notes = [why] if forward and (why := kl_stats.too_few(forward, lines)) else []
-    notes += prefill.notes(reference) if widened else []
+    unjudged = kl_stats.too_few(forward, lines) if forward else None
+    notes: list[str] = prefill.notes(reference) if widened else []
     if long_misses:
         notes.append(f"teacher-forced top-{config.k} missed on long prompt(s) {long_misses}: reported; KL judges them")
     fails, drifts = kl_stats.judge(ratio, test, phases, lines)
@@ -267,14 +270,9 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     if buckets:
         more_fails, more_drifts = positions.judge(buckets, config.drift_factor, config.fail_factor)
         fails, drifts = fails + more_fails, drifts + more_drifts
-    reasons += fails
-    verdict = "fail" if reasons else "pass"
-    if verdict == "pass" and drifts:
-        verdict = "drift"
-        reasons += drifts
-        if config.fail_on_drift:
-            verdict = "fail"
-            reasons[-1] += "; drift fails this point"
+    verdict, reasons = decide(reasons + fails, drifts, unjudged, config.fail_on_drift)
+    if unjudged and verdict != NOT_JUDGED:  # a top-k failure still fails; the unjudged tier is noted
+        notes.insert(0, unjudged)
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
     return GateResult(

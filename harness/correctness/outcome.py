@@ -10,7 +10,7 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions
 from harness.correctness.lengths import is_long
 from harness.correctness.reference import Reference
-from harness.records.correctness import PositionBucket
+from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED, PASS, PositionBucket
 from harness.records.record import GatePhases, KLDistribution, PairedTest
 
 
@@ -67,7 +67,7 @@ class PromptResult:
 
 @dataclass
 class GateResult:
-    verdict: str  # pass | drift | fail
+    verdict: str  # pass | drift | fail | not judged (harness.records.correctness.VERDICTS)
     reasons: list[str]
     k: int
     mode: str
@@ -92,6 +92,19 @@ class GateResult:
             | {name: part.model_dump() if part is not None else None for name, part in parts}
             | {"buckets": [b.model_dump() for b in self.buckets] if self.buckets is not None else None}
         )
+
+
+def decide(fails: list[str], drifts: list[str], unjudged: Optional[str], fail_on_drift: bool) -> tuple[str, list[str]]:
+    """(verdict, reasons) from the checks' fail and drift reasons and why the KL tier was not judged (or
+    None): a failure fails; drift drifts (fails with ``fail_on_drift``); top-k checks passed with no KL
+    tier judged are ``not judged``, never a silent pass."""
+    if fails:
+        return FAIL, fails
+    if drifts:
+        return (FAIL, [*drifts[:-1], drifts[-1] + "; drift fails this point"]) if fail_on_drift else (DRIFT, drifts)
+    if unjudged:
+        return NOT_JUDGED, [unjudged]
+    return PASS, []
 
 
 @dataclass(frozen=True)

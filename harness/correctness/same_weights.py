@@ -43,6 +43,7 @@ from harness.correctness.reference import (
     greedy_steps,
 )
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
+from harness.records.correctness import NOT_JUDGED, PASS
 
 if TYPE_CHECKING:
     from harness.adapters.base import Adapter, Twin
@@ -193,7 +194,8 @@ def combine(
 
     - the model verdict (against HF): drift there is the quantization cost, reported, not failed;
     - the own-weights verdict (against the twin, the same artefact on a trusted engine path): only
-      ``pass`` is clean, since drift between identical weights is a kernel or plugin bug;
+      ``pass`` is clean, since drift between identical weights is a kernel or plugin bug (``not judged``
+      fails nothing but leaves a passing point not judged);
     - the dequantized verdict (the artefact read back row by row against the HF checkpoint,
       ``harness.correctness.dequantized``): ``fail`` when the artefact holds other weights than the
       checkpoint, a converter bug the twin shares and so cannot see;
@@ -204,7 +206,7 @@ def combine(
     Any of the last three failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
         return "fail", None
-    if own_verdict not in (None, "pass"):
+    if own_verdict not in (None, PASS, NOT_JUDGED):
         return "fail", (
             f"against its own weights the point is {own_verdict}: identical weights on a trusted path "
             "disagree beyond their noise floor, a port bug rather than quantization"
@@ -220,6 +222,8 @@ def combine(
             "identical weights on another engine disagree beyond activation rounding, a kernel or runtime "
             "fault of this engine (which its twin, on the same engine, may share)"
         )
+    if own_verdict == NOT_JUDGED and model_verdict == PASS:
+        return NOT_JUDGED, "against its own weights the KL tier was not judged (too few teacher-forced positions)"
     return model_verdict, None
 
 

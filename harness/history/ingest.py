@@ -65,7 +65,7 @@ class PointRows:
     fingerprint: FingerprintKey
     status: str
     reason: Optional[str] = None
-    verdict: Optional[str] = None  # correctness gate: pass | fail | None (no gate)
+    verdict: Optional[str] = None  # correctness gate: pass | drift | fail | not judged | None (no gate)
     kl_ratio: Optional[float] = None
     accuracy: Optional[dict[str, Any]] = None
     started_at: Optional[datetime] = None

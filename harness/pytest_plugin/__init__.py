@@ -146,23 +146,35 @@ def pytest_sessionfinish(session, exitstatus):
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
     if HELD in config.stash:
         config.stash[HELD].close()  # the results directory is free for the next run
-    if not config.option.harness_baseline or SESSION not in config.stash:
+    if SESSION not in config.stash:
         return
-    from harness.errors import HarnessError
+    from harness.cli.options import unknown_exit
+    from harness.cli.output import not_judged_lines
 
     state = config.stash[SESSION]
+    state.not_judged_lines = not_judged_lines(state.records)
+    if session.exitstatus == pytest.ExitCode.OK:  # 4 (as `harness run`) when a point is not judged
+        session.exitstatus = unknown_exit(state.records, config.option.harness_fail_on_unknown)
+    if not config.option.harness_baseline:
+        return
+    from harness.errors import EXIT_INCONCLUSIVE, HarnessError
+
     try:
         code = regression_gate(state, config.option)
     except (HarnessError, ValueError, FileNotFoundError) as exc:  # never a pass
         state.regression_lines = [*state.regression_lines, f"ERROR {exc}"]
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
-    if code and session.exitstatus == pytest.ExitCode.OK:
+    if code and session.exitstatus in (pytest.ExitCode.OK, EXIT_INCONCLUSIVE):  # a failure outranks "not judged"
         session.exitstatus = code  # 1 a point failed; 3 incomparable; 4 inconclusive (--harness-fail-on-unknown)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(SESSION, None)
+    if state is not None and state.not_judged_lines:
+        terminalreporter.section("harness correctness gate")
+        for line in state.not_judged_lines:
+            terminalreporter.line(line, yellow=True)
     if state is not None and state.regression_lines:
         terminalreporter.section("harness regression gate")
         for line in state.regression_lines:

@@ -29,6 +29,7 @@ class SessionRecords:
     scenarios: set[str] = field(default_factory=set)
     deselected: set[tuple[str, str]] = field(default_factory=set)
     regression_lines: list[str] = field(default_factory=list)
+    not_judged_lines: list[str] = field(default_factory=list)  # points whose gate is NOT JUDGED, and the closing line
     names: dict[str, str] = field(default_factory=dict)  # scenario name -> its file, across the session's files
 
 

@@ -9,6 +9,12 @@ from pydantic import Field, field_validator
 from harness.records.base import Part
 from harness.records.text_path import TextPath
 
+# The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
+# teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
+# like the regression check's ``unknown``, it exits 0 unless ``--fail-on-unknown`` (exit 4).
+FAIL, DRIFT, NOT_JUDGED, PASS = "fail", "drift", "not judged", "pass"
+VERDICTS = (FAIL, DRIFT, NOT_JUDGED, PASS)
+
 
 class ReferenceInfo(Part):
     """The HF reference a gate compared against."""
@@ -183,8 +189,8 @@ class Correctness(Part):
     """The correctness gate's result. In top-1 mode (engines that expose only their chosen token)
     there is no KL tier: ``kl_mean`` and ``kl_ratio`` are None. ``skipped`` says why no gate ran."""
 
-    verdict: Optional[str] = None  # pass | drift | fail; None when skipped
-    reasons: list[str] = Field(default_factory=list)
+    verdict: Optional[str] = None  # VERDICTS; None when skipped
+    reasons: list[str] = Field(default_factory=list)  # why it failed, drifted or was not judged
     k: Optional[int] = None
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None

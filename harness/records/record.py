@@ -15,6 +15,7 @@ from harness.records import precision
 from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa: F401 - re-exported
 from harness.records.base import Number, Part  # noqa: F401 - re-exported
 from harness.records.correctness import (  # noqa: F401 - re-exported
+    NOT_JUDGED,
     Correctness,
     DequantizedAudit,
     DequantizedModel,
@@ -139,6 +140,11 @@ class Record(BaseModel):
     def verdict_failed(self) -> bool:
         """The point ran but a verdict on it failed: the correctness gate, or a task's non-inferiority margin."""
         return self.verdict == "fail" or (self.accuracy is not None and self.accuracy.verdict == "fail")
+
+    @property
+    def not_judged(self) -> bool:
+        """The gate's top-k checks passed but its KL tier had too few positions to judge: not a pass."""
+        return self.verdict == NOT_JUDGED
 
     def to_dict(self) -> dict:
         return self.model_dump(mode="python", exclude={"kind"} if self.kind == "run" else None)

@@ -2,7 +2,9 @@
 records against a baseline, point by point. Pure: no I/O, no printing.
 
 A point fails the check when it passed (or ran) in the baseline and is now failed, timed out, skipped
-or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed. With two or more
+or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed. A point whose
+agreement is ``not judged`` (too few teacher-forced positions for the KL tier) fails nothing; it is listed,
+and ``--fail-on-unknown`` exits 4 on it as on an inconclusive test. With two or more
 ok launches a side (``measurement.launches``) a metric regresses only when (a) the median of its launch
 medians is worse than the threshold (a floor: a real but small change passes) and (b) a one-sided
 Mann-Whitney U test on the launch medians (asv's test, exact) is significant with the false discovery
@@ -138,6 +140,9 @@ def check(
             outcome.findings.append(
                 Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
             )
+        if record.not_judged and record.correctness is not None:  # neither pass nor fail: exit 4 on request
+            why = "; ".join(record.correctness.reasons) or "see the record"
+            outcome.not_judged.append(Finding(scenario, pid, "not judged", f"correctness: {why}"))
         if record.accuracy is not None and record.accuracy.verdict == "fail":  # a failed non-inferiority margin
             failed = ", ".join(record.accuracy.failed_margins()) or "see the record's accuracy part"
             outcome.findings.append(Finding(scenario, pid, "accuracy", f"non-inferiority margin fails: {failed}"))

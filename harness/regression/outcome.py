@@ -63,13 +63,13 @@ class MetricTest:
 class Finding:
     scenario: str
     point_id: str
-    kind: str  # missing | failed | skipped | agreement | accuracy | regression | incomparable
+    kind: str  # missing | failed | skipped | agreement | accuracy | regression | incomparable | not judged
     message: str
     metric: Optional[str] = None  # regressions: which metric
     test: Optional[MetricTest] = None  # regressions judged on launch-level values
 
     def __str__(self) -> str:
-        word = "INCOMPARABLE" if self.kind == "incomparable" else "FAIL"
+        word = {"incomparable": "INCOMPARABLE", "not judged": "NOT JUDGED"}.get(self.kind, "FAIL")
         return (
             f"{word} {self.scenario}::{self.point_id}: {self.message}"
             if word != "FAIL"
@@ -102,6 +102,7 @@ class RegressionOutcome:
     single_launch: list[Point] = field(default_factory=list)  # judged without launch statistics
     incomparable: list[Finding] = field(default_factory=list)  # fingerprints differ: not judged on figures
     verdict_changes: list[VerdictChange] = field(default_factory=list)  # the gate's verdict, baseline -> new
+    not_judged: list[Finding] = field(default_factory=list)  # the correctness gate's KL tier had too few positions
 
     @property
     def passed(self) -> bool:
@@ -118,10 +119,11 @@ class RegressionOutcome:
         return [t for t in self.tests if t.verdict == "unknown"]
 
     def exit_status(self, fail_on_unknown: bool = False) -> int:
-        """``exit_code``, or ``EXIT_INCONCLUSIVE`` when it would pass but a test is inconclusive and the
-        caller asked to fail on that (``harness gate --fail-on-unknown``)."""
+        """``exit_code``, or ``EXIT_INCONCLUSIVE`` when it would pass but a test is inconclusive or a point's
+        correctness not judged, and the caller asked to fail on that (``harness gate --fail-on-unknown``)."""
         code = self.exit_code
-        return EXIT_INCONCLUSIVE if code == 0 and fail_on_unknown and self.unknown else code
+        undecided = self.unknown or self.not_judged
+        return EXIT_INCONCLUSIVE if code == 0 and fail_on_unknown and undecided else code
 
     @property
     def flagged(self) -> list[Point]:

@@ -7,7 +7,7 @@ position (``kind = "gate"``): analyse without rerunning on scarce hardware.
   prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
   token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
-  top-1 mode), top1_match (1/0), verdict (the point's gate verdict).
+  top-1 mode), top1_match (1/0), verdict (the point's gate verdict: pass, drift, fail or not judged).
 
 Every row says its ``record_kind``: ``run`` (``harness run``) or ``verify`` (``harness verify --results``: gate
 rows only, the timing columns empty).

@@ -7,21 +7,24 @@ from typing import Iterable, Optional
 
 from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches, warnings
-from harness.records.record import Record
+from harness.records.record import NOT_JUDGED, Record
 from harness.report.readable import number, plus_minus, times_floor
 
 ENERGY_REASONS = ("energy_per_token_mj", "energy_j", "energy_cpu_package_j")  # the first one that says why
 
 
 def verdict(record: Record) -> str:
-    """``pass, KL 1.2x floor`` / ``fail, KL 300x floor, diverges at token 3`` / ``no gate``."""
+    """``pass, KL 1.2x floor`` / ``fail, KL 300x floor, diverges at token 3`` / ``not judged, KL tier not
+    judged: 4 teacher-forced positions, fewer than gate.min_positions=8`` / ``no gate``."""
     gate = record.correctness
     if gate is None:
         return "no gate"
     if gate.skipped:
         return f"not checked: {gate.skipped}"
     parts = [gate.verdict or "-"]
-    if gate.kl_ratio is not None:
+    if gate.verdict == NOT_JUDGED:  # the reason and the count, not a KL figure nothing judged
+        parts += gate.reasons
+    elif gate.kl_ratio is not None:
         parts.append(f"KL {times_floor(gate.kl_ratio)} floor")
     elif gate.top1_match_rate is not None:
         parts.append(f"top-1 only, {gate.top1_match_rate:.0%} match")

@@ -6,9 +6,10 @@ import pandas as pd
 
 from harness.records import metrics
 from harness.records.columns import TIME_PREFIX, TIME_SPLIT
+from harness.records.correctness import VERDICTS
 from harness.scenario.sweep import ID_ORDER
 
-VERDICT_ORDER = {"fail": 0, "drift": 1, "pass": 2}
+VERDICT_ORDER = {word: rank for rank, word in enumerate(VERDICTS)}  # worst first
 # Columns that tell points apart in a table or a plot's legend, in the order they are named (axes as in point ids).
 IDENTITY = ["scenario", "host", "model", *ID_ORDER]
 OUTPUT_TOKENS_FOR_OVERALL = 32  # "overall = first + 31 x next" is the Intel CPU runtime paper's 32-token summary
@@ -127,7 +128,7 @@ def correctness(df: pd.DataFrame) -> pd.DataFrame:
     ]
     table = df[[c for c in cols if c in df]].copy()
     failed_run = table["status"].isin(["failed", "timeout"]).map({True: -1, False: 0})
-    rank = _col(table, "gate_verdict").map(lambda v: VERDICT_ORDER.get(v, 3)) + failed_run
+    rank = _col(table, "gate_verdict").map(lambda v: VERDICT_ORDER.get(v, len(VERDICT_ORDER))) + failed_run
     return table.assign(_rank=rank).sort_values(["_rank", "scenario", "point_id"]).drop(columns="_rank")
 
 

@@ -12,7 +12,7 @@ from harness.records import metrics
 from harness.report import tables
 from harness.report.plots.base import MAX_SERIES, Plot, pyplot
 
-VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828"}
+VERDICT_COLOURS = {"pass": "#2e7d32", "drift": "#ef6c00", "fail": "#c62828", "not judged": "#6a1b9a"}
 NO_VERDICT_COLOUR = "#9e9e9e"
 INTERVAL_NOTE = " Error bars: the 95 % confidence interval over launches, where two or more launches measured a point."
 
@@ -141,7 +141,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
         "ms/token per quantization level",
         fig,
         "Bars are coloured by the top-k gate verdict: green pass, orange drift, red (hatched) fail, "
-        "grey no gate (NITRO Fig. 7)." + note,
+        "purple not judged (too few positions for the KL tier), grey no gate (NITRO Fig. 7)." + note,
     )
 
 

@@ -26,9 +26,10 @@ def markdown(page: Page) -> str:
 
 def _outputs(ctx: Context) -> list[dict]:
     """Generated text of gate failures and drifts first, then others, capped."""
-    order = {"fail": 0, "drift": 1}
+    order = tables.VERDICT_ORDER
     chosen = sorted(
-        (r for r in ctx.records if r.outputs), key=lambda r: (order.get(r.verdict or "", 2), r.scenario, r.point_id)
+        (r for r in ctx.records if r.outputs),
+        key=lambda r: (order.get(r.verdict or "", len(order)), r.scenario, r.point_id),
     )
     return [
         {

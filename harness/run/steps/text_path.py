@@ -8,7 +8,7 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.models import prompts
-from harness.records.record import Correctness
+from harness.records.record import NOT_JUDGED, Correctness
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -45,7 +45,9 @@ def check(
     failed = text_path.reasons(path)
     if failed:
         update["verdict"] = "fail"
-        update["reasons"] = [*correctness.reasons, *failed]
+        unjudged = correctness.verdict == NOT_JUDGED  # its reason becomes a note, as beside a top-k failure
+        update["reasons"] = [*([] if unjudged else correctness.reasons), *failed]
+        update["notes"] = [*correctness.reasons, *correctness.notes] if unjudged else correctness.notes
         update["report"] = "\n".join(filter(None, [correctness.report, *failed, text_path.format_report(path)]))
         if correctness.diagnosis is None:  # the gate passed: only the input path can be at fault
             engine_ids = text_path.input_ids_of(adapter, reference, template)

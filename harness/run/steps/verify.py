@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
+from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED
 from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -144,7 +145,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     part.power = found_power
     part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
     part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
-    if result.verdict != "pass":
+    if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found.to_dict()
         if found.departs_at is not None:
@@ -222,7 +223,10 @@ def same_weights(
     details = list(audit.reasons) if audit and audit.verdict == "fail" else []
     details += model_check.reasons if model_check and model_check.verdict not in (None, "pass") else []
     if why or details:
-        update["reasons"] = [*correctness.reasons, *filter(None, [why]), *details]
+        unjudged = correctness.verdict == NOT_JUDGED and verdict == FAIL  # its reason becomes a note
+        update["reasons"] = [*([] if unjudged else correctness.reasons), *filter(None, [why]), *details]
+        if unjudged:
+            update["notes"] = [*correctness.reasons, *correctness.notes]
         update["report"] = "\n".join(
             filter(None, [correctness.report, why and f"same weights: {why}", *details, found.report])
         )
