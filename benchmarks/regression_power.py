@@ -81,11 +81,21 @@ def subset(record: Record, chosen: list[int]) -> Record:
     kept = [stats.launches_of(record)[i].model_copy(update={"index": n}) for n, i in enumerate(chosen)]
     remap = {i: n for n, i in enumerate(chosen)}
     rounds = [r.model_copy(update={"launch": remap[r.launch]}) for r in record.samples.rounds if r.launch in remap]
+    return with_launches(record, kept, rounds)
+
+
+def with_launches(record: Record, kept: list, rounds: list | None = None) -> Record:
+    """The record with these launches (and rounds), its metrics and intervals recomputed from them."""
     intervals = stats.intervals(kept)
+    parts = (
+        dict(launches=kept, intervals=intervals)
+        if rounds is None
+        else dict(rounds=rounds, launches=kept, intervals=intervals)
+    )
     return record.model_copy(
         update=dict(
             metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
-            samples=record.samples.model_copy(update=dict(rounds=rounds, launches=kept, intervals=intervals)),
+            samples=record.samples.model_copy(update=parts),
         )
     )
 
@@ -331,13 +341,7 @@ def scaled(record: Record, factor: float) -> Record:
         )
         for launch in stats.launches_of(record)
     ]
-    intervals = stats.intervals(kept)
-    return record.model_copy(
-        update=dict(
-            metrics={**record.metrics, **{m: i.estimate for m, i in intervals.items()}},
-            samples=record.samples.model_copy(update=dict(launches=kept, intervals=intervals)),
-        )
-    )
+    return with_launches(record, kept)
 
 
 def scaled_rows(pool: dict, per_side: int, nights: int, rng: random.Random, fdr: float) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 
 from harness.models import sources as models
+from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
 from harness.scenario.schema import ModelSpec
 
 pytest_plugins = ["pytester"]
@@ -26,6 +28,15 @@ def cache_dir() -> Path:
 @pytest.fixture(scope="session")
 def tiny_llama(cache_dir):
     return models.resolve(ModelSpec(source="tiny-llama"), cache_dir)
+
+
+@pytest.fixture(scope="session")
+def chat_model(tiny_llama, tmp_path_factory):
+    """tiny-llama with a chat template (Gemma's turn format), as an HF directory source."""
+    path = tmp_path_factory.mktemp("model") / "tiny-llama-chat"
+    shutil.copytree(tiny_llama.hf_dir, path, ignore=shutil.ignore_patterns("harness-*"))
+    (path / "chat_template.jinja").write_text(GEMMA_CHAT_TEMPLATE, encoding="utf-8")
+    return path
 
 
 @pytest.fixture

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import numpy as np
 import pytest
 
 from harness.adapters.hf import HFAdapter
 from harness.cli.app import main
-from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
 
 from .conftest import registered
 
@@ -62,15 +60,6 @@ gate: {k: 5, tokens: 8, prompts: 8}
 sweep:
   adapter: [ADAPTERS]
 """
-
-
-@pytest.fixture(scope="module")
-def chat_model(tiny_llama, tmp_path_factory):
-    """tiny-llama with a chat template (Gemma's turn format), as an HF directory source."""
-    path = tmp_path_factory.mktemp("model") / "tiny-llama-chat"
-    shutil.copytree(tiny_llama.hf_dir, path, ignore=shutil.ignore_patterns("harness-*"))
-    (path / "chat_template.jinja").write_text(GEMMA_CHAT_TEMPLATE, encoding="utf-8")
-    return path
 
 
 @pytest.fixture

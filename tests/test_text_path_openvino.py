@@ -7,12 +7,10 @@ reference's ids) and fails the text path; an IR directory without tokenizer IRs 
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from harness.cli.app import main
-from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
 from harness.records.store import iter_records
 
 from .conftest import registered
@@ -40,15 +38,6 @@ sweep:
   adapter: [ADAPTERS]
   device: [CPU]
 """
-
-
-@pytest.fixture(scope="module")
-def chat_model(tiny_llama, tmp_path_factory):
-    """tiny-llama with a chat template (Gemma's turn format), as an HF directory source."""
-    path = tmp_path_factory.mktemp("model") / "tiny-llama-chat"
-    shutil.copytree(tiny_llama.hf_dir, path, ignore=shutil.ignore_patterns("harness-*"))
-    (path / "chat_template.jinja").write_text(GEMMA_CHAT_TEMPLATE, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
