@@ -117,8 +117,11 @@ def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_
 
     clean = records["llamacpp"]
     audit = clean.same_weights.dequantized
-    # 6 teacher-forced positions, fewer than gate.min_positions: the KL tiers are not judged, on either side
-    assert clean.verdict == "not judged", clean.reasons
+    # 6 teacher-forced positions, fewer than gate.min_positions: the overall KL tier is not judged, on either
+    # side; the prefill phase (8 positions a prompt) is, and against HF bf16 it sits at the 5x drift line (the
+    # Q8_0 cost: 5.5x here), so the clean point reads drift or not judged, never fail. Before the
+    # dequantized-model comparison learnt "not judged", its unjudged tier failed the clean point.
+    assert clean.verdict in ("drift", "not judged"), clean.reasons
     assert audit.verdict == "pass" and audit.ratio < audit.fail_factor and audit.tensors == 21, audit
     assert clean.same_weights.verdict == "not judged"
     for cls in faulty:
@@ -139,20 +142,21 @@ def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_
 
 
 def test_a_gguf_patched_in_place_with_its_size_gets_a_new_reference(tiny_llama, tmp_path):
-    from harness.adapters.llamacpp import _model_params, twin
+    from harness.adapters.llamacpp import twin
+    from harness.adapters.llamacpp.buffers import model_params
 
     from .test_same_weights import hf_stub
 
     path = tmp_path / "model.gguf"
     shutil.copyfile(gguf(tiny_llama, "int8_sym"), path)
-    before = twin.twin(path, 64, 1, lambda: _model_params(False))
+    before = twin.twin(path, 64, 1, lambda: model_params(False))
     size = path.stat().st_size
     time.sleep(0.05)  # past the file system's timestamp granularity: the patch gets a new mtime
     faults_gguf.swap_rows(path)
-    after = twin.twin(path, 64, 1, lambda: _model_params(False))
+    after = twin.twin(path, 64, 1, lambda: model_params(False))
     assert path.stat().st_size == size and before.key != after.key
     assert sw.path_for(tmp_path, hf_stub(), before) != sw.path_for(tmp_path, hf_stub(), after)
-    assert after.key == twin.twin(path, 64, 1, lambda: _model_params(False)).key  # unchanged file: same key
+    assert after.key == twin.twin(path, 64, 1, lambda: model_params(False)).key  # unchanged file: same key
 
 
 OV_SCENARIO = """
@@ -180,7 +184,9 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     assert code == 1
     records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean, broken = records["openvino"], records["openvino-patchedscale"]
-    assert clean.verdict == "not judged" and clean.same_weights.dequantized.verdict == "pass"  # 6 positions
+    # 6 teacher-forced positions: the overall tier is not judged; the prefill phase (8 a prompt) is, and the
+    # INT8 cost against HF bf16 may put it past the drift line
+    assert clean.verdict in ("drift", "not judged") and clean.same_weights.dequantized.verdict == "pass"
     assert clean.same_weights.dequantized.ratio < dequantized.FAIL_FACTOR
     audit = broken.same_weights.dequantized
     assert broken.verdict == "fail" and audit.verdict == "fail" and audit.ratio >= 3 * audit.fail_factor, audit
@@ -197,8 +203,9 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     # HF transformers on each IR's dequantized weights: near its own floor clean (shared faults of the
     # OpenVINO plugin would show here); the patched IR's weights are wrong, but the same on both sides.
     assert len(list(tmp_path.glob("references/tiny-llama/dequantized-model/*.json"))) == 2
-    assert clean.same_weights.dequantized_model.verdict == "pass", clean.same_weights.dequantized_model
-    assert broken.same_weights.dequantized_model.verdict == "pass"
+    # (6 teacher-forced positions: the overall tier is not judged; no judged tier drifts)
+    assert clean.same_weights.dequantized_model.verdict in ("pass", "not judged"), clean.same_weights
+    assert broken.same_weights.dequantized_model.verdict in ("pass", "not judged")
 
 
 @pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")

@@ -201,7 +201,8 @@ def combine(
       checkpoint, a converter bug the twin shares and so cannot see;
     - the dequantized-model verdict (against HF transformers running the artefact's dequantized weights,
       ``harness.correctness.dequantized_model``): only ``pass`` is clean, since the weights are identical
-      and a kernel fault of the engine (which its twin shares) is what is left.
+      and a kernel fault of the engine (which its twin shares) is what is left (``not judged``, as above,
+      fails nothing).
 
     Any of the last three failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
@@ -216,7 +217,7 @@ def combine(
             "the dequantized artefact differs from the HF checkpoint beyond its quantization: the weights "
             "were written wrong (a converter bug), which the same-weights twin shares"
         )
-    if dequantized_model_verdict not in (None, "pass"):
+    if dequantized_model_verdict not in (None, PASS, NOT_JUDGED):
         return "fail", (
             f"against its own weights dequantized in transformers the point is {dequantized_model_verdict}: "
             "identical weights on another engine disagree beyond activation rounding, a kernel or runtime "
@@ -224,6 +225,11 @@ def combine(
         )
     if own_verdict == NOT_JUDGED and model_verdict == PASS:
         return NOT_JUDGED, "against its own weights the KL tier was not judged (too few teacher-forced positions)"
+    if dequantized_model_verdict == NOT_JUDGED and model_verdict == PASS:
+        return NOT_JUDGED, (
+            "against its dequantized weights in transformers the KL tier was not judged (too few teacher-forced "
+            "positions)"
+        )
     return model_verdict, None
 
 
