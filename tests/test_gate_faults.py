@@ -14,7 +14,7 @@ from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.models import sources as models
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.schema import ModelSpec
+from harness.scenario.schema import Gate, ModelSpec
 from harness.scenario.sweep import Point
 
 from . import faults
@@ -44,6 +44,12 @@ def check(adapter_cls, gemma, reference, dtype="bf16", threads=2, **config):
         adapter.close()
 
 
+def prefill_positions(reference) -> int:
+    """The prefill phase's positions at the default ``gate.prefill_positions`` (8): the last 8 prompt
+    positions of each prompt, or all of a shorter prompt's (the ci chat prompt has 6 tokens)."""
+    return sum(min(Gate().prefill_positions, len(p.prompt_ids)) for p in reference.prompts)
+
+
 def test_reference_noise_floor_is_bf16_noise(reference):
     assert 1e-5 < reference.noise_floor["kl_mean"] < 5e-3
 
@@ -54,7 +60,7 @@ def test_benign_variants_pass(gemma, reference, dtype, threads):
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 3
     assert result.phases.decode.verdict == "pass"
-    assert result.phases.prefill.verdict == "pass" and result.phases.prefill.positions == 16  # 8 per prompt
+    assert result.phases.prefill.verdict == "pass" and result.phases.prefill.positions == prefill_positions(reference)
 
 
 @pytest.mark.parametrize("variant", faults.BENIGN, ids=lambda f: f.__name__)
@@ -79,7 +85,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(
     assert decode.kl_ratio > 1.5 * config.drift_factor, decode  # measured: 10x on the ci prompts
     assert decode.noise_floor == pytest.approx(reference.noise_floor["phases"]["decode"]["kl_mean"])
     assert decode.positions == sum(len(p.tokens) - 1 for p in reference.prompts)
-    assert prefill.positions == 2 and prefill.kl_ratio < 1  # the prompt's forward is untouched
+    assert prefill.positions == prefill_positions(reference) and prefill.kl_ratio < 1  # prefill untouched
     assert any(reason.startswith("decode-phase mean KL") for reason in result.reasons)
     spread = result.distribution.forward
     assert spread.median <= spread.p90 <= spread.p99 <= spread.max and spread.positions == 64
