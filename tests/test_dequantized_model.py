@@ -4,7 +4,9 @@ running the GGUF's own weights, dequantized, through ``harness run`` / ``harness
 A clean Q8_0 point sits near that comparison's floor (against HF bf16 it pays the quantization cost). A
 kernel-class fault of llama.cpp's CPU backend, which the same-weights twin runs too and so shares, is
 small enough to pass as quantization drift against HF and agrees with its twin; against the dequantized
-weights on another engine it fails.
+weights on another engine it stands out (9.9x against the clean point's 1.1x) and is reported as drift: that
+comparison fails a point only at the fail line, since quantized kernels round activations beyond the bf16
+floor (clean Gemma 3 270M Q4_K_M: 7.7x in the prefill phase).
 """
 
 from __future__ import annotations
@@ -81,17 +83,17 @@ def fault():
     yield from registered((kernel_fault(),))
 
 
-def test_a_shared_kernel_fault_fails_against_the_dequantized_weights(write_scenario, tmp_path, capsys, fault):
+def test_a_shared_kernel_fault_stands_out_against_the_dequantized_weights(write_scenario, tmp_path, capsys, fault):
     (cls,) = fault
     path = write_scenario(SCENARIO.replace("ADAPTERS", f"llamacpp, {cls.name}").replace("QUANT", "int8_sym"))
-    assert main(["run", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 1
+    assert main(["run", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 0  # drift is reported
     capsys.readouterr()
     code = main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"])  # references reused
     out = capsys.readouterr().out
     records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean, broken = records["llamacpp"], records[cls.name]
 
-    assert code == 1, out
+    assert code == 0, out
     model = clean.same_weights.dequantized_model
     assert clean.verdict in ("pass", "drift") and model.verdict == "pass", (clean.reasons, model)
     assert model.kl_ratio < 2 and "HF fp32 || HF bf16), both running the artefact's dequantized" in model.floor_method
@@ -104,7 +106,7 @@ def test_a_shared_kernel_fault_fails_against_the_dequantized_weights(write_scena
         re.M,
     ), out
     assert re.search(
-        r"^FAIL   scenario::llamacpp-kernel-fault-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d+\.\dx floor \(fail\)$",
+        r"^DRIFT  scenario::llamacpp-kernel-fault-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d+\.\dx floor \(drift\)$",
         out,
         re.M,
     ), out
@@ -113,5 +115,5 @@ def test_a_shared_kernel_fault_fails_against_the_dequantized_weights(write_scena
     assert found.verdict == "pass"  # the twin runs the same faulty backend and agrees
     assert found.model_verdict in ("pass", "drift")  # against HF bf16 it hides in the quantization cost
     assert found.dequantized.verdict == "pass"  # the weights are the checkpoint's
-    assert found.dequantized_model.verdict in ("drift", "fail") and broken.verdict == "fail", found
-    assert any("against its own weights dequantized in transformers" in r for r in broken.reasons)
+    assert found.dequantized_model.verdict == "drift" and broken.verdict == "drift", found
+    assert found.dequantized_model.kl_ratio > 3 * model.kl_ratio  # the kernel fault, apart from quantization

@@ -200,9 +200,9 @@ def combine(
       ``harness.correctness.dequantized``): ``fail`` when the artefact holds other weights than the
       checkpoint, a converter bug the twin shares and so cannot see;
     - the dequantized-model verdict (against HF transformers running the artefact's dequantized weights,
-      ``harness.correctness.dequantized_model``): only ``pass`` is clean, since the weights are identical
-      and a kernel fault of the engine (which its twin shares) is what is left (``not judged``, as above,
-      fails nothing).
+      ``harness.correctness.dequantized_model``): ``fail`` fails, since the weights are identical and a
+      kernel fault of the engine (which its twin shares) is what is left; drift is reported only, as
+      quantized kernels round activations beyond the bf16 floor (clean Gemma Q4_K_M: 7.7x in prefill).
 
     Any of the last three failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
@@ -217,7 +217,7 @@ def combine(
             "the dequantized artefact differs from the HF checkpoint beyond its quantization: the weights "
             "were written wrong (a converter bug), which the same-weights twin shares"
         )
-    if dequantized_model_verdict not in (None, PASS, NOT_JUDGED):
+    if dequantized_model_verdict == "fail":
         return "fail", (
             f"against its own weights dequantized in transformers the point is {dequantized_model_verdict}: "
             "identical weights on another engine disagree beyond activation rounding, a kernel or runtime "

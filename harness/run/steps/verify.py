@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from harness.adapters.base import Adapter, now_ns
@@ -238,7 +239,6 @@ def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapte
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
     from harness.correctness import gate
-    from harness.correctness import same_weights as sw
     from harness.records.record import DequantizedModel
 
     model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
@@ -248,8 +248,13 @@ def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapte
         return DequantizedModel(skipped=audit.skipped)
     reference = stored(model_twin, "dequantized-model")
     point = resolved.point
-    result = sw.compare(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}")
+    # Drift is reported, not failed: llama.cpp's quantized kernels round activations (Q8_K beside K-quants),
+    # which a bf16 floor does not cover (clean Gemma Q4_K_M: prefill phase 7.7x); the fail line still fails.
+    result = gate.run(
+        adapter,
+        reference,
+        replace(config, fail_on_drift=False),
+        lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
     )
     return DequantizedModel(skipped=result.why) if isinstance(result, gate.NotRun) else dm.summary(result, reference)
 
