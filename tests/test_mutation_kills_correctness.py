@@ -100,8 +100,8 @@ def test_exactly_min_positions_are_judged_and_one_fewer_are_not():
     judged = _short({"kl_mean": 1e-5}, [2e-4] * 8)
     assert judged.test.positions == 8 and judged.notes == [] and judged.verdict == "fail"
     few = _short({"kl_mean": 1e-5}, [2e-4] * 7)
-    assert few.test is None and few.verdict == "pass"
-    assert few.notes == ["KL tier not judged: 7 teacher-forced positions, fewer than gate.min_positions=8"]
+    assert few.test is None and few.verdict == "not judged" and few.notes == []
+    assert few.reasons == ["KL tier not judged: 7 teacher-forced positions, fewer than gate.min_positions=8"]
 
 
 def test_the_per_position_floor_is_stored_to_four_significant_digits():

@@ -68,9 +68,12 @@ def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1, out
-    clean = found["openvino-CPU-bf16"]
+    from harness.adapters.openvino.export import inference_precision
+
+    precision = inference_precision("CPU")  # at quantization none the CPU plugin's precision names the point
+    clean = found[f"openvino-CPU-{precision}"]
     assert clean.startswith("PASS ") and "text path: tok pass, chat pass, text pass, batch -" in clean, out
-    swapped = found[f"{Swapped.name}-CPU-bf16"]
+    swapped = found[f"{Swapped.name}-CPU-{precision}"]
     # The gate feeds the reference's ids and passes this point; its own tokenizer reads other ids.
     assert swapped.startswith("FAIL ") and "tok fail" in swapped and "text fail" in swapped, out
     assert "chat pass" in swapped  # the chat template renders text: the vocabulary does not touch it
