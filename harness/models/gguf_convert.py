@@ -8,6 +8,7 @@ SentencePiece/llama.cpp run: a merge's priority is the score of the token it pro
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 # Gemma's turn format, for Gemma GGUFs that carry no template of their own (llama.cpp knows it too).
@@ -39,7 +40,7 @@ def _scalar(reader, name: str, default=None):
 
 def spm_tokenizer_from_gguf(reader):
     """A ``tokenizers.Tokenizer`` equivalent to the GGUF's SentencePiece BPE vocabulary."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     tokens = _array(reader, "tokenizer.ggml.tokens", lambda p: bytes(p).decode("utf-8"))
     scores = _array(reader, "tokenizer.ggml.scores", lambda p: float(p[0]))
@@ -85,16 +86,17 @@ def spm_tokenizer_from_gguf(reader):
     tokenizer.add_tokens(
         [AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == _USER_DEFINED and t.strip()]
     )
-    # Whitespace runs too are matched whole, longest first, before any merge (as SentencePiece and llama.cpp
-    # match user-defined pieces): as merges alone, "two  spaces" became "two", "▁", "▁spaces" instead of
-    # "two", "▁▁", "spaces". They match the normalized text, where spaces are already ▁.
-    tokenizer.add_tokens(
-        [
-            AddedToken(t.replace(" ", "\u2581"), normalized=True)
-            for t, k in zip(tokens, types)
-            if k == _USER_DEFINED and not t.strip()
-        ]
-    )
+    # Whitespace runs are matched whole, longest first, before any merge (as SentencePiece and llama.cpp match
+    # user-defined pieces): as merges alone, "two  spaces" became "two", "▁", "▁spaces" instead of "two", "▁▁",
+    # "spaces". Runs of spaces are isolated by the pre-tokenizer, after normalization made them ▁▁...: as added
+    # tokens matched on the normalized text, openvino_tokenizers (which matches added tokens on the raw text)
+    # lost them, and as raw-text added tokens it dropped a space from runs of 4, 7, 10... (a byte-offset slip).
+    runs = [t for t, k in zip(tokens, types) if k == _USER_DEFINED and t and not t.strip()]
+    tokenizer.add_tokens([AddedToken(t, normalized=False) for t in runs if " " not in t])  # newline and tab runs
+    spaces = sorted({t.replace(" ", "\u2581") for t in runs if " " in t}, key=len, reverse=True)
+    if spaces:
+        alternatives = "|".join(re.escape(t) for t in spaces)
+        tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(alternatives), "isolated")
     bos_id = _scalar(reader, "tokenizer.ggml.bos_token_id")
     if bos_id is not None and _scalar(reader, "tokenizer.ggml.add_bos_token", True):
         bos = tokens[bos_id]

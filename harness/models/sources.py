@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gemma3-270m"
 TINY_PREFIX = "tiny-"
 _PROVENANCE = "harness-model.json"
-CONVERTER_VERSION = 3  # bump when conversion output changes, so caches rebuild
+CONVERTER_VERSION = 4  # bump when conversion output changes, so caches rebuild
 
 
 def cache_dir(override: str | Path | None = None) -> Path:
@@ -51,6 +51,14 @@ class ResolvedModel:
     gguf_path: Optional[Path] = None
     convert_s: float = 0.0  # time spent building the cache entry now; 0 when it was reused
     info: dict = field(default_factory=dict)
+    converter: Optional[int] = None  # CONVERTER_VERSION of a checkpoint the harness built from a GGUF
+
+    @property
+    def artefact_key(self) -> str:
+        """What artefacts built from this checkpoint (OpenVINO IRs, tokenizer IRs, exported GGUFs) are cached
+        under: the source's checksum, and the converter's version where the harness converted it (a new
+        converter writes another tokenizer.json, so an IR from the old one must not be reused)."""
+        return self.checksum[:16] + (f"-c{self.converter}" if self.converter is not None else "")
 
     def engine_name(self, variant: str) -> str:
         """``name:variant``, the name of this model loaded one way (a point's id, ``hf-bf16``): lm-eval's
@@ -128,6 +136,7 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
             checksum,
             lambda out: _convert_gguf(path, out),
             gguf_path=path,
+            converter=CONVERTER_VERSION,
         )
     return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
 
@@ -161,6 +170,7 @@ def _resolve_default(cache: Path) -> ResolvedModel:
         checksum,
         lambda out: _convert_gguf(gguf_path, out),
         gguf_path=gguf_path,
+        converter=CONVERTER_VERSION,
     )
 
 
@@ -210,7 +220,9 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
     return True
 
 
-def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_path=None) -> ResolvedModel:
+def _cached_build(
+    cache: Path, key: str, name: str, checksum: str, build, gguf_path=None, converter: Optional[int] = None
+) -> ResolvedModel:
     target = cache / "models" / key
 
     def build_with_provenance(out: Path) -> None:
@@ -220,7 +232,9 @@ def _cached_build(cache: Path, key: str, name: str, checksum: str, build, gguf_p
     start = time.perf_counter()
     built = build_once(target, build_with_provenance, _PROVENANCE)
     convert_s = time.perf_counter() - start if built else 0.0
-    return ResolvedModel(name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s)
+    return ResolvedModel(
+        name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s, converter=converter
+    )
 
 
 def _dir_checksum(path: Path) -> str:

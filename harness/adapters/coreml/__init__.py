@@ -199,7 +199,7 @@ class CoreMLAdapter(Adapter):
             target = (
                 cache
                 / "coreml"
-                / f"{safe_name(model.name)}-{model.checksum[:16]}-seq{point.max_seq_len}-chunk{self.chunk}"
+                / f"{safe_name(model.name)}-{model.artefact_key}-seq{point.max_seq_len}-chunk{self.chunk}"
             )
             build_once(
                 target,

@@ -105,7 +105,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.io import safe_name
         from harness.models.sources import build_once
 
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.checksum[:16]}-f16-v{gguf_export.VERSION}"
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-v{gguf_export.VERSION}"
         try:
             build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
         except ValueError as exc:  # not a Llama-family checkpoint

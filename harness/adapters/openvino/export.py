@@ -19,7 +19,7 @@ def artefact(model, quantization: str, compression: dict, cache: Path) -> Path:
     from harness.io import safe_name
 
     version = ov.__version__.split("-")[0]
-    base = cache / "openvino" / f"{safe_name(model.name)}-{model.checksum[:16]}-ov{version}"
+    base = cache / "openvino" / f"{safe_name(model.name)}-{model.artefact_key}-ov{version}"
     fp_dir = cached(base / "none", lambda out: export(model, out))
     if quantization == "none":
         return fp_dir

@@ -29,7 +29,7 @@ def tokenizer_dir(ir_dir: Path, model, cache: Path) -> tuple[Optional[Path], str
             f"the IR directory's own {' and '.join(TOKENIZER_FILES)} (converted from the checkpoint's "
             "tokenizer with the IR)"
         )
-    target = cache / "openvino" / "tokenizers" / f"{safe_name(model.name)}-{model.checksum[:16]}-{version}"
+    target = cache / "openvino" / "tokenizers" / f"{safe_name(model.name)}-{model.artefact_key}-{version}"
     build_once(target, lambda out: convert_tokenizer(model.hf_dir, out), TOKENIZER_FILES[0])
     return target, (
         f"converted by the harness from the checkpoint's tokenizer with openvino_tokenizers {version}: "

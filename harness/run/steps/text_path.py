@@ -43,11 +43,6 @@ def check(
     )
     update: dict = {"text_path": path}
     failed = text_path.reasons(path)
-    if failed and conversion_only(path, metadata):
-        # The engine's only departure is a tokenizer converted from the reference's (openvino_tokenizers on
-        # Gemma's whitespace runs): the converter's fault, reported beside the point, not the port's verdict.
-        update["notes"] = [*correctness.notes, f"{failed[0]} (reported: {metadata.get('source')})"]
-        return Contribution(updates={"correctness": correctness.model_copy(update=update)})
     if failed:
         update["verdict"] = "fail"
         unjudged = correctness.verdict == NOT_JUDGED  # its reason becomes a note, as beside a top-k failure
@@ -71,16 +66,3 @@ def check(
             if found.departs_at:
                 update["report"] += f"\ndiagnosis: input ids depart from the reference's (prompt {found.prompt})"
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
-
-
-def conversion_only(path, metadata: dict) -> bool:
-    """The tokenizer check alone failed, on a tokenizer converted from the reference's (the vocabulary
-    arbiter named the conversion at fault), while the chat template, free-running text and batch held."""
-    checks = (path.tokenizer, path.chat_template, path.free_text, path.batch)
-    failed_checks = [check for check in checks if getattr(check, "verdict", None) == "fail"]
-    disagreements = path.tokenizer.disagreements
-    return (
-        failed_checks == [path.tokenizer]
-        and bool(disagreements)
-        and all(d.right == "reference" and "the conversion is at fault" in d.why for d in disagreements)
-    )
