@@ -51,9 +51,12 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "measure/launches (statistics, intervals)": (
         "harness/measure/launches.py",
         tuple(
-            f"harness.measure.launches.x_{name}__*"
-            for name in ("_fewest_rounds", "drift", "interval", "rel_half_width", "intervals", "_metrics")
+            f"harness.measure.launches.x_{name}__*" for name in ("interval", "rel_half_width", "intervals", "_metrics")
         ),
+    ),
+    "measure/drift (trend test)": (
+        "harness/measure/drift.py",
+        ("harness.measure.drift.x__fewest_rounds__*", "harness.measure.drift.x_drift__*"),
     ),
     "history/changepoints": ("harness/history/changepoints.py", ("harness.history.changepoints.*",)),
     "history/check": ("harness/history/check.py", ("harness.history.check.*",)),
@@ -116,10 +119,10 @@ EQUIVALENT: dict[str, str] = {
     "harness.regression.significance.x_ratio_interval__mutmut_28": "CONFIDENCE is scipy's default, 0.95",
     "harness.regression.significance.x_ratio_interval__mutmut_35": _SCIPY_CASE,
     "harness.regression.spread_rule.x__iqr__mutmut_9": "n=4 is statistics.quantiles' default",
-    "harness.measure.launches.x_drift__mutmut_27": "theilslopes' default x is arange(len(y)), the round index",
-    "harness.measure.launches.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
-    "harness.measure.launches.x_drift__mutmut_51": "in practice: no exact Kendall p for 5-50 rounds equals 0.05",
-    "harness.measure.launches.x_drift__mutmut_60": "only flagged trends are worded, and those have |total| > 0.05",
+    "harness.measure.drift.x_drift__mutmut_27": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.drift.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
+    "harness.measure.drift.x_drift__mutmut_51": "in practice: no exact Kendall p for 5-50 rounds equals 0.05",
+    "harness.measure.drift.x_drift__mutmut_60": "only flagged trends are worded, and those have |total| > 0.05",
     "harness.measure.launches.x_interval__mutmut_21": "'single launch' is the Interval's default method",
     "harness.measure.launches.x_interval__mutmut_46": _BOOT,
     "harness.measure.launches.x_interval__mutmut_49": "CONFIDENCE is scipy's default, 0.95",

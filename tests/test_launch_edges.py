@@ -9,14 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.measure import drift
 from harness.measure import launches as stats
 from harness.records.record import Interval, Launch, Record, Samples
 
 
 def test_the_trend_test_needs_five_rounds_at_p_005():
-    assert stats._fewest_rounds(0.05) == 5 and stats.DRIFT_MIN_ROUNDS == 5
-    assert stats._fewest_rounds(2 / 24) == 4  # 4 rounds reach 2 / 4! exactly
-    assert stats._fewest_rounds(1.0) == 2
+    assert drift._fewest_rounds(0.05) == 5 and drift.DRIFT_MIN_ROUNDS == 5
+    assert drift._fewest_rounds(2 / 24) == 4  # 4 rounds reach 2 / 4! exactly
+    assert drift._fewest_rounds(1.0) == 2
 
 
 def test_one_launch_has_no_interval_and_unusable_values_are_dropped():
@@ -50,7 +51,7 @@ def _rounds(*tpot_ms: float):
 
 
 def test_too_few_rounds_with_tokens_say_the_trend_was_not_checked():
-    (entry,) = stats.drift(_rounds(10, 11, 12, 13) + [SimpleNamespace(gaps_s=())])
+    (entry,) = drift.drift(_rounds(10, 11, 12, 13) + [SimpleNamespace(gaps_s=())])
     assert not entry.checked and not entry.flagged and entry.p_value is None and entry.metric == "tpot_ms"
     assert entry.why == (
         "not checked: 4 timed round(s) with tokens; the trend test needs 5 to be able to reach p < 0.05 "
@@ -59,7 +60,7 @@ def test_too_few_rounds_with_tokens_say_the_trend_was_not_checked():
 
 
 def test_a_steady_rise_or_fall_is_flagged_with_its_slope_and_p():
-    (rise,) = stats.drift(_rounds(10, 11, 12, 13, 14))
+    (rise,) = drift.drift(_rounds(10, 11, 12, 13, 14))
     assert rise.checked and rise.flagged and rise.metric == "tpot_ms"
     assert rise.why == (
         "tpot_ms rose 33% over 5 rounds (Theil-Sen +8.33% a round, Kendall p=0.017): the machine changed during "
@@ -67,23 +68,23 @@ def test_a_steady_rise_or_fall_is_flagged_with_its_slope_and_p():
     )
     assert rise.slope_per_round == pytest.approx(1 / 12) and rise.p_value == pytest.approx(1 / 60)
     assert rise.why.startswith("tpot_ms rose 33% over 5 rounds (Theil-Sen +8.33% a round, Kendall p=0.017)")
-    (fall,) = stats.drift(_rounds(14, 13, 12, 11, 10))
+    (fall,) = drift.drift(_rounds(14, 13, 12, 11, 10))
     assert fall.flagged and fall.why.startswith("tpot_ms fell 33% over 5 rounds (Theil-Sen -8.33% a round")
 
 
 def test_a_significant_but_small_trend_and_constant_rounds_are_not_flagged():
-    (small,) = stats.drift(_rounds(10, 10.01, 10.02, 10.03, 10.04))
+    (small,) = drift.drift(_rounds(10, 10.01, 10.02, 10.03, 10.04))
     assert small.p_value == pytest.approx(1 / 60) and not small.flagged and small.why is None
     assert small.slope_per_round == pytest.approx(0.01 / 10.02)  # relative to the median round
-    (flat,) = stats.drift(_rounds(10, 10, 10, 10, 10))
+    (flat,) = drift.drift(_rounds(10, 10, 10, 10, 10))
     assert (flat.checked, flat.p_value, flat.slope_per_round, flat.flagged) == (True, None, 0.0, False)
-    (edge,) = stats.drift(_rounds(78, 79, 80, 81, 82))  # moves exactly DRIFT_TOTAL over the launch: not more
-    assert edge.slope_per_round * 4 == stats.DRIFT_TOTAL and edge.p_value < stats.DRIFT_P and not edge.flagged
-    (idle,) = stats.drift(_rounds(0, 0, 0, 0, 0))  # no time between tokens: no level to be relative to
+    (edge,) = drift.drift(_rounds(78, 79, 80, 81, 82))  # moves exactly DRIFT_TOTAL over the launch: not more
+    assert edge.slope_per_round * 4 == drift.DRIFT_TOTAL and edge.p_value < drift.DRIFT_P and not edge.flagged
+    (idle,) = drift.drift(_rounds(0, 0, 0, 0, 0))  # no time between tokens: no level to be relative to
     assert (idle.slope_per_round, idle.p_value, idle.flagged) == (0.0, None, False)
-    (fast,) = stats.drift(_rounds(0.5, 0.6, 0.7, 0.8, 0.9))  # under a millisecond a token is a level too
+    (fast,) = drift.drift(_rounds(0.5, 0.6, 0.7, 0.8, 0.9))  # under a millisecond a token is a level too
     assert fast.flagged and fast.slope_per_round == pytest.approx(0.1 / 0.7)
-    (noisy,) = stats.drift(_rounds(10, 10.1, 10, 10.1, 10.2))
+    (noisy,) = drift.drift(_rounds(10, 10.1, 10, 10.1, 10.2))
     assert noisy.p_value == pytest.approx(0.11718508719813801, rel=1e-9) and not noisy.flagged
 
 

@@ -136,7 +136,7 @@ def test_the_regression_check_names_no_gate_in_its_code():
     from pathlib import Path
 
     import harness.cli.options
-    import harness.cli.output
+    import harness.cli.regression_output
     import harness.regression
 
     def identifiers(path: Path):
@@ -156,4 +156,4 @@ def test_the_regression_check_names_no_gate_in_its_code():
     named = {f"{p.name}: {name}" for p in package.glob("*.py") for name in identifiers(p) if "gate" in name.lower()}
     assert not named
     assert callable(harness.cli.options.add_regression_options) and callable(harness.cli.options.regression_fdr)
-    assert callable(harness.cli.output.regression_report)
+    assert callable(harness.cli.regression_output.regression_report)

@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from harness.measure import drift
 from harness.measure import launches as stats
 from harness.measure import rounds as measure
 from harness.records.record import Failure, Launch, Record, Samples, TimeSplit
@@ -81,16 +82,16 @@ def test_a_launch_holds_its_medians_round_count_and_provenance():
 
 
 def test_drift_flags_a_throttling_trend_and_not_a_flat_launch():
-    throttled = stats.drift(throttling_rounds(0.01))  # 1 % slower every round, 11 % over the launch
+    throttled = drift.drift(throttling_rounds(0.01))  # 1 % slower every round, 11 % over the launch
     assert throttled[0].flagged and throttled[0].slope_per_round == pytest.approx(0.01, rel=0.2)
     assert throttled[0].p_value < 0.05 and "rose 1" in throttled[0].why and "12 rounds" in throttled[0].why
-    flat = stats.drift(throttling_rounds(0.0))
+    flat = drift.drift(throttling_rounds(0.0))
     assert not flat[0].flagged and flat[0].why is None and abs(flat[0].slope_per_round) < 0.002
-    gentle = stats.drift(throttling_rounds(0.002, n=12))  # significant but 2 % in all: not worth a flag
+    gentle = drift.drift(throttling_rounds(0.002, n=12))  # significant but 2 % in all: not worth a flag
     assert gentle[0].p_value < 0.05 and not gentle[0].flagged
-    short = stats.drift(throttling_rounds(0.05, n=4))  # Kendall's exact p is >= 0.083 at 4 rounds: cannot fire
+    short = drift.drift(throttling_rounds(0.05, n=4))  # Kendall's exact p is >= 0.083 at 4 rounds: cannot fire
     assert not short[0].checked and not short[0].flagged and "needs 5" in short[0].why
-    assert stats.DRIFT_MIN_ROUNDS == 5 and stats.drift(throttling_rounds(0.05, n=5))[0].flagged  # 5 rounds can
+    assert drift.DRIFT_MIN_ROUNDS == 5 and drift.drift(throttling_rounds(0.05, n=5))[0].flagged  # 5 rounds can
     assert stats.launch({"tpot_ms": 20.0}, throttling_rounds(0.01)).drift[0].flagged
 
 

@@ -13,17 +13,16 @@ from harness.cli import analysis as cli_analysis
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
+from harness.cli import verify as verify_cli
 from harness.cli.options import (
-    VERIFY_RESULTS_HELP,
     add_plan_options,
     add_run_options,
     add_unknown_option,
-    remote_code_error,
     runner_from,
     unknown_exit,
 )
+from harness.cli.sweeps import interruptible, load_all
 from harness.errors import HarnessError, WriteFailed, writing
-from harness.run import lifecycle
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,21 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         "sqlite:///results/history.sqlite; see harness history)",
     )
 
-    verify = commands.add_parser(
-        "verify",
-        help="run only the correctness gate of scenario files; exit 1 on any failure, 4 on a point NOT JUDGED "
-        "with --fail-on-unknown",
-    )
-    verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
-    add_unknown_option(verify.add_argument)
-    verify.add_argument(
-        "--prompts",
-        default=None,
-        metavar="ci|all|N",
-        help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)",
-    )
-    verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
+    verify_cli.add_parser(commands)
 
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
 
@@ -94,7 +79,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         commands = {
             "run": _run,
-            "verify": _verify,
+            "verify": verify_cli.run,
             "devices": _devices,
             "check": _check,
             "reference": _reference,
@@ -116,31 +101,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def _load_all(paths: Sequence[str], allow_remote_code: bool = False, max_points: Optional[int] = None):
-    from harness.errors import ScenarioErrors
-    from harness.run import planning
-    from harness.scenario.sweep import DEFAULT_MAX_POINTS
-
-    loaded, errors = [], []
-    for path in paths:
-        try:
-            loaded.append(planning.load(path, max_points or DEFAULT_MAX_POINTS))
-        except ScenarioErrors as exc:
-            errors += exc.errors
-            continue
-        problem = remote_code_error(loaded[-1], allow_remote_code)
-        if problem:
-            errors.append(problem)
-    if errors:
-        raise ScenarioErrors(errors)
-    planning.check_unique(loaded)  # one name, one place for records
-    return loaded
-
-
 def _check(args) -> int:
     from harness.scenario.sweep import expand
 
-    for scenario in _load_all(
+    for scenario in load_all(
         args.scenarios,
         allow_remote_code=True,  # check runs nothing
         max_points=args.harness_max_points,
@@ -150,23 +114,12 @@ def _check(args) -> int:
     return 0
 
 
-def _interruptible(command, results_dir: Optional[Path] = None) -> int:
-    """SIGTERM, SIGINT or SIGHUP end a sweep command with its records so far, no process of it left,
-    one line on stderr and exit 128 + the signal's number (harness.run.lifecycle)."""
-    with lifecycle.interruptible():
-        try:
-            return command()
-        except lifecycle.Interrupted as exc:
-            print(lifecycle.summary(exc, results_dir), file=sys.stderr)
-            return exc.exit_code
-
-
 def _run(args) -> int:
-    return _interruptible(lambda: _run_sweep(args), Path(args.harness_results))
+    return interruptible(lambda: _run_sweep(args), Path(args.harness_results))
 
 
 def _run_sweep(args) -> int:
-    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+    scenarios = load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
     from harness.run import planning
 
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
@@ -212,77 +165,10 @@ def _run_sweep(args) -> int:
     return 1 if failed else unknown_exit(records, args.harness_fail_on_unknown)
 
 
-def _parse_prompts(value: Optional[str]):
-    if value is None or value in ("ci", "all"):
-        return value
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    raise HarnessError(f"--prompts: expected ci, all or a positive count, got {value!r}")
-
-
-def _verify(args) -> int:
-    return _interruptible(lambda: _verify_all(args))  # no results_dir: verify has no --resume to suggest
-
-
-def _verify_all(args) -> int:
-    scenarios = _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
-    without = [s.path for s in scenarios if s.gate is None]
-    if without:
-        print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
-        return 2
-    from harness.run import planning
-
-    planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
-    runner = runner_from(
-        args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
-    )
-    # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
-    runner.results_dir = Path(args.harness_results) if args.harness_results else None
-    if runner.results_dir is None:
-        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
-    from harness.io import results_lock
-
-    with results_lock(runner.results_dir):  # not while a `harness run` writes there
-        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
-
-
-def _gate_points(runner, scenarios, text: Optional[str], fail_on_unknown: bool) -> int:
-    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure, 4 on a point
-    not judged with ``fail_on_unknown``."""
-    select = (lambda point: text in point.id) if text else None
-    from harness.scenario.sweep import expand
-
-    failed, ran = False, []
-    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
-    for scenario in scenarios:
-        try:
-            records = runner.run([scenario], progress=False, select=select)
-        except lifecycle.Interrupted as exc:
-            exc.done, exc.total = done + (exc.done or 0), total  # counted over every scenario
-            raise
-        done += len(records)
-        ran += records
-        for record in records:
-            name = f"{record.scenario}::{record.point_id}"
-            if record.status != "ok":
-                print(f"{record.status.upper():<6} {name}: {record.reason}")
-                failed |= record.status in ("failed", "timeout")
-                continue
-            print(cli_output.verdict_line(name, record.correctness))
-            if record.correctness and record.correctness.report:
-                print(record.correctness.report)
-            failed |= record.verdict == "fail"
-    if runner.results_dir is not None and done:
-        print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
-    if unjudged := cli_output.not_judged_line(ran):
-        print(unjudged)
-    return 1 if failed else unknown_exit(ran, fail_on_unknown)
-
-
 def _reference(args) -> int:
     scenarios = [
         s
-        for s in _load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+        for s in load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
         if s.gate is not None
     ]
     if not scenarios:

@@ -12,7 +12,7 @@ from harness.cli.options import (
     add_baseline_options,
     add_regression_options,
 )
-from harness.cli.output import regression_report
+from harness.cli.regression_output import regression_report
 from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
 from harness.regression.confirm import confirm
 
@@ -202,7 +202,7 @@ def _merge(args) -> int:
 def _regression_check(args) -> int:
     """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
     from harness.cli.options import accepted_differences, gate_json_path, regression_fdr
-    from harness.cli.output import save_regression_json
+    from harness.cli.regression_output import save_regression_json
     from harness.regression import baseline
     from harness.regression.check import check, key, parse_thresholds
 

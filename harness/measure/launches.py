@@ -1,6 +1,6 @@
-"""Statistics over independent launches of a point (issue #19): a launch's summary and drift check, the
-interval of a metric over launches and merging a point's launch records. Pure functions of typed records; scipy and statsmodels load inside the functions,
-so ``import harness`` stays light.
+"""Statistics over independent launches of a point (issue #19): a launch's summary (with its drift check,
+``harness.measure.drift``), the interval of a metric over launches and merging a point's launch records. Pure
+functions of typed records; scipy and statsmodels load inside the functions, so ``import harness`` stays light.
 
 Rounds within one process share its warm caches, clocks and neighbours, so they are correlated; the
 unit of replication is the launch. Every figure here treats a launch's median as one observation.
@@ -12,10 +12,10 @@ import math
 import statistics
 from typing import Optional, Sequence
 
+from harness.measure.drift import drift
 from harness.records.metrics import LAUNCH
 from harness.records.record import (  # noqa: F401 - launch_values, disturbed_throughout re-exported
     CanaryReading,
-    Drift,
     Interval,
     Launch,
     Record,
@@ -27,20 +27,6 @@ from harness.records.record import (  # noqa: F401 - launch_values, disturbed_th
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time
-DRIFT_P = 0.05
-
-
-def _fewest_rounds(p: float) -> int:
-    """Rounds for Kendall's exact two-sided test to be able to reach ``p`` at all: the most extreme order
-    of n rounds has p = 2 / n!, so 4 rounds can never go below 0.083 and 5 can (0.017)."""
-    n = 2
-    while 2 / math.factorial(n) > p:
-        n += 1
-    return n
-
-
-DRIFT_MIN_ROUNDS = _fewest_rounds(DRIFT_P)
-DRIFT_TOTAL = 0.05  # a significant trend worth flagging moves the metric by more than this over a launch
 FAILED = ("failed", "timeout")
 
 
@@ -72,38 +58,6 @@ def launch(
         canary=canary,
         excluded=excluded,
     )
-
-
-def drift(rounds: Sequence) -> list[Drift]:
-    """The trend of per-round TPOT (mean inter-token gap, ms) over the round index: a Theil-Sen slope
-    relative to the median, with Kendall's tau test. Flagged when significant and the fitted change over
-    the launch exceeds ``DRIFT_TOTAL`` (thermal throttling, a neighbour starting). Needs
-    ``DRIFT_MIN_ROUNDS`` rounds with tokens after the first; with fewer the entry says it was not checked
-    (an empty list would read as "no drift")."""
-    from scipy.stats import kendalltau, theilslopes
-
-    tpot = [statistics.fmean(r.gaps_s) * 1e3 for r in rounds if r.gaps_s]
-    if len(tpot) < DRIFT_MIN_ROUNDS:
-        too_few = (
-            f"not checked: {len(tpot)} timed round(s) with tokens; the trend test needs {DRIFT_MIN_ROUNDS} "
-            f"to be able to reach p < {DRIFT_P} (measurement.min_rounds: {DRIFT_MIN_ROUNDS})"
-        )
-        return [Drift(metric="tpot_ms", checked=False, why=too_few)]
-    order = list(range(len(tpot)))
-    level = statistics.median(tpot)
-    slope = float(theilslopes(tpot, order).slope) / level if level > 0 else 0.0
-    tau_p = float(kendalltau(order, tpot).pvalue)
-    p_value = None if math.isnan(tau_p) else tau_p  # constant rounds: no trend to test
-    total = slope * (len(tpot) - 1)
-    flagged = p_value is not None and p_value < DRIFT_P and abs(total) > DRIFT_TOTAL
-    why: Optional[str] = None
-    if flagged:
-        why = (
-            f"tpot_ms {'rose' if total > 0 else 'fell'} {abs(total):.0%} over {len(tpot)} rounds "
-            f"(Theil-Sen {slope:+.2%} a round, Kendall p={p_value:.2g}): the machine changed during the "
-            "launch (throttling, a busy neighbour); see the launch's machine state"
-        )
-    return [Drift(metric="tpot_ms", slope_per_round=slope, p_value=p_value, flagged=flagged, why=why)]
 
 
 def interval(values: Sequence[Optional[float]], samples: int) -> Interval:

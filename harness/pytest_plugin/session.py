@@ -65,7 +65,7 @@ def regression_gate(state: SessionRecords, options) -> int:
     passed, 1 failed, 3 incomparable, 4 inconclusive under ``--harness-fail-on-unknown``. An unreadable,
     empty or unrelated baseline raises (HarnessError, ValueError, FileNotFoundError): never a pass."""
     from harness.cli.options import accepted_differences, regression_fdr
-    from harness.cli.output import regression_report, save_regression_json
+    from harness.cli.regression_output import regression_report, save_regression_json
     from harness.regression import baseline
     from harness.regression.check import check, key
 

@@ -1,6 +1,7 @@
 """Run sweeps: choose the points, run each launch of each (in this process or an isolated worker), merge a
 point's launches, write its record, show progress. Orchestration only: what happens inside a point is
-``harness.run.steps``; the statistics over launches are ``harness.measure.launches``."""
+``harness.run.steps``; when a point has had enough launches, ``harness.run.stopping``; the statistics over
+launches, ``harness.measure.launches``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from harness.run.isolation import MODES, Limits
 from harness.run.pool import WorkerPool
 from harness.run.steps.session import Session, now_iso
 from harness.run.steps.skip import skip_reason
+from harness.run.stopping import wants_launch
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point, expand
 
@@ -122,21 +124,8 @@ class Runner:
         return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
-        """Another launch: until ``launches``, each disturbed launch (``Launch.excluded``) re-run up to
-        ``disturbed_reruns`` times; then, with ``target_rel_ci``, until the interval of the median TPOT is
-        narrow enough or ``max_launches`` is reached. Never after a launch that was not ok."""
-        if not launches:
-            return True
-        if launches[-1].status != "ok" or not self.timing:  # `harness verify` gates once
-            return False
-        m = scenario.measurement
-        disturbed = sum(1 for r in launches for entry in r.samples.launches if entry.excluded)
-        if len(launches) < self.launches_of(scenario, point) + min(disturbed, m.disturbed_reruns):
-            return True
-        if m.target_rel_ci is None or len(launches) >= (m.max_launches or 0):
-            return False
-        width = stats.rel_half_width(stats.combine(launches))
-        return width is None or width > m.target_rel_ci
+        """Another launch of the point (``harness.run.stopping``)."""
+        return wants_launch(scenario.measurement, launches, self.timing, lambda: self.launches_of(scenario, point))
 
     def _merged(self, launches: list[Record]) -> Record:
         record = stats.combine(launches)

@@ -21,12 +21,12 @@ from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
 from harness.adapters.openvino import export, twin
-from harness.adapters.openvino.export import NNCF_MODES, weight_types
+from harness.adapters.openvino.description import Description
+from harness.adapters.openvino.export import NNCF_MODES
+from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
 from harness.adapters.openvino.steps import STATIC as _STATIC
-from harness.adapters.openvino.steps import IRSteps
 from harness.adapters.openvino.text import GenAITextPath
 
-EMULATED_NPU = _STATIC[1]
 _PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 
 
@@ -34,7 +34,7 @@ class TruncatedGeneration(RuntimeError):
     """The static pipeline stopped early because its KV cache was full (GenAI does not say so)."""
 
 
-class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the engine's own text path
+class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wise logits; own text path; describe
     name = "openvino"
     devices = ("CPU", "GPU", "NPU", EMULATED_NPU)
     quantizations = frozenset({"none", *NNCF_MODES})
@@ -218,26 +218,6 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
         )
 
-    def gate_path(self) -> dict:
-        static = self.point.device in _STATIC
-        shown = {k: v for k, v in self.plugin_config.items() if k != "CACHE_DIR"}
-        if static:
-            note = "GenAI's static pipeline exposes chosen tokens only: the gate forces one token per position there"
-        else:
-            note = (
-                "step-wise logits from the IR compiled for this device with the pipeline's plugin properties; "
-                "GenAI's scheduler (paged KV cache"
-                + (f", split-fuse prefill of {self.prefill_chunk}" if self.prefill_chunk else "")
-                + ") exposes no logits and is not stepped"
-            )
-        return {
-            "device": self.point.device,
-            "config": {k: str(v) for k, v in shown.items()},
-            "cache": f"static({self.point.max_seq_len})" if static else "stateful IR",
-            "prefill_chunk": None if static else self.prefill_chunk,
-            "notes": [note],
-        }
-
     def trusted_twin(self):
         """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,
         the static NPU pipeline's included, must agree with up to activation rounding."""
@@ -250,52 +230,6 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Adapter):  # step-wise logits; the
         key = "compile_s" if self.compile_state == "uncached" else f"compile_{self.compile_state}_s"
         return {"export_s": self.convert_s, key: self.compile_s}
 
-    def describe(self) -> dict:
-        from harness.adapters import drivers
-
-        ov = self._ov
-        core = ov.Core()
-        hints = {}
-        for key in ("INFERENCE_PRECISION_HINT", "KV_CACHE_PRECISION", "PERFORMANCE_HINT"):
-            try:
-                hints[key] = str(core.get_property("CPU", key))
-            except Exception:  # noqa: BLE001 - a property this plugin version lacks is simply absent
-                pass
-        return {
-            "engine": "openvino-genai",
-            "engine_version": self._genai.__version__,
-            "openvino_version": ov.__version__,
-            "device": self.point.device,
-            "emulated": self.point.device == EMULATED_NPU,
-            "device_name": _device_name(core, self.point.device),
-            "driver": drivers.openvino_plugin(core, "CPU" if self.point.device == EMULATED_NPU else self.point.device),
-            "pipeline": "static" if self.point.device in _STATIC else "dynamic",
-            "prefix_caching": False,  # every round pays its prefill
-            "prefill_chunk": getattr(self, "prefill_chunk", None),
-            "quantization": self.point.quantization,
-            "compression": self.compression,
-            "weights_precision": dict(weight_types(self.ir_dir / "openvino_model.xml")),
-            "precision_hints": hints,
-            # what the point id says it ran at (quantization none): the plugin's inference precision
-            **({"precision": self.precision} if self.precision else {}),
-            "compile_s": self.compile_s,
-            "compile_cache": self.compile_state,
-            "convert_s": self.convert_s,
-            "tokenizer_converted": self.tokenizer_origin,  # GenAI's tokenizer: converted from the checkpoint's
-            **(
-                {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
-                if self.point.device in _STATIC
-                else {}
-            ),
-        }
-
     def close(self) -> None:
         self.pipeline = None
         self._request = None
-
-
-def _device_name(core, device: str) -> str:
-    try:
-        return str(core.get_property("CPU" if device == EMULATED_NPU else device, "FULL_DEVICE_NAME"))
-    except Exception:  # noqa: BLE001
-        return device

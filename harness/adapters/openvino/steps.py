@@ -10,6 +10,7 @@ from harness.adapters.openvino import twin
 from harness.errors import Unsupported
 
 STATIC = ("NPU", "NPU-emulated")  # devices on GenAI's static pipeline: chosen tokens only, no logits
+EMULATED_NPU = STATIC[1]  # the static pipeline through the NPU plugin emulated on CPU (NPUW_DEVICES=CPU)
 
 
 class IRSteps:

@@ -1,0 +1,80 @@
+"""What the regression check (``harness gate``, and the pytest plugin's end-of-session gate) prints and writes:
+its lines point by point and its JSON (``--json``)."""
+
+from __future__ import annotations
+
+
+def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "--fail-on-unknown") -> list[str]:
+    """Lines explaining a regression-check outcome, point by point (the flag named as the front-end spells it)."""
+    from harness.regression import verdicts
+
+    lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable, *outcome.not_judged]]
+    lines += [str(change) for change in outcome.verdict_changes]
+    lines += [verdicts.line(test) for test in outcome.tests]
+    lines += [f"note {note}" for note in outcome.notes]
+    if outcome.findings:
+        verdict = f"FAIL ({len(outcome.findings)} problem(s))"
+    elif outcome.incomparable:
+        verdict = f"INCOMPARABLE ({len(outcome.incomparable)} point(s) with another fingerprint; neither pass nor fail)"
+    else:
+        verdict = "PASS"
+    unknown = len(outcome.unknown)
+    if unknown:
+        lines.append(
+            f"inconclusive: {unknown} of {len(outcome.tests)} launch-level comparison(s) neither different nor "
+            f"the same (UNKNOWN lines: the launches that would decide them); {fail_on_unknown_flag} exits 4 on them"
+        )
+    if outcome.not_judged:
+        lines.append(
+            f"not judged: {len(outcome.not_judged)} point(s) passed top-k with too few teacher-forced positions "
+            f"for the KL tier (NOT JUDGED lines); {fail_on_unknown_flag} exits 4 on them"
+        )
+    counts = {word: sum(t.verdict == word for t in outcome.tests) for word in (verdicts.DIFFERENT, verdicts.SAME)}
+    tally = (
+        f"; {counts[verdicts.DIFFERENT]} different, {counts[verdicts.SAME]} same, {unknown} unknown"
+        if outcome.tests
+        else ""
+    )
+    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
+    return lines
+
+
+def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
+    """``harness gate --json``: the outcome as data — the overall verdict and exit status, every problem,
+    every launch-level test with its three-outcome verdict, interval and detectable change, and the notes."""
+    import math
+    from dataclasses import asdict
+
+    def finite(value):
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    def test_row(test) -> dict:
+        row = {k: finite(v) for k, v in asdict(test).items() if k not in ("base_values", "new_values")}
+        return {**row, "base_values": list(test.base_values), "new_values": list(test.new_values)}
+
+    verdict = "fail" if outcome.findings else "incomparable" if outcome.incomparable else "pass"
+    return {
+        "baseline": baseline_name,
+        "verdict": verdict,
+        "exit_code": exit_code,
+        "compared": outcome.compared,
+        "fdr": outcome.fdr,
+        "findings": [
+            {"scenario": f.scenario, "point_id": f.point_id, "kind": f.kind, "metric": f.metric, "message": f.message}
+            for f in [*outcome.findings, *outcome.incomparable]
+        ],
+        "tests": [test_row(test) for test in outcome.tests],
+        "verdict_changes": [asdict(change) for change in outcome.verdict_changes],
+        "inconclusive": len(outcome.unknown),
+        "not_judged": [
+            {"scenario": f.scenario, "point_id": f.point_id, "message": f.message} for f in outcome.not_judged
+        ],
+        "notes": list(outcome.notes),
+    }
+
+
+def save_regression_json(path, outcome, baseline_name: str, exit_code: int) -> None:
+    """Write ``regression_json`` atomically: ``harness gate --json`` and pytest's ``--harness-gate-json``."""
+    from harness.io import write_json_atomic
+
+    write_json_atomic(path, regression_json(outcome, baseline_name, exit_code))

@@ -1,0 +1,43 @@
+"""What the commands over scenario files share (run, verify, check, reference): loading the files, and
+ending a sweep on a signal with its records so far."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from harness.cli.options import remote_code_error
+from harness.run import lifecycle
+
+
+def load_all(paths: Sequence[str], allow_remote_code: bool = False, max_points: Optional[int] = None):
+    from harness.errors import ScenarioErrors
+    from harness.run import planning
+    from harness.scenario.sweep import DEFAULT_MAX_POINTS
+
+    loaded, errors = [], []
+    for path in paths:
+        try:
+            loaded.append(planning.load(path, max_points or DEFAULT_MAX_POINTS))
+        except ScenarioErrors as exc:
+            errors += exc.errors
+            continue
+        problem = remote_code_error(loaded[-1], allow_remote_code)
+        if problem:
+            errors.append(problem)
+    if errors:
+        raise ScenarioErrors(errors)
+    planning.check_unique(loaded)  # one name, one place for records
+    return loaded
+
+
+def interruptible(command, results_dir: Optional[Path] = None) -> int:
+    """SIGTERM, SIGINT or SIGHUP end a sweep command with its records so far, no process of it left,
+    one line on stderr and exit 128 + the signal's number (harness.run.lifecycle)."""
+    with lifecycle.interruptible():
+        try:
+            return command()
+        except lifecycle.Interrupted as exc:
+            print(lifecycle.summary(exc, results_dir), file=sys.stderr)
+            return exc.exit_code

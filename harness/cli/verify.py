@@ -1,0 +1,99 @@
+"""``harness verify``: only the correctness gate of scenario files' points, one verdict line each; exit 1 on
+any failure, 4 on a point NOT JUDGED with ``--fail-on-unknown``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+from harness.cli import output as cli_output
+from harness.cli.options import VERIFY_RESULTS_HELP, add_run_options, add_unknown_option, runner_from, unknown_exit
+from harness.cli.sweeps import interruptible, load_all
+from harness.errors import HarnessError
+from harness.run import lifecycle
+
+
+def add_parser(commands) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="run only the correctness gate of scenario files; exit 1 on any failure, 4 on a point NOT JUDGED "
+        "with --fail-on-unknown",
+    )
+    verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
+    add_unknown_option(verify.add_argument)
+    verify.add_argument(
+        "--prompts",
+        default=None,
+        metavar="ci|all|N",
+        help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)",
+    )
+    verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
+
+
+def _parse_prompts(value: Optional[str]):
+    if value is None or value in ("ci", "all"):
+        return value
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    raise HarnessError(f"--prompts: expected ci, all or a positive count, got {value!r}")
+
+
+def run(args) -> int:
+    return interruptible(lambda: _verify_all(args))  # no results_dir: verify has no --resume to suggest
+
+
+def _verify_all(args) -> int:
+    scenarios = load_all(args.scenarios, args.harness_trust_remote_code, args.harness_max_points)
+    without = [s.path for s in scenarios if s.gate is None]
+    if without:
+        print(f"ERROR no gate section in: {', '.join(map(str, without))}", file=sys.stderr)
+        return 2
+    from harness.run import planning
+
+    planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
+    runner = runner_from(
+        args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
+    )
+    # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
+    runner.results_dir = Path(args.harness_results) if args.harness_results else None
+    if runner.results_dir is None:
+        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
+    from harness.io import results_lock
+
+    with results_lock(runner.results_dir):  # not while a `harness run` writes there
+        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
+
+
+def _gate_points(runner, scenarios, text: Optional[str], fail_on_unknown: bool) -> int:
+    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure, 4 on a point
+    not judged with ``fail_on_unknown``."""
+    select = (lambda point: text in point.id) if text else None
+    from harness.scenario.sweep import expand
+
+    failed, ran = False, []
+    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
+    for scenario in scenarios:
+        try:
+            records = runner.run([scenario], progress=False, select=select)
+        except lifecycle.Interrupted as exc:
+            exc.done, exc.total = done + (exc.done or 0), total  # counted over every scenario
+            raise
+        done += len(records)
+        ran += records
+        for record in records:
+            name = f"{record.scenario}::{record.point_id}"
+            if record.status != "ok":
+                print(f"{record.status.upper():<6} {name}: {record.reason}")
+                failed |= record.status in ("failed", "timeout")
+                continue
+            print(cli_output.verdict_line(name, record.correctness))
+            if record.correctness and record.correctness.report:
+                print(record.correctness.report)
+            failed |= record.verdict == "fail"
+    if runner.results_dir is not None and done:
+        print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
+    if unjudged := cli_output.not_judged_line(ran):
+        print(unjudged)
+    return 1 if failed else unknown_exit(ran, fail_on_unknown)

@@ -1,0 +1,112 @@
+"""Reading records written by older versions of the harness: ``migrate`` upgrades a record's JSON to the
+current schema as it loads (version 1's ``details`` grab-bag split into named parts; point ids that named the
+model's dtype renamed to the precision that ran), so older results and baselines keep matching new runs."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.records import precision
+
+SCHEMA_VERSION = 2
+
+
+V1_FIELDS = {
+    "scenario",
+    "point_id",
+    "point",
+    "status",
+    "reason",
+    "settings",
+    "model",
+    "metrics",
+    "units",
+    "samples",
+    "correctness",
+    "accuracy",
+    "adapter",
+    "environment",
+    "scenario_path",
+    "started_at",
+    "finished_at",
+    "schema_version",
+}
+V1_UNAVAILABLE = {"cpu_cycles_unavailable": "cpu_cycles", "device_memory_unavailable": "device_memory_peak_mb"}
+
+
+def migrate(data: dict) -> dict:
+    """Upgrade an older record's JSON to the current schema."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+        raise ValueError(f"unsupported record schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})")
+    if version == 1:
+        data = _from_v1(data)
+    return _precision_in_id(data)
+
+
+def _precision_in_id(data: dict) -> dict:
+    """Point ids name the precision a point ran at, where records written before said the model's dtype: a
+    llama.cpp point at quantization ``none`` runs its GGUF's own file type (``llamacpp-cpu-bf16`` ->
+    ``llamacpp-cpu-q4_k_m``), an OpenVINO CPU point computes in the CPU plugin's inference precision
+    (``openvino-CPU-bf16`` -> ``openvino-CPU-f32`` on a CPU without bf16). Such a record gets the new id as it
+    loads (``_ran`` reads what ran from its adapter part), so older results and baselines keep matching the
+    points of a new run. Idempotent."""
+    adapter, point = data.get("adapter") or {}, data.get("point") or {}
+    pid, ran = data.get("point_id"), _ran(adapter, point)
+    if ran is None or not isinstance(pid, str) or point.get("quantization", "none") != "none":
+        return data
+    dtype = ((data.get("settings") or {}).get("model") or {}).get("dtype") or "bf16"
+    renamed = precision.id_with_precision(pid, str(point.get("adapter")), str(point.get("device")), dtype, ran)
+    return data if renamed == pid else {**data, "point_id": renamed}
+
+
+def _ran(adapter: dict, point: dict) -> Optional[str]:
+    """What a record's adapter part says its point ran at: a GGUF's ``file_type``; the CPU plugin's
+    ``precision_hints`` (read from the CPU plugin, so they say what ran on the CPU device only)."""
+    file_type = adapter.get("file_type")
+    if isinstance(file_type, str):
+        return precision.from_gguf_file_type(file_type)
+    hints = adapter.get("precision_hints")
+    if isinstance(hints, dict) and point.get("device") == "CPU":
+        return precision.from_openvino_type(hints.get("INFERENCE_PRECISION_HINT"))
+    return None
+
+
+def _from_v1(data: dict) -> dict:
+    """Version 1 kept generated text, tracebacks, routing and notes in one ``details`` dict."""
+    details = dict(data.pop("details", None) or {})
+    unavailable = {}
+    for source, why in (details.pop("energy_unavailable", None) or {}).items():
+        unavailable["energy_j" if source == "npu" else f"energy_{source}_j"] = why
+    for key, metric in V1_UNAVAILABLE.items():
+        if details.get(key):
+            unavailable[metric] = details.pop(key)
+    note = details.pop("roofline_note", None)
+    if note:
+        names = ("decode_bound_ms", "roofline_fraction") if "weight size" in note else ("prefill_compute_bound_ms",)
+        unavailable.update(dict.fromkeys(names, note))
+    failure = {k: details.pop(k) for k in ("traceback", "output_tail", "exit_code") if k in details}
+    if isinstance(failure.get("exit_code"), int) and failure["exit_code"] < 0:
+        failure["signal"] = _signal_name(-failure["exit_code"])
+    samples = data.get("samples") or {}
+    data = {k: v for k, v in data.items() if k in V1_FIELDS}  # version 1 passed unknown keys over
+    return {
+        **data,
+        "schema_version": SCHEMA_VERSION,
+        "samples": samples,
+        "outputs": details.pop("outputs", {}),
+        "prompt_lengths": details.pop("prompt_lengths", []),
+        "routing": details.pop("routing", None),
+        "log": details.pop("log", []),
+        "failure": failure or None,
+        "unavailable": unavailable,
+    }
+
+
+def _signal_name(number: int) -> Optional[str]:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
