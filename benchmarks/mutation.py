@@ -37,6 +37,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "harness/correctness/gate.py",
         ("harness.correctness.gate.x__conclude__*",),
     ),
+    # the verdict (fail, drift, not judged, pass) from _conclude's fail and drift reasons
+    "correctness/outcome (verdict: decide)": (
+        "harness/correctness/outcome.py",
+        ("harness.correctness.outcome.x_decide__*",),
+    ),
     "correctness/positions": ("harness/correctness/positions.py", ("harness.correctness.positions.*",)),
     "correctness/same_weights (combine)": (
         "harness/correctness/same_weights.py",

@@ -183,3 +183,20 @@ def test_the_stored_bucket_floors_count_their_positions():
         {"start": 0, "end": 63, "kl_mean": 2.0, "positions": 2},
         {"start": 64, "end": 255, "kl_mean": 5.0, "positions": 1},
     ]
+
+
+def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails_the_point():
+    floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
+    reference = _long_reference(floor)
+    drifting = [gate.PromptResult(0, "long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
+    reported = gate._conclude(drifting, reference, gate.GateConfig(fail_on_drift=False), "forced")
+    failed = gate._conclude(drifting, reference, gate.GateConfig(), "forced")
+    assert reported.verdict == "drift" and failed.verdict == "fail"
+    assert [r.split(" is ")[0] for r in reported.reasons] == [
+        "mean KL",
+        "decode-phase mean KL",
+        "positions 0-63 mean KL 0.006",
+        "positions 64-255 mean KL 0.006",
+        "positions 256-511 mean KL 0.006",
+    ]
+    assert failed.reasons == [*reported.reasons[:-1], reported.reasons[-1] + "; drift fails this point"]
