@@ -85,8 +85,7 @@ EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
     "harness.correctness.kl.x_paired_floor__mutmut_35": "the list is cut to len(d) after it: 2 more or fewer "
     "decode floors past the end change nothing",
-    "harness.correctness.gate.x__conclude__mutmut_109": "reasons is empty when verdict is pass, so = and += agree",
-    "harness.correctness.gate.x__conclude__mutmut_51": "without per-position KLs (top-1 mode) overall_test counts 0 "
+    "harness.correctness.gate.x__conclude__mutmut_58": "without per-position KLs (top-1 mode) overall_test counts 0 "
     "positions, under min_positions (a positive int): None either way",
     "harness.correctness.positions.x_bucket_of__mutmut_10": _DOUBLING,
     "harness.correctness.positions.x_bucket_of__mutmut_11": _DOUBLING,
