@@ -202,10 +202,10 @@ def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails
     assert failed.reasons == [*reported.reasons[:-1], reported.reasons[-1] + "; drift fails this point"]
 
 
-def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True) -> gate.GateResult:
+def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> gate.GateResult:
     """A short prompt whose reference stored ``len(prefill_kl)`` prefill positions (8 asked for), every floor
-    at 1e-3, and its device's KLs there and at the teacher-forced positions."""
-    stored = len(prefill_kl or [])
+    at 1e-3, and its device's KLs there (None: not measured) and at the teacher-forced positions."""
+    stored = len(prefill_kl) if stored is None else stored
     prompt = PromptReference(
         "plain", "p", list(range(prompt_tokens)), [3] * 9, [[3]] * 9, [[0.0]] * 9, [[3]] * stored, [[0.0]] * stored
     )
@@ -243,7 +243,7 @@ def test_a_prompt_with_fewer_prefill_positions_than_asked_is_noted_only_where_th
     )
     measured = _prefilled(3, [1e-3] * 3, [1e-3] * 9)
     assert (measured.verdict, measured.notes, measured.phases.prefill.positions) == ("pass", [note], 3)
-    unmeasured = _prefilled(3, None, [1e-3] * 9)  # the device's prefill KLs missing: the first position stands
+    unmeasured = _prefilled(3, None, [1e-3] * 9, stored=3)  # the device's prefill KLs missing: the first position stands
     assert (unmeasured.notes, unmeasured.phases.prefill.positions) == ([], 1)
     failed = _prefilled(3, [1e-3] * 3, [1e-3] * 3, forced_ok=False)  # too few positions, and a top-k failure
     assert failed.verdict == "fail" and failed.notes == [
