@@ -243,7 +243,9 @@ def test_a_prompt_with_fewer_prefill_positions_than_asked_is_noted_only_where_th
     )
     measured = _prefilled(3, [1e-3] * 3, [1e-3] * 9)
     assert (measured.verdict, measured.notes, measured.phases.prefill.positions) == ("pass", [note], 3)
-    unmeasured = _prefilled(3, None, [1e-3] * 9, stored=3)  # the device's prefill KLs missing: the first position stands
+    unmeasured = _prefilled(
+        3, None, [1e-3] * 9, stored=3
+    )  # the device's prefill KLs missing: the first position stands
     assert (unmeasured.notes, unmeasured.phases.prefill.positions) == ([], 1)
     failed = _prefilled(3, [1e-3] * 3, [1e-3] * 3, forced_ok=False)  # too few positions, and a top-k failure
     assert failed.verdict == "fail" and failed.notes == [
