@@ -37,6 +37,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "harness/correctness/gate.py",
         ("harness.correctness.gate.x__conclude__*",),
     ),
+    # the verdict (fail, drift, not judged, pass) from _conclude's fail and drift reasons
+    "correctness/outcome (verdict: decide)": (
+        "harness/correctness/outcome.py",
+        ("harness.correctness.outcome.x_decide__*",),
+    ),
     "correctness/positions": ("harness/correctness/positions.py", ("harness.correctness.positions.*",)),
     "correctness/same_weights (combine)": (
         "harness/correctness/same_weights.py",
@@ -75,6 +80,7 @@ _PERM = "C(n+m, n) <= 9999 splits up to 7 launches a side: the permutation test 
 _RUPTURES = "ruptures' C PELT for the linear kernel ignores jump; its defaults are kernel='linear', min_size=2"
 _SHIFT = "the squared-error cost of a split is unchanged by a constant added to every value"
 _DOUBLING = "doubling from 64 or 256 passes through 512 and every later edge: the same bucket"
+_NO_SPREAD = "without spread every log value is the first; check tests 2 launches a side at least"
 _DECIDED = "check's verdicts.decide gives every test a verdict before a line is printed"
 EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
@@ -82,8 +88,7 @@ EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
     "harness.correctness.kl.x_paired_floor__mutmut_35": "the list is cut to len(d) after it: 2 more or fewer "
     "decode floors past the end change nothing",
-    "harness.correctness.gate.x__conclude__mutmut_109": "reasons is empty when verdict is pass, so = and += agree",
-    "harness.correctness.gate.x__conclude__mutmut_51": "without per-position KLs (top-1 mode) overall_test counts 0 "
+    "harness.correctness.gate.x__conclude__mutmut_58": "without per-position KLs (top-1 mode) overall_test counts 0 "
     "positions, under min_positions (a positive int): None either way",
     "harness.correctness.positions.x_bucket_of__mutmut_10": _DOUBLING,
     "harness.correctness.positions.x_bucket_of__mutmut_11": _DOUBLING,
@@ -115,9 +120,18 @@ EQUIVALENT: dict[str, str] = {
     "harness.regression.significance.x_worse_p_values__mutmut_74": "typing.cast does nothing at run time",
     "harness.regression.significance.x_fdr_adjust__mutmut_7": "BH-adjusted p-values do not depend on alpha",
     "harness.regression.significance.x_fdr_adjust__mutmut_11": "statsmodels lower-cases the method name",
-    "harness.regression.significance.x_ratio_interval__mutmut_25": _BOOT,
-    "harness.regression.significance.x_ratio_interval__mutmut_28": "CONFIDENCE is scipy's default, 0.95",
-    "harness.regression.significance.x_ratio_interval__mutmut_35": _SCIPY_CASE,
+    "harness.regression.significance.x_ratio_interval__mutmut_14": _DTYPE,
+    "harness.regression.significance.x_ratio_interval__mutmut_16": _DTYPE,
+    "harness.regression.significance.x_ratio_interval__mutmut_18": _DTYPE,
+    "harness.regression.significance.x_ratio_interval__mutmut_20": _DTYPE,
+    "harness.regression.significance.x_equivalence_p__mutmut_13": _DTYPE,
+    "harness.regression.significance.x_equivalence_p__mutmut_15": _DTYPE,
+    "harness.regression.significance.x_equivalence_p__mutmut_18": _DTYPE,
+    "harness.regression.significance.x_equivalence_p__mutmut_20": _DTYPE,
+    "harness.regression.significance.x_equivalence_p__mutmut_34": _NO_SPREAD,
+    "harness.regression.significance.x_equivalence_p__mutmut_35": _NO_SPREAD,
+    "harness.regression.significance.x_equivalence_p__mutmut_36": "in practice: no two launch values' log "
+    "difference equals log1p(limit) to the last bit (none for 1-100 in steps of 0.01 at 5 %)",
     "harness.regression.spread_rule.x__iqr__mutmut_9": "n=4 is statistics.quantiles' default",
     "harness.measure.drift.x_drift__mutmut_27": "theilslopes' default x is arange(len(y)), the round index",
     "harness.measure.drift.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
@@ -148,6 +162,15 @@ EQUIVALENT: dict[str, str] = {
     "harness.history.changepoints.x_detect__mutmut_30": _RUPTURES,
     "harness.history.changepoints.x_detect__mutmut_34": "ruptures reshapes a 1-D signal to one column itself",
     "harness.history.changepoints.x_detect__mutmut_36": "numpy reads any negative size as 'the rest'",
+    "harness.history.changepoints.x_recent_step__mutmut_3": _DTYPE,
+    "harness.history.changepoints.x_recent_step__mutmut_5": _DTYPE,
+    "harness.history.changepoints.x_recent_step__mutmut_38": "nights is fewer than MIN_SIZE = 2, so 1: "
+    "times and over 1 agree",
+    "harness.history.changepoints.x_recent_step__mutmut_48": "in practice: a step's gain exactly its penalty",
+    "harness.history.changepoints.x_held__mutmut_7": "held's direction differs only for an improving change, "
+    "which check() never reports (the step it may let recent_step find is an improvement too)",
+    "harness.history.changepoints.x_held__mutmut_8": "only a change with equal medians before and after, in a "
+    "metric without a direction, whose findings check() never reports",
     "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
     "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
     "harness.regression.check.x__decide__mutmut_24": "lone is read only when there are tests, never its value for none",

@@ -183,3 +183,72 @@ def test_the_stored_bucket_floors_count_their_positions():
         {"start": 0, "end": 63, "kl_mean": 2.0, "positions": 2},
         {"start": 64, "end": 255, "kl_mean": 5.0, "positions": 1},
     ]
+
+
+def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails_the_point():
+    floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
+    reference = _long_reference(floor)
+    drifting = [gate.PromptResult(0, "long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
+    reported = gate._conclude(drifting, reference, gate.GateConfig(fail_on_drift=False), "forced")
+    failed = gate._conclude(drifting, reference, gate.GateConfig(), "forced")
+    assert reported.verdict == "drift" and failed.verdict == "fail"
+    assert [r.split(" is ")[0] for r in reported.reasons] == [
+        "mean KL",
+        "decode-phase mean KL",
+        "positions 0-63 mean KL 0.006",
+        "positions 64-255 mean KL 0.006",
+        "positions 256-511 mean KL 0.006",
+    ]
+    assert failed.reasons == [*reported.reasons[:-1], reported.reasons[-1] + "; drift fails this point"]
+
+
+def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> gate.GateResult:
+    """A short prompt whose reference stored ``len(prefill_kl)`` prefill positions (8 asked for), every floor
+    at 1e-3, and its device's KLs there (None: not measured) and at the teacher-forced positions."""
+    stored = len(prefill_kl) if stored is None else stored
+    prompt = PromptReference(
+        "plain", "p", list(range(prompt_tokens)), [3] * 9, [[3]] * 9, [[0.0]] * 9, [[3]] * stored, [[0.0]] * stored
+    )
+    floor = {
+        "kl_mean": 1e-3,
+        "phases": {"prefill": {"kl_mean": 1e-3}, "decode": {"kl_mean": 1e-3}},
+        "prefill_positions": [[1e-3] * stored],
+    }
+    settings = {"top_m": 8, "eos_ids": [], "prefill_positions": 8}
+    reference = Reference(model={}, settings=settings, versions={}, noise_floor=floor, prompts=[prompt])
+    found = gate.PromptResult(
+        0,
+        "plain",
+        forced_ok=forced_ok,
+        kl_mean=sum(position_kl) / len(position_kl),
+        position_kl=position_kl,
+        prefill_kl=prefill_kl,
+    )
+    return gate._conclude([found], reference, gate.GateConfig(), "forced")
+
+
+def test_a_fault_at_the_last_prompt_positions_fails_the_prefill_phase_where_the_first_decode_position_is_clean():
+    result = _prefilled(8, [0.5] * 8, [1e-3] * 9)
+    prefill = result.phases.prefill
+    assert (prefill.positions, prefill.kl_mean, prefill.verdict) == (8, 0.5, "fail")
+    assert result.verdict == "fail" and result.reasons[0].startswith(
+        "prefill-phase mean KL is 500.0x its noise floor over 8 positions"
+    )
+
+
+def test_a_prompt_with_fewer_prefill_positions_than_asked_is_noted_only_where_they_were_measured():
+    note = (
+        "prefill phase: fewer than gate.prefill_positions=8 positions on prompt 0 (3 tokens): 3; a prompt gets at "
+        "most one per token and 4096 // its tokens (each position is a whole prefill)"
+    )
+    measured = _prefilled(3, [1e-3] * 3, [1e-3] * 9)
+    assert (measured.verdict, measured.notes, measured.phases.prefill.positions) == ("pass", [note], 3)
+    unmeasured = _prefilled(
+        3, None, [1e-3] * 9, stored=3
+    )  # the device's prefill KLs missing: the first position stands
+    assert (unmeasured.notes, unmeasured.phases.prefill.positions) == ([], 1)
+    failed = _prefilled(3, [1e-3] * 3, [1e-3] * 3, forced_ok=False)  # too few positions, and a top-k failure
+    assert failed.verdict == "fail" and failed.notes == [
+        "KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=8",
+        note,
+    ]

@@ -106,3 +106,40 @@ def test_every_series_keeps_its_findings():
     first, second = _series([10] * 8 + [11]), _series([10] * 8 + [12], metric="ttft_ms")
     result = history_check.check([first, second], first.runs)
     assert [(f.series.metric, f.change.after) for f in result.suspicious] == [("tpot_ms", 11.0), ("ttft_ms", 12.0)]
+
+
+def test_held_follows_a_falling_changes_direction_for_a_metric_without_one():
+    down = ChangePoint(4, 4, 4, before=11.0, after=10.0)
+    assert held([11, 11, 11, 11, 10, 10, 10], down, None) == 3
+    assert held([11, 11, 11, 11, 10, 10.5, 10], down, None) == 1  # on the midpoint: not past it
+    assert held([11, 11, 11, 11, 10, 10, 10], down, True) == 3  # tokens/s falling: the worse direction
+
+
+def test_the_newest_night_is_judged_once_four_nights_come_before_it():
+    assert _suspicious([10, 10, 10, 14]) == []
+    assert _suspicious([10, 10, 10, 10, 14]) == [(ChangePoint(4, 4, 4, 10.0, 14.0), 1)]
+
+
+def test_a_newest_step_is_measured_from_the_first_night_when_no_change_came_before():
+    # the segmentation pairs night 3 with the bad night 4; the step is judged from nights 0-3, median 10.5
+    assert _suspicious([9, 10, 11, 11, 15]) == [(ChangePoint(4, 4, 4, 10.5, 15.0), 1)]
+
+
+def test_a_step_that_held_two_nights_is_one_regression_and_its_second_night_no_step_of_its_own():
+    series = _series([10] * 8 + [12, 15])
+    result = history_check.check([series], series.runs)
+    assert [(f.change, f.nights) for f in result.regressions] == [(ChangePoint(8, 8, 8, 10.0, 13.5), 2)]
+    assert result.suspicious == []
+
+
+def test_a_newest_night_just_short_of_the_penalty_is_not_a_step():
+    # splitting the last night off 8 others lowers the squared error by 8/9 of (its distance / noise)^2:
+    # 10.27 falls short of 4 ln 9 noise variances (10.3 passes it, above)
+    values = [10, 10, 10, 9.9, 10.1, 9.9, 9.9, 10.1]
+    assert _suspicious([*values, 10.27]) == []
+    assert _suspicious([*values, 10.3]) == [(ChangePoint(8, 8, 8, 10.0, 10.3), 1)]
+
+
+def test_a_series_with_an_infinite_night_is_not_judged():
+    series = _series([10] * 7 + [float("inf"), 14])
+    assert history_check.check([series], series.runs) == history_check.CheckResult([], [], 1, 9, [])

@@ -141,3 +141,54 @@ def test_an_inconclusive_test_fails_the_check_only_when_asked_and_never_hides_a_
     )
     assert [t.verdict for t in failing.tests] == [verdicts.DIFFERENT, verdicts.UNKNOWN]
     assert failing.exit_status(fail_on_unknown=True) == 1  # the failure's code, not the inconclusive one
+
+
+def test_the_change_interval_is_the_seeded_bootstraps_own_at_eight_and_twenty_launches():
+    # the 2.5th and 97.5th percentiles of 2000 seeded resampled median ratios: the same launches give this
+    # very interval on every run (at 5 launches most seeds and percentiles land on the same ratio)
+    base = (9.6, 10.3, 10.2, 10.1, 10.0, 9.9, 9.8, 9.7)
+    new = (9.792, 10.656, 10.504, 10.352, 10.2, 10.248, 10.096, 9.944)
+    outcome, found = _test(base, new)
+    assert (found.ratio_low, found.ratio_high) == (
+        pytest.approx(0.9920792079207921, rel=1e-12),
+        pytest.approx(1.0617463917525773, rel=1e-12),
+    )
+    base = tuple(round(9 + 0.1 * ((i * 7) % 20), 2) for i in range(20))
+    outcome, found = _test(base, tuple(round(v * 1.02 + 0.05 * ((i * 3) % 4), 3) for i, v in enumerate(base)))
+    assert (found.ratio_low, found.ratio_high) == (
+        pytest.approx(0.9687915384615383, rel=1e-12),
+        pytest.approx(1.0868686868686868, rel=1e-12),
+    )
+
+
+def test_a_side_with_a_zero_launch_has_no_equivalence_test():
+    for base, new in [((0.0, 10.0, 10.1), (10.0, 10.1, 10.2)), ((10.0, 10.1, 9.9), (0.0, 10.1, 10.2))]:
+        outcome, found = _test(base, new)
+        assert (found.verdict, found.equivalence_p) == (verdicts.UNKNOWN, None)
+
+
+def test_launches_without_spread_are_the_same_inside_the_limit_and_not_outside():
+    outcome, inside = _test((10.0,) * 5, (10.4,) * 5)  # +4 % against a 5 % limit: the ratio is known exactly
+    assert (inside.verdict, inside.equivalence_p) == (verdicts.SAME, 0.0)
+    outcome, outside = _test((10.0,) * 5, (10.6,) * 5)  # +6 %
+    assert (outside.verdict, outside.equivalence_p) == (verdicts.DIFFERENT, 1.0)
+
+
+def test_one_side_without_spread_is_judged_by_welchs_test_not_as_a_known_ratio():
+    outcome, found = _test((10.0,) * 5, (10.0, 12.0, 8.0, 13.0, 7.0))  # the first launches agree exactly
+    assert found.verdict == verdicts.UNKNOWN and found.equivalence_p == pytest.approx(0.4309483972700996)
+
+
+def test_the_equivalence_test_is_welchs_tost_with_two_launches_on_a_side():
+    import math
+
+    from scipy.stats import ttest_ind
+
+    from harness.regression import significance
+
+    bound = math.log1p(0.05)
+    for base, new in [((10.0, 10.3), (10.1, 10.2, 10.15, 10.05, 10.12)), ((10.1, 10.2, 10.15, 10.05), (10.0, 10.3))]:
+        log_base, log_new = [math.log(v) for v in base], [math.log(v) for v in new]
+        upper = ttest_ind([v - bound for v in log_new], log_base, equal_var=False, alternative="less").pvalue
+        lower = ttest_ind([v + bound for v in log_new], log_base, equal_var=False, alternative="greater").pvalue
+        assert significance.equivalence_p(base, new, 0.05) == pytest.approx(max(upper, lower), rel=1e-9)
