@@ -77,7 +77,7 @@ def test_an_inconclusive_test_says_how_many_launches_would_decide_it():
     assert (blind.verdict, blind.cv, blind.detectable, blind.launches_needed) == (verdicts.UNKNOWN, None, None, None)
     assert verdicts.line(blind) == (
         "UNKNOWN demo::p tpot_ms: +0.0% (median 2.5 -> 2.5; limit 5%; 2 vs 2 launches, detectable change -); "
-        "inconclusive: over 50 launches a side would be needed: widen the limit"
+        "inconclusive: a launch measured 0 or less, which the ratio tests cannot use: re-run the point"
     )
 
 
@@ -165,6 +165,11 @@ def test_a_side_with_a_zero_launch_has_no_equivalence_test():
     for base, new in [((0.0, 10.0, 10.1), (10.0, 10.1, 10.2)), ((10.0, 10.1, 9.9), (0.0, 10.1, 10.2))]:
         outcome, found = _test(base, new)
         assert (found.verdict, found.equivalence_p) == (verdicts.UNKNOWN, None)
+        # More launches would not decide it (it said "about 2 launches a side would decide it" at 3 a side).
+        assert found.launches_needed is None
+        assert verdicts.line(found).endswith(
+            "inconclusive: a launch measured 0 or less, which the ratio tests cannot use: re-run the point"
+        )
 
 
 def test_launches_without_spread_are_the_same_inside_the_limit_and_not_outside():

@@ -49,7 +49,8 @@ def _judge(test: MetricTest, fdr: float, level: float) -> None:
         test.verdict = SAME
     else:
         test.verdict = UNKNOWN
-        test.launches_needed = _needed(test, level)
+        if min(test.base_values + test.new_values) > 0:  # more launches cannot fix a zero
+            test.launches_needed = _needed(test, level)
 
 
 def _needed(test: MetricTest, level: float) -> Optional[int]:
@@ -79,7 +80,9 @@ def line(test: MetricTest) -> str:
     )
     if test.verdict == UNKNOWN:
         more = (
-            f"about {test.launches_needed} launches a side would decide it"
+            "a launch measured 0 or less, which the ratio tests cannot use: re-run the point"
+            if min(test.base_values + test.new_values) <= 0
+            else f"about {test.launches_needed} launches a side would decide it"
             if test.launches_needed is not None
             else f"over {power.MOST_LAUNCHES} launches a side would be needed: widen the limit"
         )
