@@ -174,3 +174,5 @@ TEMPLATE  # unused variable (harness/report/sections/time_split.py)
 TEMPLATE  # unused variable (harness/report/sections/warnings.py)
 _.diagnosis  # unused attribute (harness/run/steps/verify.py)
 __getattr__  # unused function (harness/sdk.py)
+prefill_violations  # unused variable (harness/correctness/outcome.py): the record's per-prompt count, read by tests
+_.prefill_violations  # unused attribute (harness/correctness/prefill.py)

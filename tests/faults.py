@@ -208,3 +208,24 @@ class PrefillQueryOffset(HFAdapter):
             return (heads * cos + turned * sin).to(output.dtype).reshape(output.shape)
 
         _decoder(self.model).layers[-1].self_attn.q_proj.register_forward_hook(rotate)
+
+
+class PrefillTailTopSwap(HFAdapter):
+    """A prefill of one of ``lengths`` tokens (a kernel's tail case: lengths off its tile) returns logits
+    whose top-1 and rank-``rank`` tokens are swapped: its top-1 leaves the reference's top-5 while the
+    distribution barely moves. A prefill of any other length, and every decode step, is exact."""
+
+    lengths: frozenset[int] = frozenset()
+    rank = 6
+
+    def prefill(self, tokens):
+        logits = super().prefill(tokens)
+        if len(tokens) not in self.lengths:
+            return logits
+        import numpy as np
+
+        logits = np.array(logits, copy=True)
+        order = np.argsort(-logits, kind="stable")
+        first, other = order[0], order[self.rank - 1]
+        logits[first], logits[other] = logits[other], logits[first]
+        return logits

@@ -136,3 +136,40 @@ def test_a_reference_stored_before_prefill_positions_is_recomputed_in_place(tmp_
     fewer = ReferenceSettings(tokens=4, threads=2, prefill_positions=3)  # another setting, another reference
     other, other_path, _ = store_.get_or_compute(tiny_llama, pairs, fewer)
     assert other_path != path and [len(p.prefill_top_ids) for p in other.prompts] == [3, 3]
+
+
+class TopSwapHF(faults.PrefillTailTopSwap):
+    name = "hf-topswap"
+
+
+def test_a_top1_flip_at_a_prefill_position_fails_the_prefill_top_k_check(write_scenario, tmp_path, capsys, tiny_llama):
+    """The fault flips the top-1 out of the reference's top-5 on the prefix two tokens short of each prompt:
+    the whole prompt's prefill (teacher-forced position 0, free running) and every decode are exact, and one
+    position of 8 per prompt moves the prefill phase's KL to drift at most, which a quantized point only
+    reports. The prefill positions get the two-way top-k check every teacher-forced position gets, so the
+    point fails by it (it drifted before), the table naming the prefix."""
+    from harness.adapters import registry
+    from harness.models.prompts import encode_gate_prompts, select_gate_prompts
+
+    ids = encode_gate_prompts(tiny_llama.tokenizer(), tiny_llama.hf_dir, select_gate_prompts(2))
+    whole = {len(p) for p in ids}
+    cls = type("TopSwap", (TopSwapHF,), {"lengths": frozenset(len(p) - 2 for p in ids) - whole})
+    assert len(cls.lengths) == 2, whole
+    gate = "k: 5, fail_on_drift: false"  # as on a quantized point: the KL tier's drift is only reported
+    path = write_scenario(SCENARIO.replace("PREFILL", gate).replace("hf-prefillfault", "hf-topswap"))
+    registry.register_adapter(cls)
+    try:
+        args = ["verify", str(path), "--results", str(tmp_path / "results"), "--isolation", "none"]
+        assert cli.main(args) == 1  # in this process: the fault's lengths are set here
+    finally:
+        registry.unregister_adapter(cls.name)
+    out = capsys.readouterr().out
+    records = {r.point["adapter"]: r.correctness for _, r in store.iter_records(tmp_path / "results" / "scenario")}
+    clean, broken = records["hf"], records["hf-topswap"]
+    assert clean.verdict == "pass" and all(p["prefill_ok"] for p in clean.prompts), clean.reasons
+    assert broken.verdict == "fail", broken.reasons
+    assert broken.reasons == ["prefill top-5 check failed on prompt(s) [0, 1]"]
+    assert broken.phases.prefill.verdict in ("pass", "drift")  # alone, reported (drift fails no point here)
+    assert [(p["forced_ok"], p["free_ok"], p["prefill_violations"]) for p in broken.prompts] == [(True, True, 1)] * 2
+    length = len(ids[0]) - 2
+    assert f"position {length}: prefill of the first {length} prompt tokens: device token" in out, out

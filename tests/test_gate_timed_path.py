@@ -115,14 +115,45 @@ def test_gate_power_adds_shipped_prompts_until_the_target_rise_is_detectable(wri
     out = capsys.readouterr().out
     assert "target 5x): a target at or below drift_factor (5x) is never detectable" in out
     assert "gated on cpu (dynamic cache, topk-free+topk-forced+kl)" in out
-    two = float(re.search(r"power: 2 prompts detect ([0-9.]+)x", out).group(1))  # this point's spread, 2 prompts
+    two = float(
+        re.search(r"power: 2 prompts \(\d+ positions\) detect ([0-9.]+)x", out).group(1)
+    )  # this point's spread, 2 prompts
     assert two > 5
     target = 5 * (two / 5) ** 0.6  # needs (1 / 0.6)^2 = 2.8x the positions
     path = write_scenario(POWERED.replace("POWER", f"{target:.4f}"))
     assert cli.main(["verify", str(path), *results]) == 0
     out = capsys.readouterr().out
-    found = re.search(r"power: (\d+) prompts detect ([0-9.]+)x \(target ([0-9.]+)x\)", out)
+    found = re.search(r"power: (\d+) prompts \(\d+ positions\) detect ([0-9.]+)x \(target ([0-9.]+)x\)", out)
     assert found, out
     prompts, detectable = int(found.group(1)), float(found.group(2))
     assert prompts > 2 and detectable <= target + 0.05, out
     assert "reference: computed" in out  # the wider set's reference, stored like any other
+
+
+SHORT = """
+model: tiny-llama
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 4, prompts: 1, mode: forced, min_positions: 14POWER}
+sweep:
+  adapter: [hf]
+  device: [cpu]
+"""
+
+
+def test_gate_power_adds_shipped_prompts_until_min_positions_is_reached(write_scenario, tmp_path, capsys):
+    """One prompt of 4 tokens gives 4 teacher-forced positions: below gate.min_positions=14 the point is not
+    judged; with gate.power the shipped prompts are added until 14 are reached, and the record says so."""
+    results = tmp_path / "results"
+    path = write_scenario(SHORT.replace("POWER", ""))
+    assert cli.main(["verify", str(path), "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "KL tier not judged: 4 teacher-forced positions, fewer than gate.min_positions=14" in out
+    path = write_scenario(SHORT.replace("POWER", ", power: 1000"))  # a target any KL test reaches
+    assert cli.main(["verify", str(path), "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "power: 4 prompts (16 positions) detect" in out and "not judged" not in out, out
+    [record] = [r for _, r in store.iter_records(results / "scenario") if r.correctness.power is not None]
+    gate = record.correctness
+    assert gate.verdict == "pass" and gate.test.positions == 16
+    assert (gate.power.prompts, gate.power.positions, gate.power.reached) == (4, 16, True)

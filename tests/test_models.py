@@ -60,3 +60,45 @@ def test_unknown_sources_are_refused_with_what_is_known(source, message):
 def test_local_hf_directory_is_used_in_place(tiny_llama):
     local = models.resolve(ModelSpec(source=str(tiny_llama.hf_dir)))
     assert local.hf_dir == tiny_llama.hf_dir and len(local.checksum) == 64 and local.convert_s == 0
+
+
+TEMPLATE_SCENARIO = """
+model: MODEL
+generation: {max_new_tokens: 2}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 4, prompts: ci, length: short}
+sweep:
+  adapter: [hf]
+"""
+
+
+def test_a_chat_template_edited_in_place_changes_the_checksum_the_caches_are_keyed_by(
+    write_scenario, tmp_path, capsys, chat_model
+):
+    """transformers 5 keeps the chat template in chat_template.jinja; the checksum of an HF directory (which
+    keys the OpenVINO IR, the llama.cpp GGUF export and the converted-tokenizer caches) covered only .json,
+    weight and .model files, so a template edited in place reused artefacts built with the old one. Through
+    ``harness verify``: the record's model checksum changes with the template and with nothing else."""
+    import shutil
+
+    from harness.cli import main
+    from harness.records.store import iter_records
+
+    model = tmp_path / "tiny-llama-chat"
+    shutil.copytree(chat_model, model)
+    path = write_scenario(TEMPLATE_SCENARIO.replace("MODEL", str(model)))
+
+    def verify(name: str) -> str:
+        results = tmp_path / name
+        argv = ["verify", str(path), "--results", str(results), "--isolation", "none"]
+        assert main([*argv, "--reference-dir", str(tmp_path / name / "references")]) == 0, capsys.readouterr()
+        ((_, record),) = iter_records(results / "scenario")
+        return record.model.checksum
+
+    before, again = verify("before"), verify("again")
+    assert before == again  # nothing edited: the same key, the caches reused
+    template = model / "chat_template.jinja"
+    template.write_text(template.read_text(encoding="utf-8").replace("<start_of_turn>", "<start_of_turn> "))
+    after = verify("after")
+    assert after != before
+    assert models.resolve(ModelSpec(source=str(model))).checksum == after

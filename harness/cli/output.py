@@ -40,7 +40,8 @@ def verdict_line(name: str, gate) -> str:
     parts += gate.notes
     if gate.power is not None:
         parts.append(
-            f"power: {gate.power.prompts} prompts detect {_fmt(gate.power.detectable)}x (target {gate.power.target:g}x)"
+            f"power: {gate.power.prompts} prompts ({gate.power.positions} positions) detect "
+            f"{_fmt(gate.power.detectable)}x (target {gate.power.target:g}x)"
             + (f": {gate.power.why}" if gate.power.why else "")
         )
     path = gate.path

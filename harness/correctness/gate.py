@@ -29,6 +29,7 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
+from harness.correctness.logprobs import topk_pairs as _topk_pairs
 from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
     NOT_JUDGED,
     Divergence,
@@ -49,15 +50,6 @@ from harness.correctness.reference import (
     top_ids,
 )
 from harness.errors import Unsupported
-
-
-def _topk_pairs(
-    ids: Sequence[int], logprobs: np.ndarray | Sequence[float], k: int, full: bool
-) -> list[tuple[int, float]]:
-    if full:
-        best = top_ids(np.asarray(logprobs), k)
-        return [(int(i), round(float(logprobs[i]), 4)) for i in best]
-    return [(int(i), round(float(lp), 4)) for i, lp in zip(ids[:k], logprobs[:k])]
 
 
 def free_running(
@@ -192,7 +184,7 @@ def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) 
             else PromptResult(index, ref.kind)
         )
         if config.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
-            result.prefill_kl = prefill.measure(adapter, ref)
+            prefill.check(adapter, index, ref, config.k, result)
         if config.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
             ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
@@ -251,11 +243,14 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     # are reported, and its KL (overall and per position bucket) judges it. On a random tiny model's flat
     # distributions the top-k check missed at positions whose KL sat at the noise floor.
     forced_fail = [r.prompt for r in prompt_results if r.forced_ok is False and not is_long(r.kind)]
-    long_misses = [r.prompt for r in prompt_results if r.forced_ok is False and is_long(r.kind)]
+    prefill_fail = [r.prompt for r in prompt_results if r.prefill_ok is False and not is_long(r.kind)]
+    long_misses = [r.prompt for r in prompt_results if False in (r.forced_ok, r.prefill_ok) and is_long(r.kind)]
     if free_fail:
         reasons.append(f"free-running top-{config.k} check failed on prompt(s) {free_fail}")
     if forced_fail:
         reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
+    if prefill_fail:
+        reasons.append(f"prefill top-{config.k} check failed on prompt(s) {prefill_fail}")
     forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
     lines = config.lines
     widened = prefill.parts(prompt_results, reference)  # the prefill phase at the last prompt positions

@@ -63,6 +63,8 @@ class PromptResult:
     position_top1: Optional[list[int]] = None
     position_kl_reverse: Optional[list[float]] = None  # KL(device || reference), same partition and digits
     prefill_kl: Optional[list[float]] = None  # KL at the prompt's prefill positions (harness.correctness.prefill)
+    prefill_ok: Optional[bool] = None  # the two-way top-k check at those positions (None: not run)
+    prefill_violations: int = 0
 
 
 @dataclass

@@ -5,7 +5,8 @@ on the ``ci`` prompts: too few to judge alone, so a prefill-only fault was dilut
 and one prompt's position could swing a phase. The phase now holds, per prompt, the last N prompt
 **prefixes**: the device prefills ``prompt_ids[:n - j]`` anew for j = 0..N-1 on the point's own step-wise
 path (its cache and prefill chunking, as every gate step) and its last logits are compared with the
-reference's logits at prompt position n - j - 1. The HF reference gets all N from one forward over the
+reference's logits at prompt position n - j - 1, by KL and by the two-way top-k check every teacher-forced
+position gets (``check``). The HF reference gets all N from one forward over the
 prompt (``score``); its noise floor is that forward in the floor dtype, at the same positions. A
 same-weights reference (``harness.correctness.same_weights``) steps its twin: one prefill per prefix.
 
@@ -18,9 +19,11 @@ Pure functions and engine calls; the gate (``harness.correctness.gate``) and the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
-from harness.correctness.logprobs import coarse_kl, log_softmax, top_row
+import numpy as np
+
+from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids, top_row, topk_miss, topk_pairs
 
 if TYPE_CHECKING:
     from harness.correctness.outcome import PromptResult
@@ -63,16 +66,42 @@ def floor_kls(engine, ref: PromptReference) -> list[float]:
     ]
 
 
+def _device_rows(adapter, ref: PromptReference) -> Iterator[tuple[int, list, list, np.ndarray]]:
+    """(prefix length, reference top-M ids, their log-probabilities, device log-probabilities) at each
+    prefill position: one fresh prefill of each prefix on the point's path."""
+    lengths = prefix_lengths(len(ref.prompt_ids), len(ref.prefill_top_ids))
+    for length, ids, lps in zip(lengths, ref.prefill_top_ids, ref.prefill_top_logprobs):
+        yield length, ids, lps, log_softmax(adapter.prefill(ref.prompt_ids[:length]))
+
+
 def measure(adapter, ref: PromptReference) -> Optional[list[float]]:
-    """KL(reference || device) at each prefill position, 4 significant digits: one fresh prefill of each
-    prefix on the point's path. None for a reference without prefill positions (stored before them)."""
+    """KL(reference || device) at each prefill position, 4 significant digits. None for a reference
+    without prefill positions (stored before them)."""
     if not ref.prefill_top_ids:
         return None
-    lengths = prefix_lengths(len(ref.prompt_ids), len(ref.prefill_top_ids))
-    return [
-        float(f"{coarse_kl(ids, lps, log_softmax(adapter.prefill(ref.prompt_ids[:length]))):.4g}")
-        for length, ids, lps in zip(lengths, ref.prefill_top_ids, ref.prefill_top_logprobs)
-    ]
+    return [float(f"{coarse_kl(ids, lps, row):.4g}") for _, ids, lps, row in _device_rows(adapter, ref)]
+
+
+def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResult) -> None:
+    """The gate at prompt ``index``'s prefill positions: their KLs (``result.prefill_kl``) and the two-way
+    top-k check every teacher-forced position gets (``prefill_ok``, ``prefill_violations``; the first miss a
+    ``Divergence`` in ``result.failures``, its position the sequence position the prefix's logits predict).
+    Nothing for a reference without prefill positions."""
+    from harness.correctness.outcome import Divergence
+
+    if not ref.prefill_top_ids:
+        return
+    kls, misses = [], 0
+    for length, ids, lps, row in _device_rows(adapter, ref):
+        kls.append(float(f"{coarse_kl(ids, lps, row):.4g}"))
+        device_top = top_ids(row, k).tolist()
+        why = topk_miss(ids, device_top, k)
+        if why and not misses:
+            pairs = (topk_pairs(ids, lps, k, False), topk_pairs([], row, k, True))
+            where = f"prefill of the first {length} prompt tokens"
+            result.failures.append(Divergence(index, length, ids[0], device_top[0], *pairs, False, f"{where}: {why}"))
+        misses += bool(why)
+    result.prefill_kl, result.prefill_ok, result.prefill_violations = kls, not misses, misses
 
 
 def parts(results: Sequence[PromptResult], reference: Reference) -> Optional[tuple[list, list]]:

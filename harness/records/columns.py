@@ -153,7 +153,7 @@ def time_split_columns(split: Optional[TimeSplit]) -> dict:
 
 
 def gate_detail_columns(gate: Correctness) -> dict:
-    """Per-phase KL, the KL distribution and the same-weights verdict, flat (#20)."""
+    """Per-phase KL, the KL distribution, the same-weights and dequantized-model verdicts, flat (#20)."""
     out: dict = {}
     for name in ("prefill", "decode"):
         phase = getattr(gate.phases, name, None) if gate.phases else None
@@ -166,6 +166,9 @@ def gate_detail_columns(gate: Correctness) -> dict:
     out["gate_same_weights_verdict"] = same.verdict if same else None
     out["gate_same_weights_kl_ratio"] = same.kl_ratio if same else None
     out["gate_model_verdict"] = same.model_verdict if same else None
+    model = same.dequantized_model if same else None  # against transformers on the dequantized weights
+    out["gate_dequantized_model_verdict"] = (model.verdict or f"skipped: {model.skipped}") if model else None
+    out["gate_dequantized_model_kl_ratio"] = model.kl_ratio if model else None
     checks = gate.text_path.checks() if gate.text_path else {}
     for name in ("tokenizer", "chat_template", "free_text", "batch"):  # verdict, or "skipped: why"
         check = checks.get(name)

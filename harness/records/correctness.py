@@ -151,11 +151,13 @@ class GatePath(Part):
 
 
 class GatePower(Part):
-    """``gate.power``: the detectable rise asked for, what the prompts reached, and how many were used."""
+    """``gate.power``: the detectable rise asked for, what the prompts reached, and how many prompts and
+    teacher-forced positions were used (the widening reaches ``gate.min_positions`` first)."""
 
     target: float
     detectable: Optional[float] = None
     prompts: int = 0
+    positions: int = 0  # 0 in records before it
     reached: bool = False
     why: Optional[str] = None
 

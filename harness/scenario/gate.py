@@ -42,7 +42,7 @@ class Gate(Strict):
     power: Optional[PositiveFloat] = Field(
         None,
         description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "
-        "set until the KL test detects this rise with 80 % power, or say it cannot",
+        "set until min_positions is reached and the KL test detects this rise with 80 % power, or say it cannot",
     )
 
     @model_validator(mode="after")
