@@ -108,15 +108,20 @@ def main() -> None:
         if header is None:
             header = list(buckets)
             shown = " | ".join(f"positions {k}" for k in header)
-            print(f"\n| variant | verdict | KL / floor | paired rise | top-1 agreement | {shown} | rises at | s |")
-            print("|---" * (len(header) + 7) + "|")
+            print(
+                f"\n| variant | verdict | KL / floor | paired rise | top-1 agreement | prefill phase | {shown} "
+                "| rises at | s |"
+            )
+            print("|---" * (len(header) + 8) + "|")
         rises = next((k for k, b in buckets.items() if b.verdict in ("drift", "fail")), "—")
         cells = [f"{buckets[k].kl_ratio:.1f}" + ("" if buckets[k].verdict else " (nj)") for k in header]
         rise = f"{result.test.rise:.1f}" if result.test else "—"
         top1 = f"{result.distribution.top1_agreement:.0%}" if result.distribution else "—"
+        prefill = result.phases.prefill if result.phases else None
+        phase = f"{prefill.kl_ratio:.1f} ({prefill.verdict or 'nj'}, {prefill.positions})" if prefill else "—"
         print(
-            f"| {name} | {result.verdict} | {result.kl_ratio:.1f} | {rise} | {top1} | {' | '.join(cells)} | {rises} "
-            f"| {took:.0f} |"
+            f"| {name} | {result.verdict} | {result.kl_ratio:.1f} | {rise} | {top1} | {phase} | {' | '.join(cells)} "
+            f"| {rises} | {took:.0f} |"
         )
         sys.stdout.flush()
         rows.append(
@@ -126,6 +131,7 @@ def main() -> None:
                 "kl_ratio": result.kl_ratio,
                 "rise": result.test.rise if result.test else None,
                 "top1_agreement": result.distribution.top1_agreement if result.distribution else None,
+                "prefill_phase": prefill.model_dump() if prefill else None,
                 "buckets": [b.model_dump() for b in result.buckets or []],
                 "reasons": result.reasons,
                 "seconds": took,

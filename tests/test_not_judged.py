@@ -57,7 +57,12 @@ def test_verify_prints_not_judged_with_the_reason_and_exits_4_only_when_asked(wr
     # Before: "PASS   scenario::hf-cpu-bf16" with the reason only among the line's notes, exit 0.
     assert code == 0, out
     assert "NOT JUDGED scenario::hf-cpu-bf16: top-5 both" in out, out
-    assert f"gate NOT JUDGED: {WHY}" in out and CLOSING in out and "--fail-on-unknown exits 4" in out
+    assert (
+        f"gate NOT JUDGED: {WHY}" in out
+        and CLOSING in out
+        and "set gate.power to add shipped prompts" in out
+        and "--fail-on-unknown exits 4" in out
+    )
     code, out = main(*verify, "--fail-on-unknown")
     assert code == 4 and "NOT JUDGED scenario::hf-cpu-bf16" in out, out
     # Enough positions for the tier: judged, and --fail-on-unknown has nothing to fail on.

@@ -86,7 +86,8 @@ def not_judged_line(records) -> str | None:
         return None
     return (
         f"NOT JUDGED: {count} point(s) passed top-k but had too few teacher-forced positions for the KL tier "
-        "(raise gate.tokens or gate.prompts, or lower gate.min_positions); --fail-on-unknown exits 4 on them"
+        "(raise gate.tokens or gate.prompts, set gate.power to add shipped prompts, or lower gate.min_positions); "
+        "--fail-on-unknown exits 4 on them"
     )
 
 
