@@ -83,30 +83,33 @@ def fault():
     yield from registered((kernel_fault(),))
 
 
-def test_a_shared_kernel_fault_stands_out_against_the_dequantized_weights(write_scenario, tmp_path, capsys, fault):
+def test_a_shared_kernel_fault_fails_against_the_dequantized_weights_and_the_engines_rounding(
+    write_scenario, tmp_path, capsys, fault
+):
     (cls,) = fault
     path = write_scenario(SCENARIO.replace("ADAPTERS", f"llamacpp, {cls.name}").replace("QUANT", "int8_sym"))
-    assert main(["run", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 0  # drift is reported
+    assert main(["run", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 1  # the fault fails
     capsys.readouterr()
     code = main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"])  # references reused
     out = capsys.readouterr().out
     records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean, broken = records["llamacpp"], records[cls.name]
+    print(out)
 
-    assert code == 0, out
+    assert code == 1, out
     model = clean.same_weights.dequantized_model
     assert clean.verdict in ("pass", "drift") and model.verdict == "pass", (clean.reasons, model)
-    assert model.kl_ratio < 2 and "HF fp32 || HF bf16), both running the artefact's dequantized" in model.floor_method
+    assert model.fail_on_drift and "rounding as the engine does: llama.cpp CPU rounding v1" in model.floor_method
+    assert model.kl_ratio < 2
     # Against HF bf16 the clean point pays the quantization cost; against its own dequantized weights it does not.
     assert model.kl_ratio < clean.kl_ratio
-    # The clean point's own verdict against HF bf16 sits near the drift line (4.8x; its prefill phase 5.5x).
     assert re.search(
-        r"^(PASS |DRIFT)  scenario::llamacpp-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL 1\.\dx floor \(pass\)$",
+        r"^(PASS |DRIFT)  scenario::llamacpp-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d\.\dx floor \(pass\)$",
         out,
         re.M,
     ), out
     assert re.search(
-        r"^DRIFT  scenario::llamacpp-kernel-fault-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d+\.\dx floor \(drift\)$",
+        r"^FAIL   scenario::llamacpp-kernel-fault-cpu-int8_sym: .*\n +same weights \(dequantized, transformers\): KL \d+\.\dx floor \(fail\)$",
         out,
         re.M,
     ), out
@@ -115,5 +118,6 @@ def test_a_shared_kernel_fault_stands_out_against_the_dequantized_weights(write_
     assert found.verdict == "pass"  # the twin runs the same faulty backend and agrees
     assert found.model_verdict in ("pass", "drift")  # against HF bf16 it hides in the quantization cost
     assert found.dequantized.verdict == "pass"  # the weights are the checkpoint's
-    assert found.dequantized_model.verdict == "drift" and broken.verdict == "drift", found
-    assert found.dequantized_model.kl_ratio > 3 * model.kl_ratio  # the kernel fault, apart from quantization
+    assert found.dequantized_model.verdict == "fail" and broken.verdict == "fail", found
+    assert any("drift fails this point" in r for r in broken.reasons), broken.reasons
+    assert found.dequantized_model.kl_ratio > 3 * model.kl_ratio  # the kernel fault, apart from the engine's rounding

@@ -76,6 +76,7 @@ def path_for(root: Path, hf: Reference, twin: Twin, folder: str = "same-weights"
             "top_m": hf.settings["top_m"],
             "eos_ids": hf.settings["eos_ids"],
             "versions": twin.versions,
+            "floor": twin.floor_method,  # another floor method is another reference
         },
         sort_keys=True,
     )
