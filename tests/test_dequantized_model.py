@@ -121,3 +121,16 @@ def test_a_shared_kernel_fault_fails_against_the_dequantized_weights_and_the_eng
     assert found.dequantized_model.verdict == "fail" and broken.verdict == "fail", found
     assert any("drift fails this point" in r for r in broken.reasons), broken.reasons
     assert found.dequantized_model.kl_ratio > 3 * model.kl_ratio  # the kernel fault, apart from the engine's rounding
+
+
+def test_clean_4_bit_points_sit_at_the_engines_rounding(write_scenario, tmp_path):
+    """Q4_0 (Q8_0 inputs) and Q4_1 (Q8_1 inputs): tiny-llama is too small for 4 bits, so against HF bf16
+    both fail on their weights; against those very weights with llama.cpp's rounding they pass."""
+    path = write_scenario(SCENARIO.replace("ADAPTERS", "llamacpp").replace("QUANT", "int4_sym, int4_asym"))
+    assert main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 1  # the 4-bit cost
+    records = {r.point["quantization"]: r.correctness for _, r in iter_records(tmp_path)}
+    for quantization, found in records.items():
+        model = found.same_weights.dequantized_model
+        print(quantization, found.kl_ratio, model.kl_ratio, model.verdict)
+        assert found.verdict == "fail" and found.same_weights.model_verdict == "fail", quantization
+        assert model.verdict == "pass" and model.fail_on_drift and model.kl_ratio < 5, (quantization, model)
