@@ -134,3 +134,40 @@ def test_clean_4_bit_points_sit_at_the_engines_rounding(write_scenario, tmp_path
         print(quantization, found.kl_ratio, model.kl_ratio, model.verdict)
         assert found.verdict == "fail" and found.same_weights.model_verdict == "fail", quantization
         assert model.verdict == "pass" and model.fail_on_drift and model.kl_ratio < 5, (quantization, model)
+
+
+@pytest.fixture(scope="module")
+def wide_llama(tiny_llama, tmp_path_factory):
+    """tiny-llama 256 wide (rows a multiple of 256, so llama.cpp's quantizer can write K-quants), seeded."""
+    import json
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    path = tmp_path_factory.mktemp("model") / "tiny-llama-wide"
+    shutil.copytree(tiny_llama.hf_dir, path, ignore=shutil.ignore_patterns("harness-*", "*.safetensors"))
+    config = json.loads((path / "config.json").read_text())
+    config.update(hidden_size=256, intermediate_size=512, head_dim=64)
+    (path / "config.json").write_text(json.dumps(config))
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(path)).save_pretrained(path)
+    return path
+
+
+def test_a_clean_k_quant_point_sits_at_the_engines_rounding(write_scenario, tmp_path, wide_llama, monkeypatch):
+    """Q4_K_M (Q4_K and Q6_K weights: Q8_K inputs in blocks of 256), the default model's own format."""
+    from harness.adapters import llamacpp
+
+    # The quantization axis names no K-quant: its int4_sym level makes a Q4_K_M GGUF here.
+    monkeypatch.setitem(llamacpp.FTYPES, "int4_sym", ("MOSTLY_Q4_K_M", "Q4_K_M"))
+    text = SCENARIO.replace("ADAPTERS", "llamacpp").replace("QUANT", "int4_sym")
+    path = write_scenario(text.replace("model: tiny-llama", f"model: {{source: {wide_llama}}}"))
+    main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"])
+    ((_, record),) = list(iter_records(tmp_path))
+    found = record.correctness
+    model = found.same_weights.dequantized_model
+    print(found.verdict, found.kl_ratio, model.kl_ratio, model.verdict, record.adapter.get("quantization_detail"))
+    assert set(record.adapter["quantization_detail"]) >= {"Q4_K", "Q6_K"}
+    assert found.same_weights.dequantized.verdict == "pass"
+    assert model.verdict == "pass" and model.fail_on_drift and model.kl_ratio < 5, model
