@@ -1,12 +1,11 @@
 """The dequantized-model comparison (#29): a quantized llama.cpp point against HF transformers (fp32)
 running the GGUF's own weights, dequantized, through ``harness run`` / ``harness verify``.
 
-A clean Q8_0 point sits near that comparison's floor (against HF bf16 it pays the quantization cost). A
-kernel-class fault of llama.cpp's CPU backend, which the same-weights twin runs too and so shares, is
-small enough to pass as quantization drift against HF and agrees with its twin; against the dequantized
-weights on another engine it stands out (9.9x against the clean point's 1.1x) and is reported as drift: that
-comparison fails a point only at the fail line, since quantized kernels round activations beyond the bf16
-floor (clean Gemma 3 270M Q4_K_M: 7.7x in the prefill phase).
+Its floor imitates llama.cpp's CPU rounding (``harness.adapters.llamacpp.rounding``: each quantized
+matmul's input as Q8_0 or Q8_K, Q/K/V in f16), so clean points sit at 1.0x it whatever their weights
+(Q8_0, Q4_0, Q4_1, Q4_K_M), and drift fails the point. A kernel-class fault of llama.cpp's CPU backend,
+which the same-weights twin runs too and so shares, is small enough to pass as quantization drift against
+HF and agrees with its twin; against the dequantized weights on another engine it fails (8.9x).
 """
 
 from __future__ import annotations

@@ -83,7 +83,14 @@ def bf16(x: torch.Tensor) -> torch.Tensor:
     return x.bfloat16().to(x.dtype)
 
 
-_ROUND: dict[str, Optional[Callable]] = {"F32": None, "F16": f16, "BF16": bf16, "Q8_0": q8_0, "Q8_1": q8_0, "Q8_K": q8_k}
+_ROUND: dict[str, Optional[Callable]] = {
+    "F32": None,
+    "F16": f16,
+    "BF16": bf16,
+    "Q8_0": q8_0,
+    "Q8_1": q8_0,
+    "Q8_K": q8_k,
+}
 
 
 def input_rounding(stored_type: str) -> Optional[Callable]:
