@@ -170,3 +170,24 @@ def test_a_clean_k_quant_point_sits_at_the_engines_rounding(write_scenario, tmp_
     assert set(record.adapter["quantization_detail"]) >= {"Q4_K", "Q6_K"}
     assert found.same_weights.dequantized.verdict == "pass"
     assert model.verdict == "pass" and model.fail_on_drift and model.kl_ratio < 5, model
+
+
+def test_the_activation_rounding_is_ggmls():
+    """(unit) Q8_0 inputs round as gguf-py's Q8_0 round trip (ggml's quantize_row_q8_0); Q8_K keeps each
+    256-block's largest input exact and every other within half its step (absmax/127)."""
+    import gguf
+    import torch
+    from gguf.quants import dequantize, quantize
+
+    from harness.adapters.llamacpp import rounding
+
+    x = np.random.RandomState(0).standard_normal((8, 1024)).astype(np.float32)
+    kind = gguf.GGMLQuantizationType.Q8_0
+    assert np.array_equal(rounding.q8_0(torch.from_numpy(x)).numpy(), dequantize(quantize(x, kind), kind))
+    got, blocks = rounding.q8_k(torch.from_numpy(x)).numpy().reshape(-1, 256), x.reshape(-1, 256)
+    step = np.abs(blocks).max(axis=1, keepdims=True) / 127
+    assert np.all(np.abs(got - blocks) <= step / 2 * (1 + 1e-6)) and not np.array_equal(got, blocks)
+    peaks = np.abs(blocks).argmax(axis=1)
+    assert np.allclose(got[np.arange(len(got)), peaks], blocks[np.arange(len(got)), peaks], rtol=1e-6)
+    assert rounding.input_rounding("Q4_K") is rounding.q8_k and rounding.input_rounding("Q5_0") is rounding.q8_0
+    assert rounding.input_rounding("F32") is None and isinstance(rounding.model_of({"Q4_K", "XYZ"}), str)
