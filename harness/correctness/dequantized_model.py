@@ -113,6 +113,7 @@ def summary(result: GateResult, reference: Reference, drift_fails: bool) -> Dequ
         kl_mean=result.kl_mean,
         noise_floor=result.noise_floor,
         kl_ratio=result.kl_ratio,
+        phases=result.phases,
         top1_match_rate=result.top1_match_rate,
         engine=reference.model.get("engine"),
         floor_method=reference.noise_floor.get("method"),

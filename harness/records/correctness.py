@@ -118,6 +118,7 @@ class DequantizedModel(Part):
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None
     kl_ratio: Optional[float] = None
+    phases: Optional[GatePhases] = None  # prefill and decode against their own floors
     top1_match_rate: Optional[float] = None
     engine: Optional[str] = None
     floor_method: Optional[str] = None
