@@ -56,6 +56,20 @@ class Activations:
 
 
 @dataclass(frozen=True)
+class ActivationRounding:
+    """How an engine rounds what flows between its weights, for HF transformers to imitate on the
+    artefact's dequantized weights (the dequantized-model floor, ``harness.correctness.dequantized_model``).
+    ``inputs(stored_type)``: the rounding of a matmul's input whose weight the artefact stores as
+    ``stored_type`` (a ``stored_weights.Tensor.stored_type``), None for none; ``attention``: the rounding of
+    the attention's Q, K and V (the KV cache's storage type), None for none. Both map a torch tensor to one
+    of the same shape and dtype. ``method`` names the model and its version (part of the reference's key)."""
+
+    method: str
+    inputs: Callable[[str], Optional[Callable[[Any], Any]]]
+    attention: Optional[Callable[[Any], Any]] = None
+
+
+@dataclass(frozen=True)
 class Twin:
     """A loaded point's own weights on a trusted engine path (``Adapter.trusted_twin``), for the
     same-weights reference (``harness.correctness.same_weights``). ``open(variant)`` is a context manager giving an
@@ -73,6 +87,9 @@ class Twin:
     # names: ``read_weights({hf name: shape}, hf config) -> {hf name: stored_weights.Tensor}``, for the
     # dequantized check (``harness.correctness.dequantized``); None where the twin has no reader.
     read_weights: Optional[Callable[[dict, dict], dict]] = None
+    # The engine's own rounding of activations and KV cache (``ActivationRounding``), or why this twin has
+    # no model of it: the dequantized-model floor then falls back to HF bf16 against fp32.
+    rounding: ActivationRounding | str = "no model of the engine's activation rounding"
 
 
 class Adapter(Capabilities, ABC):

@@ -76,6 +76,7 @@ def path_for(root: Path, hf: Reference, twin: Twin, folder: str = "same-weights"
             "top_m": hf.settings["top_m"],
             "eos_ids": hf.settings["eos_ids"],
             "versions": twin.versions,
+            "floor": twin.floor_method,  # another floor method is another reference
         },
         sort_keys=True,
     )
@@ -201,8 +202,10 @@ def combine(
       checkpoint, a converter bug the twin shares and so cannot see;
     - the dequantized-model verdict (against HF transformers running the artefact's dequantized weights,
       ``harness.correctness.dequantized_model``): ``fail`` fails, since the weights are identical and a
-      kernel fault of the engine (which its twin shares) is what is left; drift is reported only, as
-      quantized kernels round activations beyond the bf16 floor (clean Gemma Q4_K_M: 7.7x in prefill).
+      kernel fault of the engine (which its twin shares) is what is left. Where its floor models the
+      engine's rounding (llama.cpp: Q8_0/Q8_K inputs, f16 KV) the gate already calls drift ``fail``;
+      against the bf16 floor of a twin without that model (OpenVINO) drift is only reported, as
+      quantized kernels round activations beyond bf16 (clean Gemma Q4_K_M: 7.7x in prefill).
 
     Any of the last three failing fails the point; otherwise the model verdict stands."""
     if model_verdict == "fail":
@@ -220,7 +223,7 @@ def combine(
     if dequantized_model_verdict == "fail":
         return "fail", (
             f"against its own weights dequantized in transformers the point is {dequantized_model_verdict}: "
-            "identical weights on another engine disagree beyond activation rounding, a kernel or runtime "
+            "identical weights on another engine disagree beyond its activation rounding, a kernel or runtime "
             "fault of this engine (which its twin, on the same engine, may share)"
         )
     if own_verdict == NOT_JUDGED and model_verdict == PASS:

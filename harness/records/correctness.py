@@ -108,13 +108,17 @@ class DequantizedAudit(Part):
 class DequantizedModel(Part):
     """The point against HF transformers (fp32) running its artefact's own weights, dequantized
     (``harness.correctness.dequantized_model``): identical weights on another engine, so what is left is
-    activation rounding (the floor) and kernel or runtime faults; drift fails, as against its own weights."""
+    the engine's activation rounding (the floor) and kernel or runtime faults. Drift fails
+    (``fail_on_drift``) where the floor models the engine's rounding (llama.cpp), and is reported where
+    it is HF bf16 against fp32 (OpenVINO)."""
 
     verdict: Optional[str] = None  # pass | drift | fail; None when skipped
     reasons: list[str] = Field(default_factory=list)
+    fail_on_drift: Optional[bool] = None  # None: records before the engine's rounding floor
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None
     kl_ratio: Optional[float] = None
+    phases: Optional[GatePhases] = None  # prefill and decode against their own floors
     top1_match_rate: Optional[float] = None
     engine: Optional[str] = None
     floor_method: Optional[str] = None

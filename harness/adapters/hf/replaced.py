@@ -6,14 +6,25 @@ checkpoint's. The engine for the OpenVINO twin's floor and for the dequantized-m
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from harness.adapters.base import ActivationRounding
 
 
 @contextmanager
-def with_weights(model, read_weights: Callable[[dict, dict], dict], dtype: str, threads: Optional[int], label: str):
+def with_weights(
+    model,
+    read_weights: Callable[[dict, dict], dict],
+    dtype: str,
+    threads: Optional[int],
+    label: str,
+    rounding: Optional[ActivationRounding] = None,
+):
     """The ``hf`` adapter loaded in ``dtype`` with ``read_weights({hf name: shape}, hf config)`` (a
     ``Twin.read_weights``) loaded over the checkpoint's weights; names it does not return keep the
-    checkpoint's values (an IR keeps unquantized tensors as they are). Step-wise like any adapter;
+    checkpoint's values (an IR keeps unquantized tensors as they are). With ``rounding``, it rounds its
+    activations as that engine does (``harness.adapters.hf.rounded``). Step-wise like any adapter;
     closed on exit."""
     import torch
 
@@ -30,6 +41,10 @@ def with_weights(model, read_weights: Callable[[dict, dict], dict], dtype: str, 
         shapes = {name: tuple(p.shape) for name, p in engine.model.state_dict().items()}
         stored = read_weights(shapes, hf_config(model.hf_dir))
         engine.model.load_state_dict({n: torch.from_numpy(t.values) for n, t in stored.items()}, strict=False)
+        if rounding is not None:
+            from harness.adapters.hf.rounded import install
+
+            install(engine.model, stored, rounding)
         yield engine
     finally:
         engine.close()

@@ -65,6 +65,7 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
     the adapter's context manager that loads a model without extra buffer types."""
     import llama_cpp
 
+    from harness.adapters.llamacpp import gguf_export, rounding
     from harness.models import gguf_weights
 
     @contextmanager
@@ -85,4 +86,5 @@ def twin(path: Path, n_ctx: int, threads: Optional[int], plain_params: Callable)
         versions={"llama_cpp_python": llama_cpp.__version__},
         open=open_steps,
         read_weights=lambda names, config: gguf_weights.read(path, names, config),
+        rounding=rounding.model_of(set(gguf_export.tensor_types(path))),
     )

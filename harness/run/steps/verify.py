@@ -248,15 +248,18 @@ def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapte
         return DequantizedModel(skipped=audit.skipped)
     reference = stored(model_twin, "dequantized-model")
     point = resolved.point
-    # Drift is reported, not failed: llama.cpp's quantized kernels round activations (Q8_K beside K-quants),
-    # which a bf16 floor does not cover (clean Gemma Q4_K_M: prefill phase 7.7x); the fail line still fails.
+    # Drift fails where the floor models the engine's activation rounding; against the bf16 floor it is
+    # reported only (llama.cpp's Q8_K inputs read 7.7x it on clean Gemma Q4_K_M); the fail line always fails.
+    drift_fails = dm.fails_on_drift(model_twin)
     result = gate.run(
         adapter,
         reference,
-        replace(config, fail_on_drift=False),
+        replace(config, fail_on_drift=drift_fails),
         lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
     )
-    return DequantizedModel(skipped=result.why) if isinstance(result, gate.NotRun) else dm.summary(result, reference)
+    if isinstance(result, gate.NotRun):
+        return DequantizedModel(skipped=result.why)
+    return dm.summary(result, reference, drift_fails)
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
