@@ -93,6 +93,7 @@ class Clock:
 
 def _steps(session: Session, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
     from harness.run.steps import probes, resolve, text_path, timing, verify
+    from harness.run.steps import same_weights as own_weights
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
     first_use = not session.has_model(scenario)
@@ -137,7 +138,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
         if gate_reference is not None:
             with clock("gate"):
                 apply(record, verify.correctness(session, resolved, adapter, gate_reference))
-                apply(record, verify.same_weights(session, resolved, adapter, gate_reference, record.correctness))
+                apply(record, own_weights.same_weights(session, resolved, adapter, gate_reference, record.correctness))
                 apply(record, text_path.check(session, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and session.timing and session.verify:  # `harness verify`: the gate alone
             with clock("accuracy"):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED
+from harness.records.correctness import DRIFT, FAIL
 from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -154,112 +153,6 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
                 f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
             )
     return Contribution(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
-
-
-def same_weights(
-    session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
-) -> Contribution:
-    """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
-    ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
-    the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``) and the point against
-    transformers running those dequantized weights (``harness.correctness.dequantized_model``); the point's
-    verdict becomes ``same_weights.combine`` of the four."""
-    from harness.correctness import dequantized, gate
-    from harness.correctness import same_weights as sw
-    from harness.records.record import SameWeights
-
-    if correctness is None:
-        return Contribution()
-    point = resolved.point
-    why = sw.skip_reason(adapter, point, correctness)
-    twin = adapter.trusted_twin() if why is None else None
-    if isinstance(twin, str):  # an adapter without a trusted twin says why
-        why = twin
-    if why is not None:
-        return Contribution(
-            updates={"correctness": correctness.model_copy(update={"same_weights": SameWeights(skipped=why)})}
-        )
-
-    def stored(twin, label: str):
-        def compute():
-            reference, path, reused = sw.get_or_compute(
-                session.reference_store, twin, hf_reference, session.refresh_reference, label
-            )
-            session.log(
-                f"{label} reference: reused {path}"
-                if reused
-                else f"{label} reference: computed in {reference.compute_s:.1f} s, stored at {path}"
-            )
-            return reference
-
-        return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
-
-    reference = stored(twin, "same-weights")
-    spec = resolved.scenario.gate
-    config = gate.GateConfig(
-        k=spec.k,
-        mode=spec.mode,
-        drift_factor=spec.drift_factor,
-        fail_factor=spec.fail_factor,
-        min_positions=spec.min_positions,
-    )
-    result = sw.compare(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
-    )
-    if isinstance(result, gate.NotRun):
-        found = SameWeights(skipped=result.why)
-    else:
-        report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
-        found = sw.summary(result, reference, correctness.verdict, report)
-    audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
-    model_check = dequantized_model(session, resolved, adapter, twin, audit, config, stored)
-    found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
-    verdict, why = sw.combine(
-        correctness.verdict,
-        found.verdict,
-        audit.verdict if audit else None,
-        model_check.verdict if model_check else None,
-    )
-    update = {"same_weights": found, "verdict": verdict}
-    details = list(audit.reasons) if audit and audit.verdict == "fail" else []
-    details += model_check.reasons if model_check and model_check.verdict not in (None, "pass") else []
-    if why or details:
-        unjudged = correctness.verdict == NOT_JUDGED and verdict == FAIL  # its reason becomes a note
-        update["reasons"] = [*([] if unjudged else correctness.reasons), *filter(None, [why]), *details]
-        if unjudged:
-            update["notes"] = [*correctness.reasons, *correctness.notes]
-        update["report"] = "\n".join(
-            filter(None, [correctness.report, why and f"same weights: {why}", *details, found.report])
-        )
-    return Contribution(updates={"correctness": correctness.model_copy(update=update)})
-
-
-def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
-    """The point against HF transformers running its artefact's dequantized weights
-    (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
-    from harness.correctness import dequantized_model as dm
-    from harness.correctness import gate
-    from harness.records.record import DequantizedModel
-
-    model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
-    if model_twin is None or audit is None:
-        return None
-    if audit.skipped:  # the artefact cannot be read back: no weights to load
-        return DequantizedModel(skipped=audit.skipped)
-    reference = stored(model_twin, "dequantized-model")
-    point = resolved.point
-    # Drift fails where the floor models the engine's activation rounding; against the bf16 floor it is
-    # reported only (llama.cpp's Q8_K inputs read 7.7x it on clean Gemma Q4_K_M); the fail line always fails.
-    drift_fails = dm.fails_on_drift(model_twin)
-    result = gate.run(
-        adapter,
-        reference,
-        replace(config, fail_on_drift=drift_fails),
-        lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
-    )
-    if isinstance(result, gate.NotRun):
-        return DequantizedModel(skipped=result.why)
-    return dm.summary(result, reference, drift_fails)
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
