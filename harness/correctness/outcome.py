@@ -4,14 +4,16 @@ table; the checks that produce them live in ``harness.correctness.gate``, which 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness.correctness import kl as kl_stats
 from harness.correctness import positions
 from harness.correctness.lengths import is_long
-from harness.correctness.reference import Reference
 from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED, PASS, PositionBucket
 from harness.records.record import GatePhases, KLDistribution, PairedTest
+
+if TYPE_CHECKING:
+    from harness.correctness.reference import Reference
 
 
 @dataclass(frozen=True)
