@@ -11,8 +11,9 @@ engine's own rounding of activations, which the floor measures, and any runtime 
 The floor is the engine's rounding where the twin has a model of it (``Twin.rounding``, e.g.
 ``harness.adapters.llamacpp.rounding``: each quantized matmul's input as Q8_0/Q8_K, Q/K/V in f16):
 KL(HF fp32 || HF fp32 with that rounding), both on the dequantized weights. There drift fails the point,
-as against its own weights: identical weights, and the engine's rounding accounted for. A twin without a
-rounding model (OpenVINO) keeps HF bf16 against fp32 as its floor, which a quantized kernel's rounding
+as against its own weights: identical weights, and the engine's rounding accounted for (OpenVINO's,
+``harness.adapters.openvino.rounding``, is read from the compiled CPU model). A twin without a rounding
+model (or an OpenVINO point with a setting it does not cover) keeps HF bf16 against fp32 as its floor, which a quantized kernel's rounding
 exceeds (llama.cpp's Q8_K inputs read 7.7x it on clean Gemma Q4_K_M): there drift is reported only, and
 the record (``fail_on_drift``, reasons) and the floor method say so.
 

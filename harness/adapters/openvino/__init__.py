@@ -221,7 +221,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
     def trusted_twin(self):
         """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,
         the static NPU pipeline's included, must agree with up to activation rounding."""
-        return twin.twin(self.ir_dir, self.settings.threads, self.source)
+        return twin.twin(self.ir_dir, self.settings.threads, self.source, self.rounding())
 
     def weight_bytes(self) -> int:
         return (self.ir_dir / "openvino_model.bin").stat().st_size

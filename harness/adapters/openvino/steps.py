@@ -27,6 +27,16 @@ class IRSteps:
             self._inputs = {i.get_any_name() for i in compiled.inputs}
         return self._request
 
+    def rounding(self):
+        """The rounding model of what the gate's requests ran (``openvino.rounding``), read from the compiled
+        model's properties and the kernels it chose; a string where there is none."""
+        from harness.adapters.openvino import rounding
+
+        if self.point.device != "CPU":
+            return rounding.model_of(self.point.device, None)
+        self.prefill([0])  # the plugin picks its kernels on the first inference
+        return rounding.model_of(self.point.device, rounding.read(self._request.get_compiled_model()))
+
     def _infer(self, ids: Sequence[int]):
         import numpy as np
 

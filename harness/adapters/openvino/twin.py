@@ -18,7 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from harness.adapters.base import Twin
+from harness.adapters.base import ActivationRounding, Twin
 from harness.io import file_sha256
 
 PRECISIONS = {"reference": "f32", "floor": "bf16"}
@@ -76,9 +76,15 @@ def dequantized_hf(model, xml: Path, dtype: str, threads: Optional[int]):
     return with_weights(model, lambda names, config: weights.read(xml, names, config), dtype, threads, "dequantized-ir")
 
 
-def twin(ir_dir: Path, threads: Optional[int], model=None) -> Twin:
+def twin(
+    ir_dir: Path,
+    threads: Optional[int],
+    model=None,
+    rounding: ActivationRounding | str = "no model of the engine's activation rounding",
+) -> Twin:
     """The trusted twin of the IR in ``ir_dir`` (nothing is compiled until ``open``); ``model``: the
-    resolved model whose HF checkpoint gives the floor's engine (None: the bf16-hint floor)."""
+    resolved model whose HF checkpoint gives the floor's engine (None: the bf16-hint floor); ``rounding``:
+    the point's rounding model (``openvino.rounding``), for the dequantized-model floor."""
     import openvino as ov
 
     from harness.adapters.openvino import weights as weights_reader
@@ -110,4 +116,5 @@ def twin(ir_dir: Path, threads: Optional[int], model=None) -> Twin:
         versions={"openvino": ov.__version__, **({"transformers": version("transformers")} if model else {})},
         open=open_steps,
         read_weights=lambda names, config: weights_reader.read(xml, names, config),
+        rounding=rounding,
     )
