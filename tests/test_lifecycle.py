@@ -188,6 +188,9 @@ def test_pytest_with_isolation_leaves_no_process_behind(tmp_path, write_scenario
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # A suite started in the background by a non-interactive shell ignores SIGINT, and an ignored signal
+        # is inherited: Python would then install no KeyboardInterrupt handler and pytest would never stop.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _wait_until(lambda: (state / "helper.pid").exists() or process.poll() is not None, 180, "the hang")
     assert process.poll() is None, process.communicate()[0]
