@@ -42,6 +42,7 @@ def baselines(tmp_path_factory):
     for path, saved in store.iter_records([saved_to / "wild"]):
         for launch in saved.samples.launches:
             launch.medians = {k: v * (0.5, 1.5)[launch.index % 2] for k, v in launch.medians.items()}
+            launch.excluded = None  # every baseline launch counts, whatever the machine's load when it ran
         path.write_text(json.dumps(saved.to_dict()))
     return saved_to
 
@@ -83,7 +84,8 @@ def test_an_inconclusive_session_exits_4_under_fail_on_unknown_and_writes_the_ga
     excluded = len(re.findall(r"new launch \d/3 excluded from the significance test", result.stdout.str()))
     counted = 3 - excluded if 3 - excluded >= 2 else 3
     assert test["verdict"] == "unknown" and test["metric"] == "tpot_ms" and len(test["new_values"]) == counted
-    assert test["launches_needed"] is None or test["launches_needed"] > 3
+    # "about N launches a side would decide it": more than the smaller side has (3 baseline launches, all counted).
+    assert test["launches_needed"] is None or test["launches_needed"] > min(3, counted)
 
 
 def test_without_the_flag_an_inconclusive_session_passes_and_says_so(pytester, wild_baseline):
