@@ -21,7 +21,7 @@ position id sits at ~11x and a swapped pair of attention heads at ~70x, with ide
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -40,102 +40,9 @@ from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate'
     decide,
     format_failures,
 )
-from harness.correctness.reference import (
-    PromptReference,
-    Reference,
-    coarse_kl,
-    coarse_kl_reverse,
-    iter_forced_logprobs,
-    log_softmax,
-    top_ids,
-)
+from harness.correctness.reference import Reference
+from harness.correctness.stepwise import free_running, teacher_forced
 from harness.errors import Unsupported
-
-
-def free_running(
-    adapter, index: int, ref: PromptReference, k: int, stop_ids: Sequence[int]
-) -> tuple[bool, Optional[int], int, Optional[Divergence]]:
-    """(ok, divergence position or None, tokens matched, divergence details)."""
-    logits = adapter.prefill(ref.prompt_ids)
-    for position, ref_token in enumerate(ref.tokens):
-        logprobs = log_softmax(logits)
-        device_token = int(top_ids(logprobs, 1)[0])
-        if device_token != ref_token:
-            ref_top = ref.top_ids[position][:k]
-            dev_top = top_ids(logprobs, k).tolist()
-            ok = device_token in ref_top and ref_token in dev_top
-            why = (
-                ""
-                if ok
-                else (
-                    f"device token {device_token} not in reference top-{k}"
-                    if device_token not in ref_top
-                    else f"reference token {ref_token} not in device top-{k}"
-                )
-            )
-            detail = Divergence(
-                index,
-                position,
-                ref_token,
-                device_token,
-                _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
-                _topk_pairs([], logprobs, k, True),
-                ok,
-                why,
-            )
-            return ok, position, position, detail
-        if device_token in stop_ids or position == len(ref.tokens) - 1:
-            break
-        logits = adapter.decode(device_token)
-    # Same tokens all the way: the reference stopped at EOS only if the device did too (same token).
-    return True, None, len(ref.tokens), None
-
-
-def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
-    result = PromptResult(prompt=index, kind=ref.kind)
-    device = iter_forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
-    kls, reverse, cosines, top1, matches = [], [], [], 0, []
-    for position, logprobs in enumerate(device):
-        ref_ids, ref_lps = ref.top_ids[position], ref.top_logprobs[position]
-        ref_token = ref_ids[0]  # the reference's greedy choice (a long prompt feeds its own text instead)
-        dev_top = top_ids(logprobs, k).tolist()
-        device_token = dev_top[0]
-        top1 += device_token == ref_token
-        matches.append(int(device_token == ref_token))
-        kls.append(coarse_kl(ref_ids, ref_lps, logprobs))
-        reverse.append(coarse_kl_reverse(ref_ids, ref_lps, logprobs))
-        a, b = np.asarray(ref_lps, dtype=np.float64), logprobs[np.asarray(ref_ids)].astype(np.float64)
-        cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
-        ok = device_token in ref_ids[:k] and ref_token in dev_top
-        if not ok:
-            result.forced_violations += 1
-            if result.forced_first_violation is None:
-                result.forced_first_violation = position
-                why = (
-                    f"device token {device_token} not in reference top-{k}"
-                    if device_token not in ref_ids[:k]
-                    else f"reference token {ref_token} not in device top-{k}"
-                )
-                result.failures.append(
-                    Divergence(
-                        index,
-                        position,
-                        ref_token,
-                        device_token,
-                        _topk_pairs(ref_ids, ref_lps, k, False),
-                        _topk_pairs([], logprobs, k, True),
-                        False,
-                        f"teacher-forced: {why}",
-                    )
-                )
-    result.forced_ok = result.forced_violations == 0
-    result.top1_match_rate = top1 / len(ref.tokens)
-    result.kl_mean, result.kl_max = float(np.mean(kls)), float(np.max(kls))
-    result.cosine_min = float(np.min(cosines))
-    result.position_kl = [float(f"{kl:.4g}") for kl in kls]  # compact: 4 digits are plenty against a floor
-    result.position_top1 = matches
-    result.position_kl_reverse = [float(f"{kl:.4g}") for kl in reverse]
-    return result
 
 
 def unsupported_reason(adapter) -> Optional[str]:
