@@ -29,7 +29,6 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
-from harness.correctness.logprobs import topk_pairs as _topk_pairs
 from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
     NOT_JUDGED,
     Divergence,
@@ -41,7 +40,7 @@ from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate'
     format_failures,
 )
 from harness.correctness.reference import Reference
-from harness.correctness.stepwise import free_running, teacher_forced
+from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
 from harness.errors import Unsupported
 
 
@@ -112,30 +111,7 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=N
     for index, ref in enumerate(reference.prompts):
         if on_prompt:
             on_prompt(index + 1, len(reference.prompts))
-        result = PromptResult(index, ref.kind)
-        chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
-        for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
-            if device_token not in ref.top_ids[position][: config.k]:
-                result.forced_violations += 1
-                if result.forced_first_violation is None:
-                    result.forced_first_violation = position
-                    result.failures.append(
-                        Divergence(
-                            index,
-                            position,
-                            ref_token,
-                            device_token,
-                            _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], config.k, False),
-                            [],
-                            False,
-                            f"teacher-forced (top-1 only): device token {device_token} not in reference top-{config.k}",
-                        )
-                    )
-        result.forced_ok = result.forced_violations == 0
-        greedy = [ids[0] for ids in ref.top_ids]  # the reference's choices (a long prompt feeds its own text)
-        result.top1_match_rate = sum(d == r for d, r in zip(chosen, greedy)) / len(ref.tokens)
-        result.position_top1 = [int(d == r) for d, r in zip(chosen, greedy)]
-        prompt_results.append(result)
+        prompt_results.append(forced_top1(adapter, index, ref, config.k))
     return _conclude(prompt_results, reference, config, "forced-top1")
 
 

@@ -68,6 +68,13 @@ class PromptResult:
     prefill_ok: Optional[bool] = None  # the two-way top-k check at those positions (None: not run)
     prefill_violations: int = 0
 
+    def violated(self, divergence: Divergence) -> None:
+        """Count a teacher-forced top-k violation; the first one is kept with its details."""
+        self.forced_violations += 1
+        if self.forced_first_violation is None:
+            self.forced_first_violation = divergence.position
+            self.failures.append(divergence)
+
 
 @dataclass
 class GateResult:

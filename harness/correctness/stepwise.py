@@ -3,6 +3,7 @@
 - ``free_running``: the device greedy-decodes on its own; at the first position where its token departs from
   the reference's, each side's token must be in the other's top-k, and the comparison stops there.
 - ``teacher_forced``: the reference's tokens are fed and every position is compared.
+- ``forced_top1``: the same on an engine that exposes only its chosen token, one-way top-k.
 """
 
 from __future__ import annotations
@@ -81,21 +82,10 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
         cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
         why = topk_miss(ref_ids, dev_top, k)
         if why:
-            result.forced_violations += 1
-            if result.forced_first_violation is None:
-                result.forced_first_violation = position
-                result.failures.append(
-                    Divergence(
-                        index,
-                        position,
-                        ref_token,
-                        device_token,
-                        _topk_pairs(ref_ids, ref_lps, k, False),
-                        _topk_pairs([], logprobs, k, True),
-                        False,
-                        f"teacher-forced: {why}",
-                    )
-                )
+            device_topk = _topk_pairs([], logprobs, k, True)
+            result.violated(
+                _miss(ref, index, position, ref_token, device_token, device_topk, k, f"teacher-forced: {why}")
+            )
     result.forced_ok = result.forced_violations == 0
     result.top1_match_rate = top1 / len(ref.tokens)
     result.kl_mean, result.kl_max = float(np.mean(kls)), float(np.max(kls))
@@ -104,3 +94,26 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
     result.position_top1 = matches
     result.position_kl_reverse = [float(f"{kl:.4g}") for kl in reverse]
     return result
+
+
+def forced_top1(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
+    """Teacher-forced on an engine that exposes only the token it chooses (GenAI's static NPU pipeline): at
+    every position that token, given the reference's prefix, must be in the reference's top-k (one way: the
+    device's own top-k is unknowable)."""
+    result = PromptResult(index, ref.kind)
+    chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
+    for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
+        if device_token not in ref.top_ids[position][:k]:
+            why = f"teacher-forced (top-1 only): device token {device_token} not in reference top-{k}"
+            result.violated(_miss(ref, index, position, ref_token, device_token, [], k, why))
+    result.forced_ok = result.forced_violations == 0
+    greedy = [ids[0] for ids in ref.top_ids]  # the reference's choices (a long prompt feeds its own text)
+    result.top1_match_rate = sum(d == r for d, r in zip(chosen, greedy)) / len(ref.tokens)
+    result.position_top1 = [int(d == r) for d, r in zip(chosen, greedy)]
+    return result
+
+
+def _miss(ref: PromptReference, index: int, position: int, ref_token, device_token, device_topk, k: int, why: str):
+    """A failed top-k check at a teacher-forced position, with the reference's top-k there."""
+    reference_topk = _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False)
+    return Divergence(index, position, ref_token, device_token, reference_topk, device_topk, False, why)
