@@ -96,6 +96,7 @@ def test_a_small_scale_slip_in_a_4_bit_block_stays_within_its_rounding(tiny_llam
     assert found.verdict == "pass" and found.floors["Q4_0"] > 10 * found.floors["Q8_0"], found
 
 
+@pytest.mark.filterwarnings("error:The given NumPy array is not writable")  # the stored weights load without it
 def test_harness_run_fails_converter_faults_the_twin_shares(write_scenario, tmp_path, tiny_llama, capsys):
     faulty = [faults_gguf.adapter(label) for label in sorted(faults_gguf.PATCHES)]
     path = write_scenario(SCENARIO.replace("ADAPTERS", ", ".join(["llamacpp", *(c.name for c in faulty)])))

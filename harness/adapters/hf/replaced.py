@@ -5,6 +5,7 @@ checkpoint's. The engine for the OpenVINO twin's floor and for the dequantized-m
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -40,7 +41,9 @@ def with_weights(
     try:
         shapes = {name: tuple(p.shape) for name, p in engine.model.state_dict().items()}
         stored = read_weights(shapes, hf_config(model.hf_dir))
-        engine.model.load_state_dict({n: torch.from_numpy(t.values) for n, t in stored.items()}, strict=False)
+        with warnings.catch_warnings():  # read-only (memory-mapped) arrays: load_state_dict copies, never writes them
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+            engine.model.load_state_dict({n: torch.from_numpy(t.values) for n, t in stored.items()}, strict=False)
         if rounding is not None:
             from harness.adapters.hf.rounded import install
 
