@@ -37,6 +37,8 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "harness/correctness/gate.py",
         ("harness.correctness.gate.x__conclude__*",),
     ),
+    # the per-prompt checks on step-wise logits: free-running, teacher-forced, top-1 only
+    "correctness/stepwise": ("harness/correctness/stepwise.py", ("harness.correctness.stepwise.*",)),
     # the verdict (fail, drift, not judged, pass) from _conclude's fail and drift reasons
     "correctness/outcome (verdict: decide)": (
         "harness/correctness/outcome.py",
@@ -82,7 +84,21 @@ _SHIFT = "the squared-error cost of a split is unchanged by a constant added to 
 _DOUBLING = "doubling from 64 or 256 passes through 512 and every later edge: the same bucket"
 _NO_SPREAD = "without spread every log value is the first; check tests 2 launches a side at least"
 _DECIDED = "check's verdicts.decide gives every test a verdict before a line is printed"
+_FULL_FALSY = "topk_pairs tests `if full:`: None reads as False"
+_FULL_IDS = "with full=True topk_pairs ranks the whole row and never reads the ids"
+_FLOAT64 = "stored log-probabilities are Python floats (float64 already) and astype(None) is float64"
 EQUIVALENT: dict[str, str] = {
+    "harness.correctness.stepwise.x__miss__mutmut_5": _FULL_FALSY,
+    "harness.correctness.stepwise.x_free_running__mutmut_52": _FULL_FALSY,
+    "harness.correctness.stepwise.x_free_running__mutmut_58": _FULL_IDS,
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_69": _FULL_IDS,
+    "harness.correctness.stepwise.x_free_running__mutmut_12": "top_ids orders its k ids largest first, ties toward "
+    "the lower id, for any k: the first of the top 2 is the top 1",
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_48": _FLOAT64,
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_50": _FLOAT64,
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_51": _FLOAT64,
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_56": "in practice: norms of top-M log-probability rows "
+    "are far above 1e-30 (a log-probability of 0 everywhere cannot sum to 1 over M > 1 ids)",
     "harness.correctness.kl.x_spread__mutmut_8": _DTYPE,
     "harness.correctness.kl.x_spread__mutmut_10": _DTYPE,
     "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
