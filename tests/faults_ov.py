@@ -180,3 +180,19 @@ class NoTokenizerIR(PatchedArtefact):
 
         for name in TOKENIZER_FILES:
             (out / name).unlink()
+
+
+def run_with_fault(base: type, scenario, results) -> tuple[int, dict]:
+    """``harness run`` of ``scenario`` with the fault ``base`` registered as ``openvino-<its name>``: the exit
+    code and each point's correctness record by adapter name."""
+    from harness.adapters import registry
+    from harness.cli import main
+    from harness.records.store import iter_records
+
+    fault = type(base.__name__, (base,), {"name": f"openvino-{base.__name__.lower()}"})
+    registry.register_adapter(fault)
+    try:
+        code = main(["run", str(scenario), "--results", str(results), "--isolation", "none"])
+    finally:
+        registry.unregister_adapter(fault.name)
+    return code, {r.point["adapter"]: r.correctness for _, r in iter_records(results)}

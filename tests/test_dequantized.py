@@ -174,16 +174,10 @@ sweep:
 
 @pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
 def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_path, tiny_llama, capsys):
-    from .faults_ov import PatchedScale
+    from .faults_ov import PatchedScale, run_with_fault
 
-    fault = type("PatchedScale", (PatchedScale,), {"name": "openvino-patchedscale"})
-    registry.register_adapter(fault)
-    try:
-        code = main(["run", str(write_scenario(OV_SCENARIO)), "--results", str(tmp_path), "--isolation", "none"])
-    finally:
-        registry.unregister_adapter(fault.name)
+    code, records = run_with_fault(PatchedScale, write_scenario(OV_SCENARIO), tmp_path)
     assert code == 1
-    records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean, broken = records["openvino"], records["openvino-patchedscale"]
     # 6 teacher-forced positions: the overall tier is not judged; the prefill phase (8 a prompt) is, and the
     # INT8 cost against HF bf16 may put it past the drift line

@@ -14,10 +14,7 @@ from importlib.util import find_spec
 
 import pytest
 
-from harness.adapters import registry
 from harness.adapters.openvino import rounding
-from harness.cli import main
-from harness.records.store import iter_records
 
 SCENARIO = """
 model: tiny-llama
@@ -34,16 +31,10 @@ sweep:
 
 @pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
 def test_a_clean_openvino_point_sits_at_the_plugins_rounding_and_drift_fails(write_scenario, tmp_path, capsys):
-    from .faults_ov import HalvedHead
+    from .faults_ov import HalvedHead, run_with_fault
 
-    fault = type("HalvedHead", (HalvedHead,), {"name": "openvino-halvedhead"})
-    registry.register_adapter(fault)
-    try:
-        code = main(["run", str(write_scenario(SCENARIO)), "--results", str(tmp_path), "--isolation", "none"])
-    finally:
-        registry.unregister_adapter(fault.name)
+    code, records = run_with_fault(HalvedHead, write_scenario(SCENARIO), tmp_path)
     assert code == 1
-    records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path)}
     clean = records["openvino"].same_weights.dequantized_model
     # the floor names the settings the point compiled and ran with, and models them: drift fails
     assert clean.fail_on_drift and "INFERENCE_PRECISION_HINT f32" in clean.floor_method, clean

@@ -65,7 +65,8 @@ def logits(order: list[int]) -> np.ndarray:
     return values
 
 
-def reference_from(table, kind="plain") -> Reference:
+def prompt_reference(table, kind="plain", prompt_ids=(0,)) -> PromptReference:
+    """The reference's greedy tokens and full top-VOCAB rows of scripted logits ``table``."""
     tokens, tops, lps = [], [], []
     for row in table:
         lp = log_softmax(row)
@@ -73,7 +74,11 @@ def reference_from(table, kind="plain") -> Reference:
         tokens.append(int(best[0]))
         tops.append(best.tolist())
         lps.append(lp[best].tolist())
-    prompt = PromptReference(kind, "x", [0], tokens, tops, lps)
+    return PromptReference(kind, "x", list(prompt_ids), tokens, tops, lps)
+
+
+def reference_from(table, kind="plain") -> Reference:
+    prompt = prompt_reference(table, kind)
     return Reference(
         model={},
         settings={"top_m": VOCAB, "eos_ids": [7], "tokens": len(table)},

@@ -9,9 +9,11 @@ import pytest
 
 from harness.correctness import stepwise
 from harness.correctness.outcome import Divergence
-from harness.correctness.reference import PromptReference, log_softmax, top_ids
+from harness.correctness.reference import PromptReference, log_softmax
 
-VOCAB = 8
+from .test_gate import VOCAB
+from .test_gate import prompt_reference as scripted_reference
+
 PROMPT = [11, 12]
 
 
@@ -40,15 +42,8 @@ class Recording:
         return self.table[self.position]
 
 
-def prompt_reference(table, kind="long") -> PromptReference:
-    tokens, tops, lps = [], [], []
-    for row in table:
-        lp = log_softmax(row)
-        best = top_ids(lp, VOCAB)
-        tokens.append(int(best[0]))
-        tops.append(best.tolist())
-        lps.append([float(v) for v in lp[best]])
-    return PromptReference(kind, "x", PROMPT, tokens, tops, lps)
+def prompt_reference(table) -> PromptReference:
+    return scripted_reference(table, "long", PROMPT)
 
 
 REF = [logits([3, 4, 5, 6]), logits([4, 3, 5, 6]), logits([5, 3, 4, 6])]  # greedy 3, 4, 5
