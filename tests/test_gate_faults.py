@@ -39,7 +39,7 @@ def check(adapter_cls, gemma, reference, dtype="bf16", threads=2, **config):
     adapter = adapter_cls()
     adapter.load(gemma, POINT, LoadSettings(dtype=dtype, threads=threads))
     try:
-        return gate.evaluate(adapter, reference, gate.GateConfig(**config))
+        return gate.evaluate(adapter, reference, Gate(**config).settings(quantized=False))
     finally:
         adapter.close()
 
@@ -78,7 +78,7 @@ def test_injected_faults_fail(gemma, reference, fault):
 
 
 def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, gemma):
-    config = gate.GateConfig()
+    config = Gate().settings(quantized=False)
     result = check(faults.PositionOffByOne, gemma, reference)  # wrong position on decode steps only
     prefill, decode = result.phases.prefill, result.phases.decode
     assert result.verdict == "fail" and decode.verdict in ("drift", "fail")

@@ -114,7 +114,8 @@ def test_a_long_prompt_gets_fewer_prefill_positions_and_the_record_says_so(
 
 
 def test_a_reference_stored_before_prefill_positions_is_recomputed_in_place(tmp_path, tiny_llama):
-    from harness.correctness.reference import Reference, ReferenceSettings, ReferenceStore
+    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.correctness.stored_reference import Reference
     from harness.models.prompts import select_gate_prompts
 
     store_ = ReferenceStore(tmp_path)

@@ -15,6 +15,7 @@ from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.records import store as results
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
+from harness.scenario.gate import Gate
 from harness.scenario.sweep import Point  # noqa: E402
 
 SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128
@@ -88,7 +89,7 @@ def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
     reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
         tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2)
     )
-    result = gate.evaluate(loaded(tiny_llama), reference, gate.GateConfig())
+    result = gate.evaluate(loaded(tiny_llama), reference, Gate().settings(quantized=False))
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 5  # fp32 OpenVINO vs the bf16 reference: within bf16 noise
 

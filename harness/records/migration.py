@@ -1,6 +1,7 @@
 """Reading records written by older versions of the harness: ``migrate`` upgrades a record's JSON to the
 current schema as it loads (version 1's ``details`` grab-bag split into named parts; point ids that named the
-model's dtype renamed to the precision that ran), so older results and baselines keep matching new runs."""
+model's dtype renamed to the precision that ran; the gate's diagnosis without the layer number it derives), so
+older results and baselines keep matching new runs."""
 
 from __future__ import annotations
 
@@ -41,7 +42,18 @@ def migrate(data: dict) -> dict:
         raise ValueError(f"unsupported record schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})")
     if version == 1:
         data = _from_v1(data)
-    return _precision_in_id(data)
+    return _precision_in_id(_derived_diagnosis(data))
+
+
+def _derived_diagnosis(data: dict) -> dict:
+    """Records written before the gate's diagnosis was a typed part stored ``departs_at_layer``, the decoder
+    layer ``departs_at`` names; it is derived now (``Diagnosis.departs_at_layer``). Idempotent."""
+    correctness = data.get("correctness")
+    diagnosis = correctness.get("diagnosis") if isinstance(correctness, dict) else None
+    if not isinstance(diagnosis, dict) or "departs_at_layer" not in diagnosis:
+        return data
+    kept = {k: v for k, v in diagnosis.items() if k != "departs_at_layer"}
+    return {**data, "correctness": {**correctness, "diagnosis": kept}}
 
 
 def _precision_in_id(data: dict) -> dict:

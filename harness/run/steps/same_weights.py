@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Optional
 
 from harness.adapters.base import Adapter
-from harness.records.correctness import FAIL, NOT_JUDGED
-from harness.records.record import Correctness
+from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
+from harness.scenario.gate import GateSettings
 
 
 def same_weights(
@@ -23,9 +23,10 @@ def same_weights(
     the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``) and the point against
     transformers running those dequantized weights (``harness.correctness.dequantized_model``); the point's
     verdict becomes ``same_weights.combine`` of the four."""
-    from harness.correctness import dequantized, gate
+    from harness.correctness import dequantized
     from harness.correctness import same_weights as sw
-    from harness.records.record import SameWeights
+    from harness.correctness.outcome import NotRun, format_failures
+    from harness.records.correctness import SameWeights
 
     if correctness is None:
         return Contribution()
@@ -54,24 +55,22 @@ def same_weights(
         return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
 
     reference = stored(twin, "same-weights")
-    spec = resolved.scenario.gate
-    config = gate.GateConfig(
-        k=spec.k,
-        mode=spec.mode,
-        drift_factor=spec.drift_factor,
-        fail_factor=spec.fail_factor,
-        min_positions=spec.min_positions,
-    )
+    # against identical weights drift is a bug, not quantization: it fails here (``sw.compare``) whatever the
+    # scenario's fail_on_drift; the dequantized-model check decides its own (``dm.fails_on_drift``)
+    settings = resolved.scenario.gate.settings(quantized=False)
     result = sw.compare(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
+        adapter,
+        reference,
+        settings,
+        on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}"),
     )
-    if isinstance(result, gate.NotRun):
+    if isinstance(result, NotRun):
         found = SameWeights(skipped=result.why)
     else:
-        report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+        report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
     audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
-    model_check = dequantized_model(session, resolved, adapter, twin, audit, config, stored)
+    model_check = dequantized_model(session, resolved, adapter, twin, audit, settings, stored)
     found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
     verdict, why = sw.combine(
         correctness.verdict,
@@ -93,12 +92,15 @@ def same_weights(
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
 
 
-def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
+def dequantized_model(
+    session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, settings: GateSettings, stored
+):
     """The point against HF transformers running its artefact's dequantized weights
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
     from harness.correctness import gate
-    from harness.records.record import DequantizedModel
+    from harness.correctness.outcome import NotRun
+    from harness.records.correctness import DequantizedModel
 
     model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
     if model_twin is None or audit is None:
@@ -113,9 +115,9 @@ def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapte
     result = gate.run(
         adapter,
         reference,
-        replace(config, fail_on_drift=drift_fails),
+        replace(settings, fail_on_drift=drift_fails),
         lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
     )
-    if isinstance(result, gate.NotRun):
+    if isinstance(result, NotRun):
         return DequantizedModel(skipped=result.why)
     return dm.summary(result, reference, drift_fails)

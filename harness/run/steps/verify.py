@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Optional
 from harness.adapters.base import Adapter, now_ns
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL
-from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
+from harness.records.accuracy import Accuracy
+from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
@@ -98,27 +98,20 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
 
 def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
     from harness.correctness import gate
+    from harness.correctness.outcome import NotRun, format_failures
 
     spec = resolved.scenario.gate
     point = resolved.point
-    fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
-    config = gate.GateConfig(
-        k=spec.k,
-        mode=spec.mode,
-        drift_factor=spec.drift_factor,
-        fail_factor=spec.fail_factor,
-        fail_on_drift=fail_on_drift,
-        min_positions=spec.min_positions,
-    )
+    settings = spec.settings(quantized=adapter.runs_quantized(point))
     start = now_ns()
 
     def run_gate(ref):
         return gate.run(
-            adapter, ref, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
+            adapter, ref, settings, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
         )
 
     result = run_gate(reference)
-    if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
+    if isinstance(result, NotRun):  # the engine exposes neither logits nor forced tokens here
         return Contribution(updates={"correctness": Correctness(skipped=result.why)})
     found_power = None
     if spec.power is not None:
@@ -129,9 +122,8 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
             return run_gate(wider), wider
 
         result, reference, found_power = widen(spec, result, reference, gate_selection(session, spec), rerun)
-    part = Correctness.model_validate(
-        result.to_dict()
-        | {
+    part = result.model_copy(
+        update={
             "reference": ReferenceInfo(
                 created_at=reference.created_at,
                 versions=reference.versions,
@@ -140,14 +132,14 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
                 tokens=reference.settings["tokens"],
             ),
             "length": reference.settings.get("length"),
+            "power": found_power,
+            "path": GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]}),
+            "report": format_failures(result, reference, resolved.tokenizer) if result.reasons else "",
         }
     )
-    part.power = found_power
-    part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
-    part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
-        part.diagnosis = found.to_dict()
+        part.diagnosis = found
         if found.departs_at is not None:
             part.report += (
                 f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
