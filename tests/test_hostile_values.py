@@ -49,7 +49,7 @@ NAN_SWEEP = """
 def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict_json(
     write_scenario, tmp_path, nonfinite_adapters, isolate
 ):
-    from harness.run.isolation import Limits
+    from harness.run.limits import Limits
 
     loaded = planning.load(write_scenario(NAN_SWEEP, "nan.yaml"))
     runner = Runner(results_dir=tmp_path / "results", isolate=isolate, energy=False, limits=Limits(timeout_s=120))

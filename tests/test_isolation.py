@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from harness.records import store as results
 from harness.run import planning
-from harness.run.isolation import Limits
+from harness.run.limits import Limits
 from harness.run.runner import Runner
 from harness.scenario.sweep import expand
 

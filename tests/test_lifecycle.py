@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.run import lifecycle, planning
-from harness.run.isolation import Limits
+from harness.run.limits import Limits
 from harness.run.runner import Runner
 
 from . import lifecycle_fakes

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from harness.run import planning
-from harness.run.isolation import Limits
+from harness.run.limits import Limits
 from harness.run.runner import Runner
 
 from .conftest import registered

@@ -161,7 +161,7 @@ def runner_from(options, check: bool = True, **overrides):
     ``check``: refuse unwritable output directories now (the pytest plugin checks once points are
     collected, so a session that runs no point never needs them)."""
     from harness.records.store import REFERENCE_DIR
-    from harness.run.isolation import Limits
+    from harness.run.limits import Limits
     from harness.run.runner import Runner
 
     def path(value):

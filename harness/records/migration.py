@@ -49,7 +49,9 @@ def _derived_diagnosis(data: dict) -> dict:
     """Records written before the gate's diagnosis was a typed part stored ``departs_at_layer``, the decoder
     layer ``departs_at`` names; it is derived now (``Diagnosis.departs_at_layer``). Idempotent."""
     correctness = data.get("correctness")
-    diagnosis = correctness.get("diagnosis") if isinstance(correctness, dict) else None
+    if not isinstance(correctness, dict):
+        return data
+    diagnosis = correctness.get("diagnosis")
     if not isinstance(diagnosis, dict) or "departs_at_layer" not in diagnosis:
         return data
     kept = {k: v for k, v in diagnosis.items() if k != "departs_at_layer"}

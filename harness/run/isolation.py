@@ -26,19 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from harness.run import lifecycle, worker_records
+from harness.run.limits import UNLIMITED, Limits
 
 MODES = ("worker", "point", "none")
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: Optional[float] = None  # per point
-    memory_limit_mb: Optional[int] = None  # the worker's address space
 
 
 class Worker:
@@ -49,7 +43,7 @@ class Worker:
         self,
         session_options: dict,
         adapter: str,
-        limits: Limits = Limits(),
+        limits: Limits = UNLIMITED,
         log: Callable[[str], None] = lambda message: None,
     ):
         self.session_options, self.adapter, self.limits, self.log = session_options, adapter, limits, log

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from harness.models import sources as models
-from harness.run.isolation import Limits, Worker
+from harness.run.isolation import Worker
+from harness.run.limits import Limits
 
 
 class WorkerPool:

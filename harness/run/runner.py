@@ -16,7 +16,8 @@ from harness.models import sources as models
 from harness.records import store as results
 from harness.records.record import Record
 from harness.run import lifecycle, steps
-from harness.run.isolation import MODES, Limits
+from harness.run.isolation import MODES
+from harness.run.limits import Limits
 from harness.run.pool import WorkerPool
 from harness.run.steps.session import Session, now_iso
 from harness.run.steps.skip import skip_reason

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-if TYPE_CHECKING:
-    from harness.run.isolation import Limits
+from harness.run.limits import Limits
 
 TAIL_LINES = 40
 
