@@ -298,9 +298,9 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
     for adapter in (healthy, broken):
         adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))
     tokens = tiny_llama.tokenizer().encode("The harbour town woke slowly").ids
-    assert diagnosis.diagnose(healthy, healthy, tokens).departs_at_layer is None
+    assert diagnosis.diagnose(healthy, healthy, tokens).departs_at is None
     report = diagnosis.diagnose(broken, healthy, tokens)
-    assert report.departs_at_layer == 1  # tiny-llama has 2 layers; the fault skips the middle one
+    assert report.departs_at == "decoder layer 1"  # tiny-llama has 2 layers; the fault skips the middle one
     assert report.components[1].cosine == pytest.approx(1.0)
 
 

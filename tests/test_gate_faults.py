@@ -105,7 +105,7 @@ def test_diagnosis_points_at_the_faulty_layer(gemma, reference):
         adapter.load(gemma, POINT, LoadSettings(dtype="bf16", threads=2))
     first = reference.prompts[0]
     report = diagnosis.diagnose(broken, healthy, first.prompt_ids + first.tokens[:-1])
-    assert report.departs_at_layer == gemma_middle_layer(gemma)
+    assert report.departs_at == f"decoder layer {gemma_middle_layer(gemma)}"
 
 
 def gemma_middle_layer(gemma) -> int:

@@ -71,10 +71,10 @@ def test_records_with_untyped_gate_prompts_and_diagnosis_load_typed_and_write_ba
         why="device token 5 not in reference top-2",
     )
     found = gate.diagnosis
-    assert isinstance(found, Diagnosis) and found.departs_at == "decoder layer 1" and found.departs_at_layer == 1
+    assert isinstance(found, Diagnosis) and found.departs_at == "decoder layer 1"
     assert [c.name for c in found.components] == ["embedding", "decoder layer 0", "decoder layer 1"]
     assert found.input_ids.agree is True and (found.phase, found.prompt, found.position) == ("prefill", 0, 1)
-    assert blind.diagnosis.not_run == "opaque exposes no hidden states" and blind.diagnosis.departs_at_layer is None
+    assert blind.diagnosis.not_run == "opaque exposes no hidden states" and blind.diagnosis.departs_at is None
     assert "no tokenizer of its own" in blind.diagnosis.input_ids.not_compared
 
     path = results.write(loaded["hf-cpu-bf16"], tmp_path)

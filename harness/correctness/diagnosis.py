@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.correctness.stored_reference import Reference
 from harness.records.correctness import Correctness
-from harness.records.gate_diagnosis import LAYER, Component, Diagnosis, InputIds
+from harness.records.gate_diagnosis import Component, Diagnosis, InputIds
 
 
 def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], reference: Reference, index: int) -> InputIds:
@@ -43,7 +43,7 @@ def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], referenc
 
 def _named(states) -> list[tuple[str, np.ndarray]]:
     """(name, array) in forward order from an ``Activations`` or the protocol's plain list."""
-    names = [("embedding", states[0])] + [(f"{LAYER}{i}", s) for i, s in enumerate(states[1:])]
+    names = [("embedding", states[0])] + [(f"decoder layer {i}", s) for i, s in enumerate(states[1:])]
     for name, attribute in (("final norm", "final_norm"), ("logits", "logits")):
         if getattr(states, attribute, None) is not None:
             names.append((name, getattr(states, attribute)))

@@ -10,8 +10,6 @@ from pydantic import Field
 
 from harness.records.base import Part
 
-LAYER = "decoder layer "  # a decoder layer's component name: "decoder layer N"
-
 
 class Component(Part):
     name: str  # embedding | decoder layer N | final norm | logits
@@ -39,10 +37,3 @@ class Diagnosis(Part):
     departs_at: Optional[str] = None  # the first component whose error jumps, or "input ids"; None when none does
     not_run: Optional[str] = None  # why no comparison could be made
     input_ids: Optional[InputIds] = None  # compared first: "input ids" departs when they differ
-
-    @property
-    def departs_at_layer(self) -> Optional[int]:
-        """The decoder layer named by ``departs_at``, or None when it names another component."""
-        if self.departs_at and self.departs_at.startswith(LAYER):
-            return int(self.departs_at.removeprefix(LAYER))
-        return None

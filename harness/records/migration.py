@@ -1,6 +1,6 @@
 """Reading records written by older versions of the harness: ``migrate`` upgrades a record's JSON to the
 current schema as it loads (version 1's ``details`` grab-bag split into named parts; point ids that named the
-model's dtype renamed to the precision that ran; the gate's diagnosis without the layer number it derives), so
+model's dtype renamed to the precision that ran; the gate's diagnosis without the layer number its ``departs_at`` already names), so
 older results and baselines keep matching new runs."""
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def migrate(data: dict) -> dict:
 
 
 def _derived_diagnosis(data: dict) -> dict:
-    """Records written before the gate's diagnosis was a typed part stored ``departs_at_layer``, the decoder
-    layer ``departs_at`` names; it is derived now (``Diagnosis.departs_at_layer``). Idempotent."""
+    """Records written before the gate's diagnosis was a typed part stored ``departs_at_layer``, the number of
+    the decoder layer ``departs_at`` names ("decoder layer N"), which says it already. Idempotent."""
     correctness = data.get("correctness")
     if not isinstance(correctness, dict):
         return data
