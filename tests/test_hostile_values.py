@@ -386,7 +386,9 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     threads = [
         threading.Thread(
             target=lambda: out.append(
-                accuracy_reference.reference(tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute)
+                accuracy_reference.reference(
+                    tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute
+                )
             )
         )
         for _ in range(4)

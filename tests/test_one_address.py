@@ -56,7 +56,9 @@ def second_addresses(path: Path, root: Path = REPO) -> list[str]:
         for alias in node.names:
             if alias.name in _defined(module) or _module_file(f"{module}.{alias.name}") is not None:
                 continue
-            found.append(f"{path.relative_to(root)}:{node.lineno}: {alias.name} imported from {module}, which does not define it")
+            found.append(
+                f"{path.relative_to(root)}:{node.lineno}: {alias.name} imported from {module}, which does not define it"
+            )
     return found
 
 
