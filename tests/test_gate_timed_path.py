@@ -78,12 +78,9 @@ def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tin
 
 def test_openvino_steps_the_ir_compiled_for_the_points_device_with_the_pipelines_properties(tiny_llama):
     pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
-    from harness.adapters.base import LoadSettings
-    from harness.adapters.openvino import OpenVINOAdapter
+    from harness.adapters.base import LoadSettings, PointSkipped
+    from harness.adapters.openvino import OpenVINOAdapter, compile_probe, export
     from harness.scenario.sweep import Point
-
-    from harness.adapters.base import PointSkipped
-    from harness.adapters.openvino import compile_probe, export
 
     adapter = OpenVINOAdapter()
     # one thread: not this machine's default, so a request compiled without the point's properties shows it
