@@ -30,7 +30,7 @@ from harness.adapters.base import LoadSettings  # noqa: E402
 from harness.adapters.hf import HFAdapter  # noqa: E402
 from harness.correctness import gate, lengths  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
-from harness.models import sources as models  # noqa: E402
+from harness.models import sources  # noqa: E402
 from harness.records.environment import cpu_model  # noqa: E402
 from harness.scenario.gate import Gate  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
     print(f"cpu: {cpu_model()}; threads {args.threads}; {args.kind} prompt of {args.length}", flush=True)
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     window, _ = lengths.model_limits(model.hf_dir)
     start = time.perf_counter()
     reference, path, reused = ReferenceStore(Path(args.store)).get_or_compute(

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.adapters.base import OPTIONAL_METHODS, Adapter
+from harness.adapters.base import Adapter
+from harness.adapters.capabilities import OPTIONAL_METHODS
 from harness.correctness import gate
+from harness.correctness.logprobs import log_softmax, top_ids
 from harness.correctness.outcome import NotRun
-from harness.correctness.reference import log_softmax, top_ids
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.errors import HarnessError, Unsupported
 from harness.records.correctness import Correctness

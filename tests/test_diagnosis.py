@@ -10,7 +10,7 @@ from harness.adapters.base import Activations, LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.records.correctness import Correctness, PromptResult
 from harness.scenario.gate import Gate
@@ -24,7 +24,7 @@ POINT = Point(adapter="hf", device="cpu", id="diagnosis")
 
 @pytest.fixture(scope="module")
 def tiny_gemma(cache_dir):
-    return models.resolve(ModelSpec(source="tiny-gemma3-text"), cache_dir)
+    return sources.resolve(ModelSpec(source="tiny-gemma3-text"), cache_dir)
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,10 @@ import pytest
 
 from harness import cli
 from harness.correctness import diagnosis, gate
-from harness.correctness.reference import ReferenceSettings, ReferenceStore, coarse_kl, log_softmax, top_ids
+from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.scenario.gate import Gate
 
@@ -224,11 +225,11 @@ def test_reference_is_stored_reused_and_refused_when_stale(tmp_path, tiny_llama)
 def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir):
     from harness.scenario.schema import ModelSpec
 
-    other = models.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
+    other = sources.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
     store = ReferenceStore(tmp_path)
     settings = ReferenceSettings(tokens=3, threads=2)
     _, path, _ = store.get_or_compute(tiny_llama, select_gate_prompts(1), settings)
-    renamed = models.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
+    renamed = sources.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
     with pytest.raises(ReferenceMismatch, match="model checksum"):
         store.get_or_compute(renamed, select_gate_prompts(1), settings)
 
@@ -263,7 +264,7 @@ def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_pat
 
 def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):
     from harness.adapters import registry
-    from harness.records import store as results
+    from harness.records import store as record_store
 
     registry.register_adapter(BrokenHF)
     try:
@@ -273,7 +274,7 @@ def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenari
         registry.unregister_adapter("hf-broken")
     out = capsys.readouterr().out
     assert "gate FAIL" in out and "reference top-k" in out
-    df = results.load(tmp_path / "scenario").set_index("point_id")
+    df = record_store.load(tmp_path / "scenario").set_index("point_id")
     assert df.loc["hf-cpu-bf16", "gate_verdict"] == "pass"
     assert df.loc["hf-broken-cpu-bf16", "gate_verdict"] == "fail"
     assert df.loc["hf-broken-cpu-bf16", "status"] == "ok"  # it ran; it is wrong
@@ -375,7 +376,7 @@ def test_kl_distribution_pools_positions_in_both_directions():
 
 
 def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_reverse_kl():
-    from harness.correctness.reference import coarse_kl_reverse
+    from harness.correctness.logprobs import coarse_kl_reverse
 
     rng = np.random.default_rng(1)
     ref, dev = log_softmax(rng.normal(size=50) * 3), log_softmax(rng.normal(size=50) * 3)
@@ -388,7 +389,7 @@ def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_revers
 def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_path, tiny_llama):
     from harness.adapters.base import LoadSettings
     from harness.adapters.hf import HFAdapter
-    from harness.records.record import Correctness
+    from harness.records.correctness import Correctness
     from harness.scenario.sweep import Point
 
     from .faults import PositionOffByOne

@@ -12,9 +12,10 @@ from harness.adapters.base import LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.schema import Gate, ModelSpec
+from harness.scenario.gate import Gate
+from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
 from . import faults
@@ -25,7 +26,7 @@ POINT = Point(adapter="hf", device="cpu", id="gate-test")
 
 @pytest.fixture(scope="module")
 def gemma(cache_dir):
-    return models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    return sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
 
 
 @pytest.fixture(scope="module")

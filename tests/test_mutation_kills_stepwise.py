@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness.correctness import stepwise
-from harness.correctness.reference import log_softmax
+from harness.correctness.logprobs import log_softmax
 from harness.correctness.stored_reference import PromptReference
 from harness.records.correctness import Divergence
 

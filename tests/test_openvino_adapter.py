@@ -12,7 +12,7 @@ from harness.correctness import gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
 from harness.models import prompts
 from harness.models.prompts import select_gate_prompts  # noqa: E402
-from harness.records import store as results
+from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.scenario.gate import Gate
@@ -165,7 +165,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     assert npu.correctness.path.cache == "static(48)" and "chosen tokens only" in npu.correctness.path.notes[0]
     assert healthy.correctness.path.device == "CPU" and "kl" in healthy.correctness.path.checks
     assert records[f"{cpu}-seq48"].status == "skipped"
-    assert len(results.load(tmp_path)) == 8
+    assert len(store.load(tmp_path)) == 8
 
 
 def test_compile_cache_is_cold_then_warm(tiny_llama, tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli.app import main
 from harness.correctness import gate
-from harness.records import store as results
+from harness.records import store
 from harness.records.record import Record
 from harness.report import export
 from harness.report.readable import number, times_floor
@@ -88,7 +88,7 @@ def test_summary_answers_right_fast_and_energy_per_engine():
 
 def test_harness_summary_command(tmp_path, capsys):
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     assert main(["summary", str(tmp_path / "results" / "quickstart")]) == 0
     assert "is it right (gate)" in capsys.readouterr().out
 
@@ -97,7 +97,7 @@ def test_harness_summary_command(tmp_path, capsys):
 def test_export_has_one_row_per_token_and_per_gate_position(tmp_path, fmt, capsys):
     records = quickstart_records()
     for r in records:
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     out = tmp_path / f"tokens.{fmt}"
     assert main(["export", str(tmp_path / "results"), "--format", fmt, "-o", str(out)]) == 0
     table = pd.read_json(out, lines=True) if fmt == "jsonl" else pd.read_parquet(out)
@@ -139,7 +139,7 @@ def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
     from harness.report.build import build
 
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     assert {"token_timeline", "gate_kl"} <= {p.stem for p in written.plots}
     engines = pd.read_csv(tmp_path / "report" / "engines.csv")
@@ -190,7 +190,7 @@ def test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots(tmp
     from .test_report import chromium, console_messages, screenshot, screenshot_is_plotted
 
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     loaded = chromium("--dump-dom", written.html.resolve().as_uri(), cwd=tmp_path)
     assert loaded.returncode == 0, loaded.stderr[-2000:]

@@ -10,8 +10,7 @@ import pytest
 from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
 from harness.correctness.stored_reference import PromptReference, Reference
-from harness.records.correctness import PromptResult
-from harness.records.record import GatePhase
+from harness.records.correctness import GatePhase, PromptResult
 from harness.scenario.gate import Gate
 
 # --- KL tiers and phases --------------------------------------------------------------------------
@@ -115,7 +114,7 @@ def _reference(noise_floor: dict, prompts: int = 4) -> Reference:
     )
 
 
-def _prompt(i, **fields) -> gate.PromptResult:
+def _prompt(i, **fields) -> PromptResult:
     return PromptResult(prompt=i, kind="plain", **fields)
 
 

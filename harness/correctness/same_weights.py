@@ -33,12 +33,8 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from harness.correctness import prefill
+from harness.correctness.logprobs import coarse_kl, forced_logprobs, greedy_steps
 from harness.correctness.outcome import NotRun
-from harness.correctness.reference import (
-    coarse_kl,
-    forced_logprobs,
-    greedy_steps,
-)
 from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
 from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeights

@@ -12,15 +12,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.correctness.logprobs import topk_miss
-from harness.correctness.logprobs import topk_pairs as _topk_pairs
-from harness.correctness.reference import (
+from harness.correctness.logprobs import (
     coarse_kl,
     coarse_kl_reverse,
     iter_forced_logprobs,
     log_softmax,
     top_ids,
+    topk_miss,
 )
+from harness.correctness.logprobs import topk_pairs as _topk_pairs
 from harness.correctness.stored_reference import PromptReference
 from harness.records.correctness import Divergence, PromptResult
 

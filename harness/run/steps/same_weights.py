@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Optional
 
 from harness.adapters.base import Adapter
+from harness.correctness.outcome import NotRun, format_failures
 from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
@@ -25,7 +26,6 @@ def same_weights(
     verdict becomes ``same_weights.combine`` of the four."""
     from harness.correctness import dequantized
     from harness.correctness import same_weights as sw
-    from harness.correctness.outcome import NotRun, format_failures
     from harness.records.correctness import SameWeights
 
     if correctness is None:
@@ -99,7 +99,6 @@ def dequantized_model(
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
     from harness.correctness import gate
-    from harness.correctness.outcome import NotRun
     from harness.records.correctness import DequantizedModel
 
     model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
