@@ -14,7 +14,7 @@ from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.gate import Gate
+from harness.scenario.gate import Gate, GateSettings
 
 from .faults import StaleKVCache
 
@@ -83,6 +83,25 @@ def reference_from(table, kind="plain") -> Reference:
 
 
 REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 4, 5])]
+
+
+def test_the_gate_judges_with_the_scenario_section_and_fail_on_drift_decided_per_point():
+    section = Gate(k=3, mode="forced", drift_factor=4, fail_factor=50, min_positions=6)
+    unquantized, quantized = section.settings(quantized=False), section.settings(quantized=True)
+    assert unquantized == GateSettings(
+        k=3, mode="forced", drift_factor=4, fail_factor=50, fail_on_drift=True, min_positions=6
+    )
+    assert not quantized.fail_on_drift and (unquantized.failing, quantized.failing) == (4, 50)  # auto
+    assert Gate(fail_on_drift=True).settings(quantized=True).fail_on_drift  # as the scenario says
+    assert not Gate(fail_on_drift=False).settings(quantized=False).fail_on_drift
+    defaults = Gate().settings(quantized=False)  # the section's defaults are the gate's
+    assert (defaults.k, defaults.mode, defaults.drift_factor, defaults.fail_factor, defaults.min_positions) == (
+        5,
+        "both",
+        5.0,
+        100.0,
+        8,
+    )
 
 
 def test_identical_device_passes_everything():
