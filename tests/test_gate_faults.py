@@ -79,11 +79,11 @@ def test_injected_faults_fail(gemma, reference, fault):
 
 
 def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, gemma):
-    config = Gate().settings(quantized=False)
+    settings = Gate().settings(quantized=False)
     result = check(faults.PositionOffByOne, gemma, reference)  # wrong position on decode steps only
     prefill, decode = result.phases.prefill, result.phases.decode
     assert result.verdict == "fail" and decode.verdict in ("drift", "fail")
-    assert decode.kl_ratio > 1.5 * config.drift_factor, decode  # measured: 10x on the ci prompts
+    assert decode.kl_ratio > 1.5 * settings.drift_factor, decode  # measured: 10x on the ci prompts
     assert decode.noise_floor == pytest.approx(reference.noise_floor["phases"]["decode"]["kl_mean"])
     assert decode.positions == sum(len(p.tokens) - 1 for p in reference.prompts)
     assert prefill.positions == prefill_positions(reference) and prefill.kl_ratio < 1  # prefill untouched
