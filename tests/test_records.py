@@ -22,7 +22,7 @@ V1 = Path(__file__).parent / "data" / "records_v1"
 def test_version_1_records_load_with_details_split_into_named_parts():
     loaded = {r.point_id: r for _, r in results.iter_records(V1)}
     ok, failed = loaded["openvino-npu-int8_sym"], loaded["fake-segfault-cpu-bf16"]
-    assert ok.schema_version == failed.schema_version == results.SCHEMA_VERSION == 2
+    assert ok.schema_version == failed.schema_version == results.SCHEMA_VERSION == 3
     assert ok.outputs["0"] == "The river runs" and ok.prompt_lengths == [4, 6]
     assert ok.routing.imbalance == [3.0, 2.0] and ok.routing.counts[0] == [3, 1, 0, 0]
     assert ok.unavailable["energy_gpu_j"] == "no GPU visible to Zeus (NVML / AMDSMI)"
@@ -38,11 +38,11 @@ def test_version_1_records_load_with_details_split_into_named_parts():
     assert set(results.load(V1).point_id) == set(loaded)
 
 
-def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
+def test_a_migrated_record_writes_and_reads_back_as_the_current_version(tmp_path):
     ((_, old),) = [pair for pair in results.iter_records(V1) if pair[1].status == "ok"]
     path = results.write(old, tmp_path)
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and "details" not in data
+    assert data["schema_version"] == 3 and "details" not in data and "adapter" not in data
     assert data["unavailable"]["energy_gpu_j"] and data["routing"]["counts"]
     assert results.read(path) == old
 
@@ -124,5 +124,5 @@ def test_baselines_and_merges_read_version_1_records(tmp_path):
         == 0
     )
     saved = json.loads(next((tmp_path / "baselines" / "v1" / "demo").glob("openvino*.json")).read_text())
-    assert saved["schema_version"] == 2
+    assert saved["schema_version"] == 3
     assert json.loads((tmp_path / "baselines" / "v1" / "baseline.json").read_text())["points"] == 2
