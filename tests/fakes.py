@@ -37,7 +37,7 @@ class FakeAdapter(Adapter):
         return None if device == "cpu" else "no fake NPU on this machine"
 
     def load(self, model, point, settings):
-        self.point, self.period = point, settings.options.token_period
+        self.point, self.period = point, self.Options.of(settings.options).token_period
 
     def generate(self, prompts, max_new_tokens):
         start = now_ns()
@@ -58,7 +58,9 @@ class FakeAdapter(Adapter):
         return np.zeros(8, dtype=np.float32)
 
     def describe(self):
-        return EngineInfo(name="fake", version="0", device=getattr(self.point, "device", None), extra={"token_period": self.period})
+        return EngineInfo(
+            name="fake", version="0", device=getattr(self.point, "device", None), extra={"token_period": self.period}
+        )
 
 
 class FailingAdapter(FakeAdapter):

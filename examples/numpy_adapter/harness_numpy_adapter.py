@@ -21,7 +21,7 @@ class NumpyOptions(AdapterOptions):
 
 class NumpyAdapter(Adapter):
     name = "numpy"  # must equal the entry point's name
-    Options = NumpyOptions  # the scenario's adapter_options.numpy, validated: settings.options.context
+    Options = NumpyOptions  # the scenario's adapter_options.numpy, validated before any point runs
     devices = ("cpu",)
     supports_max_seq_len = True  # the KV cache is allocated for max_seq_len positions
     supports_logits = True  # prefill()/decode() return fp32 logits: the correctness gate runs on them
@@ -41,7 +41,7 @@ class NumpyAdapter(Adapter):
 
         self.numpy_version = numpy.__version__
         self.runner = NumpyLlamaRunner()
-        context = point.max_seq_len or settings.options.context
+        context = point.max_seq_len or self.Options.of(settings.options).context
         # no padding: a fixed "prefill" as long as the context, run on the real tokens only
         self.runner.prepare(model.hf_dir, context, context, eos_token_id=0)
 

@@ -5,9 +5,11 @@ runs, so a misspelt engine option is refused with the closest valid key instead 
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+T = TypeVar("T", bound="AdapterOptions")
 
 
 class AdapterOptions(BaseModel):
@@ -16,6 +18,12 @@ class AdapterOptions(BaseModel):
     An adapter that takes no options keeps this empty model, so any key given to it is refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def of(cls: type[T], given: AdapterOptions) -> T:
+        """``given`` (a ``LoadSettings.options``) as these options: itself when a run built it from the scenario;
+        this model's defaults when ``load`` is called with a ``LoadSettings`` built by hand (no options)."""
+        return given if isinstance(given, cls) else cls.model_validate(given.model_dump())
 
 
 def problems(adapter: str, options: type[AdapterOptions], given: dict[str, Any]) -> list[tuple[tuple, str]]:

@@ -161,6 +161,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.models.sources import cache_dir
 
         self._figures: dict = {}
+        options = self.Options.of(settings.options)
         cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
         path = self._source_gguf(model, cache)
         if point.quantization != "none":
@@ -169,7 +170,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         batch = point.moe_chunk_size or 512
         from harness.records.environment import cpu_flags
 
-        self.extra_buffer_types = extra_buffer_types(settings.options.extra_buffer_types, cpu_flags())
+        self.extra_buffer_types = extra_buffer_types(options.extra_buffer_types, cpu_flags())
         start = now_ns()
         with model_params(self.extra_buffer_types[0]):
             self.llm = llama_cpp.Llama(
@@ -185,12 +186,12 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._chat_source = None
-        if settings.options.chat_template:  # the chat path a deployment would configure
+        if options.chat_template:  # the chat path a deployment would configure
             from harness.adapters.llamacpp import chat
             from harness.models.prompts import chat_template
 
             template = chat_template(model.hf_dir)
-            self._chat_source = chat.configure(self.llm, settings.options.chat_template, template)
+            self._chat_source = chat.configure(self.llm, options.chat_template, template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:

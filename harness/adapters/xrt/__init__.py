@@ -119,7 +119,8 @@ class XRTAdapter(Adapter):
         return super().capability_reason(point)
 
     def load(self, model, point, settings: LoadSettings) -> None:
-        runner_path = settings.options.runner
+        options = self.Options.of(settings.options)
+        runner_path = options.runner
         if point.device == "npu" and not runner_path:
             raise PointSkipped(
                 "no NPU runner named: set adapter_options.xrt.runner to 'module:Class' "
@@ -127,7 +128,7 @@ class XRTAdapter(Adapter):
             )
         self.point = point
         self.runner_path = runner_path or REFERENCE_RUNNER
-        self.prefill_len = settings.options.prefill_len or point.max_seq_len - settings.max_new_tokens
+        self.prefill_len = options.prefill_len or point.max_seq_len - settings.max_new_tokens
         eos = model.eos_token_ids()
         self.runner = load_runner(self.runner_path)
         start = now_ns()
