@@ -12,11 +12,14 @@ from harness import io
 from harness.cli.app import main
 from harness.records import store as results
 from harness.records.columns import flatten
+from harness.records.engine import EngineInfo
+from harness.records.fingerprint import fingerprint
 from harness.records.record import Correctness, Record
 
 from .records import record
 
 V1 = Path(__file__).parent / "data" / "records_v1"
+V2 = Path(__file__).parent / "data" / "records_v2"
 
 
 def test_version_1_records_load_with_details_split_into_named_parts():
@@ -45,6 +48,35 @@ def test_a_migrated_record_writes_and_reads_back_as_the_current_version(tmp_path
     assert data["schema_version"] == 3 and "details" not in data and "adapter" not in data
     assert data["unavailable"]["energy_gpu_j"] and data["routing"]["counts"]
     assert results.read(path) == old
+
+
+def test_version_2_records_load_with_a_typed_engine_part_and_one_spelling_of_threads(tmp_path):
+    loaded = {r.point_id: r for _, r in results.iter_records(V2)}
+    llama, hf = loaded["llamacpp-cpu-q4_k_m"], loaded["hf-cpu-bf16"]  # the old id renamed by its GGUF's file type
+    assert llama.schema_version == hf.schema_version == 3
+    assert (llama.engine.name, llama.engine.version, llama.engine.device) == ("llama.cpp", "0.3.36", "cpu")
+    assert llama.engine.threads == 2 and llama.engine.precision == "q4_k_m"  # n_threads in version 2
+    assert llama.engine.extra["file_type"] == "MOSTLY_Q4_K_M" and llama.engine.extra["n_ctx"] == 4096
+    assert not {"engine", "engine_version", "n_threads", "threads", "precision"} & set(llama.engine.extra)
+    assert hf.engine.threads == 2 and hf.engine.dtype == "bf16" and hf.engine.device_name == "AMD EPYC"
+    assert hf.engine.extra == {
+        "torch_version": "2.13.0",
+        "weights_dtype": "torch.bfloat16",
+        "attn_implementation": "sdpa",
+        "kv_cache": "dynamic",
+    }
+    assert fingerprint(llama)["threads"] == fingerprint(hf)["threads"] == "2"
+    assert flatten(llama)["engine"] == "llama.cpp" and flatten(llama)["precision"] == "q4_k_m"
+    data = json.loads(results.write(llama, tmp_path).read_text())
+    assert "adapter" not in data and data["engine"]["threads"] == 2
+    assert results.read(results.record_path(tmp_path, llama)) == llama
+
+
+def test_a_plain_dict_description_is_read_as_an_older_records_adapter_part():
+    engine = EngineInfo.from_description({"engine": "x", "engine_version": 1, "n_threads": 4, "blocks": 8})
+    assert (engine.name, engine.version, engine.threads, engine.extra) == ("x", "1", 4, {"blocks": 8})
+    with pytest.raises(TypeError, match="expected an EngineInfo"):
+        EngineInfo.from_description(["x"])
 
 
 @pytest.mark.parametrize(
