@@ -37,6 +37,8 @@ def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_reco
     assert record.status == "ok", record.reason
     assert record.engine.extra["file_type"] == "MOSTLY_F16"
     assert record.engine.extra["quantization_detail"] == {"F16": 16, "F32": 5}
+    assert record.engine.threads == 2 and "n_threads" not in record.engine.extra  # one spelling, every engine
+    assert record.engine.options == {"chat_template": None, "extra_buffer_types": None}  # the defaults it got
     assert record.correctness.verdict == "pass", record.correctness.report
 
 
