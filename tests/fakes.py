@@ -6,8 +6,9 @@ import time
 
 import numpy as np
 
-from harness.adapters.base import Adapter, GenerationTrace, now_ns
+from harness.adapters.base import Adapter
 from harness.adapters.options import AdapterOptions
+from harness.adapters.trace import GenerationTrace, now_ns
 from harness.records.engine import EngineInfo
 
 

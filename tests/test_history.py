@@ -16,7 +16,7 @@ import pytest
 from harness.cli import history as cli
 from harness.history import queries, store
 from harness.history.ingest import read_run
-from harness.records import store as results
+from harness.records import store as record_store
 from harness.records.engine import EngineInfo
 
 from .history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
@@ -44,7 +44,7 @@ def write_night(
         r.started_at = (START + timedelta(days=night)).isoformat()
         r.environment = {"hostname": host, "git": {"commit": commit(night), "dirty": False}}
         r.engine = EngineInfo(name="transformers", version=engine_version, device="cpu")
-        results.write(r, out)
+        record_store.write(r, out)
     return out
 
 
