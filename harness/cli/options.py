@@ -14,9 +14,6 @@ from harness.cli.regression_options import (  # noqa: F401 - re-exported: caller
     add_baseline_options,
     add_regression_options,
     add_unknown_option,
-    gate_json_flag,
-    gate_json_path,
-    regression_fdr,
     unknown_exit,
 )
 
