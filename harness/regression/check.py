@@ -1,17 +1,20 @@
 """The regression check behind ``harness gate`` (not the correctness gate, ``harness.correctness.gate``): new
-records against a baseline, point by point. Pure: no I/O, no printing.
+records against a baseline, point by point, under ``RegressionSettings``. Pure: no I/O, no printing. Both front
+ends reach it through ``harness.regression.entry.run_check``.
 
 A point fails the check when it passed (or ran) in the baseline and is now failed, timed out, skipped
 or missing; when its top-k agreement verdict is ``fail``; or when a metric regressed. A point whose
 agreement is ``not judged`` (too few teacher-forced positions for the KL tier) fails nothing; it is listed,
-and ``--fail-on-unknown`` exits 4 on it as on an inconclusive test. With two or more
-ok launches a side (``measurement.launches``) a metric regresses only when (a) the median of its launch
-medians is worse than the threshold (a floor: a real but small change passes) and (b) a one-sided
-Mann-Whitney U test on the launch medians (asv's test, exact) is significant with the false discovery
-rate held at ``fdr`` by Benjamini-Hochberg over every launch-level test of the run, all points and
-metrics. Launches are the unit: rounds of one process share its state and understate the noise.
+and ``--fail-on-unknown`` exits 4 on it as on an inconclusive test. With as many ok launches a side
+(``measurement.launches``) as the launch test needs (two for the default) a metric regresses only when (a)
+the median of its launch medians is worse than the threshold (a floor: a real but small change passes) and
+(b) the launch test (``harness.regression.launch_test``; by default a one-sided Mann-Whitney U test on the
+launch medians, asv's test, exact) is significant with the false discovery rate held at ``fdr`` by
+Benjamini-Hochberg over every launch-level test of the run, all points and metrics
+(``harness.regression.launch_findings``). Launches are the unit: rounds of one process share its state and
+understate the noise.
 
-Power is bounded by the launch counts: n vs m launches reach p >= 1 / C(n + m, n) (0.17 for 2 vs 2,
+Power is bounded by the launch counts: with Mann-Whitney n vs m launches reach p >= 1 / C(n + m, n) (0.17 for 2 vs 2,
 0.05 for 3 vs 3, 0.0040 for 5 vs 5, 0.0011 for 6 vs 6), and among T tests a lone regression needs
 p <= fdr / T (the k-th smallest of k regressions k * fdr / T): 5 vs 5 launches flag one regression among
 at most 12 tests at fdr 0.05. A change past its threshold that does not reach significance is never
