@@ -30,11 +30,11 @@ import statistics
 from typing import Iterable, Optional
 
 from harness.errors import UsageError
-from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
-from harness.records.store import Record, timing_records
+from harness.records.record import Record, disturbed_throughout, launch_values
+from harness.records.store import timing_records
 from harness.regression import launch_findings
 from harness.regression.launch_test import LaunchTest
 from harness.regression.launch_test import get as get_launch_test
@@ -65,8 +65,8 @@ def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
 def metric_test(test: LaunchTest, threshold: Threshold, base: Record, new: Record) -> Optional[MetricTest]:
     """The launch-level test of one metric (its p-value still to come, see ``launch_findings.decide``), or
     None when a side has fewer ok launches with it than the launch test needs."""
-    before_values = stats.launch_values(base, threshold.metric)
-    after_values = stats.launch_values(new, threshold.metric)
+    before_values = launch_values(base, threshold.metric)
+    after_values = launch_values(new, threshold.metric)
     if len(before_values) < test.min_launches or len(after_values) < test.min_launches:
         return None
     before, after = statistics.median(before_values), statistics.median(after_values)
@@ -189,7 +189,7 @@ def check(
             f"{scenario}::{pid}: {side}: under two undisturbed launches, so the significance test counts the "
             "disturbed ones too; its figures may be the machine's, not the build's — rerun on a quiet machine"
             for side, record in (("baseline", before), ("new", after))
-            if stats.disturbed_throughout(record)
+            if disturbed_throughout(record)
         ]
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
