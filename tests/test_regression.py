@@ -168,3 +168,28 @@ def test_the_regression_check_names_no_gate_in_its_code():
     ]
     named = {f"{p.name}: {name}" for p in files for name in identifiers(p) if "gate" in name.lower()}
     assert not named
+
+
+def test_both_front_ends_parse_their_options_into_the_same_settings():
+    """One parser (``regression_settings``) turns `harness gate`'s options and the pytest plugin's (the same
+    definitions with the ``harness-`` prefix) into one ``RegressionSettings``; a bad value names the
+    option as that front end spells it."""
+    import argparse
+
+    from harness.cli.regression_options import add_baseline_options, add_regression_options, regression_settings
+
+    def parse(prefix, *argv):
+        parser = argparse.ArgumentParser()
+        add_regression_options(parser.add_argument, prefix=prefix, required=False)
+        add_baseline_options(parser.add_argument, prefix=prefix)
+        return regression_settings(
+            parser.parse_args([f"--{prefix}{arg}" if i % 2 == 0 else arg for i, arg in enumerate(argv)]), prefix
+        )
+
+    given = ("baseline", "n", "max-regression", "tpot=3%", "fdr", "0.1", "accept-difference", "engine")
+    gate, plugin = parse("", *given), parse("harness-", *given)
+    assert gate == plugin
+    assert [(t.metric, t.limit) for t in gate.thresholds] == [("tpot_ms", 0.03)]
+    assert (gate.fdr, gate.accept, gate.launch_test, gate.baseline) == (0.1, frozenset({"engine"}), "mann-whitney", "n")
+    with pytest.raises(UsageError, match="--harness-fdr: expected a false discovery rate"):
+        parse("harness-", "fdr", "2")
