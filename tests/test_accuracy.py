@@ -1,5 +1,5 @@
 """Task accuracy through lm-evaluation-harness: the shipped offline tasks, the ``harness`` lm-eval
-model on real adapters, the scenario's ``accuracy`` section with the reference delta, the build, and
+model on real adapters, the scenario's ``accuracy`` section with the reference delta, the report, and
 ``lm_eval --model harness`` on the command line."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[evaluate]'")
+pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[accuracy]'")
 
 from harness.accuracy import evaluate
 from harness.errors import ScenarioErrors  # noqa: E402
@@ -105,7 +105,7 @@ ACCURACY = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-evaluate: {tasks: [harness_cloze, harness_choice], limit: 12, non_inferiority: {harness_choice: 0.9}}
+accuracy: {tasks: [harness_cloze, harness_choice], limit: 12, non_inferiority: {harness_choice: 0.9}}
 sweep:
   adapter: [hf]
 include:
@@ -250,7 +250,7 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "ok" and record.metrics["tpot_ms"] > 0
     assert record.accuracy.model_dump(exclude_none=True) == {
-        "skipped": "lm-eval is not installed: pip install -e '.[evaluate]'"
+        "skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"
     }
     assert not list(tmp_path.rglob("accuracy-*.json"))  # no reference attempted either
 

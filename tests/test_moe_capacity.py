@@ -1,5 +1,5 @@
 """Static expert capacity on real HF MoE models: saliency-ordered drops, the ``moe_capacity`` axis
-through the runner and the gate, routing in records and the build, ``harness routing``."""
+through the runner and the gate, routing in records and the report, ``harness routing``."""
 
 from __future__ import annotations
 

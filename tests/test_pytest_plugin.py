@@ -139,7 +139,7 @@ sweep:
 
 
 def save_baseline(pytester, tpot_ms, point_ids):
-    from harness.records import store as store
+    from harness.records import store
     from harness.regression import baseline
 
     from .records import record

@@ -106,7 +106,7 @@ def _summary(args) -> int:
 
 def _export(args) -> int:
     from harness.io import check_writable_file
-    from harness.records import store as store
+    from harness.records import store
     from harness.report import export
 
     check_writable_file(args.output, "export -o")
@@ -175,7 +175,7 @@ def _compare(args) -> int:
 
 def _merge(args) -> int:
     from harness.io import check_writable_dir
-    from harness.records import store as store
+    from harness.records import store
     from harness.run.shard import merge
 
     check_writable_dir(args.output, "merge -o")
