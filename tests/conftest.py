@@ -77,6 +77,6 @@ def registered(classes):
 @pytest.fixture
 def fake_adapters(tiny_llama):
     """Register the fake adapters for one test."""
-    from .fakes import ALL
+    from tests.fakes import ALL
 
     yield from registered(ALL)
