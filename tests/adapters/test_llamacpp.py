@@ -85,7 +85,6 @@ def test_timing_and_engine_counters_are_recorded_side_by_side(tiny_records):
     assert metrics["engine_tpot_ms"] <= metrics["tpot_ms"] * 1.5  # llama.cpp times eval only, we add sampling
 
 
-@pytest.mark.slow
 def test_an_already_quantized_gguf_is_not_quantized_again(cache_dir, tmp_path):
     loaded = planning.loads(
         """

@@ -18,7 +18,6 @@ from harness.scenario.schema import Gate, ModelSpec
 from harness.scenario.sweep import Point
 from tests import faults
 
-pytestmark = pytest.mark.slow
 POINT = Point(adapter="hf", device="cpu", id="gate-test")
 
 

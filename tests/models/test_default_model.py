@@ -17,7 +17,6 @@ from harness.models import sources as models
 from harness.records import store as results
 from harness.scenario.schema import ModelSpec
 
-pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
 
