@@ -178,9 +178,23 @@ TABLE: dict[str, Tier] = {
     "regression/test_incomparable_baseline.py": A,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
-    "report/test_launch_views.py": U,
-    "report/test_quickstart_outputs.py": Tier("unit", {"test_steps_report_their_phase": "engine"}),
-    "report/test_report.py": U,
+    "report/test_launch_views.py": Tier(
+        "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
+    ),
+    "report/test_quickstart_outputs.py": Tier(
+        "unit",
+        {
+            "test_steps_report_their_phase": "engine",
+            "test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots": "engine",
+        },
+    ),
+    "report/test_report.py": Tier(
+        "unit",
+        {
+            "test_the_page_loads_in_chromium_without_console_errors_and_shows_its_plots": "engine",
+            "test_the_chromium_check_catches_a_broken_page": "engine",
+        },
+    ),
     "report/test_report_from_benchmark_json.py": A,
     "run/test_auto_launches.py": A,
     "run/test_isolation.py": E,
