@@ -156,6 +156,7 @@ TABLE: dict[str, Tier] = {
     "project/test_docs.py": A,
     "project/test_imports.py": Tier("unit", {"test_front_doors_import_no_engine": "engine"}),
     "project/test_nightly_template.py": A,
+    "project/test_one_address.py": U,
     "project/test_tiers.py": U,
     "project/test_tooling.py": A,
     "pytest_plugin/test_baseline_verdict_options.py": A,
