@@ -59,6 +59,13 @@ TABLE: dict[str, Tier] = {
     "adapters/test_hf.py": E,
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
     "adapters/test_openvino.py": E,
+    "adapters/test_openvino_compile_probe.py": Tier(
+        "unit",
+        {
+            "test_a_child_killed_by_a_signal_is_named_and_a_clean_or_raising_one_is_not": "engine",
+            "test_harness_run_survives_a_plugin_that_dies_at_one_thread": "acceptance",
+        },
+    ),
     "adapters/test_registry.py": Tier(
         "unit", {"test_core_import_loads_no_engine": "engine", "test_cli_help_works_without_engines": "acceptance"}
     ),
