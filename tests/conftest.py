@@ -84,7 +84,8 @@ def fake_adapters(tiny_llama):
 
 
 # Tiers: tests/tiers.py holds the table; here it is applied and the unit tier's guard is put around each
-# unit test file's import and each unit test's setup, call and teardown.
+# unit test file's import and each unit test's setup and call. Not its teardown: the last test of a run also
+# tears down the session's fixtures (a database server, workers), which other tiers' tests started.
 TESTS = Path(__file__).parent
 
 
@@ -135,11 +136,6 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    return (yield from _guarded(item.nodeid, _is_unit(item)))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item):
     return (yield from _guarded(item.nodeid, _is_unit(item)))
 
 
