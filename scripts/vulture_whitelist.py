@@ -122,6 +122,8 @@ supports_chunked_prefill  # unused variable (harness/adapters/openvino/__init__.
 _.min_new_tokens  # unused attribute (harness/adapters/openvino/__init__.py)
 _.ignore_eos  # unused attribute (harness/adapters/openvino/__init__.py)
 unregister_adapter  # unused function (harness/adapters/registry.py)
+unregister  # unused function (harness/regression/launch_test.py): tests that register a toy launch test clean up
+MannWhitney  # unused class (harness/regression/mann_whitney.py): imported by name from launch_test.BUILT_IN
 XRTAdapter  # unused class (harness/adapters/xrt/__init__.py)
 supports_max_seq_len  # unused variable (harness/adapters/xrt/__init__.py)
 revision  # unused variable (harness/history/migrations/versions/0001_initial.py)

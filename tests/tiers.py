@@ -184,6 +184,7 @@ TABLE: dict[str, Tier] = {
     "regression/test_confirm_reruns.py": A,
     "regression/test_detectable_change.py": U,
     "regression/test_incomparable_baseline.py": A,
+    "regression/test_launch_test_protocol.py": U,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
     "report/test_launch_views.py": Tier(

@@ -120,7 +120,7 @@ def test_gate_against_a_baseline_lists_it_and_exits_4_only_when_asked(night):
     code, out = main(*gate)
     assert code == 0, out
     assert f"NOT JUDGED scenario::hf-cpu-bf16: correctness: {WHY}" in out
-    assert "not judged: 1 point(s) passed top-k" in out and "regression gate vs base: PASS" in out
+    assert "not judged: 1 point(s) passed top-k" in out and "regression check vs base: PASS" in out
     code, out = main(*gate, "--fail-on-unknown", "--json", root / "gate.json")
     assert code == 4, out
     saved = json.loads((root / "gate.json").read_text())

@@ -14,6 +14,7 @@ from harness.records.record import Failure, Record
 from harness.records.samples import Launch, Samples, TimeSplit
 from harness.regression.check import check
 from harness.regression.confirm import confirm
+from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
 from tests.records import record
 
@@ -191,7 +192,7 @@ def test_a_clear_regression_over_launches_fails_with_its_statistics():
     rng = random.Random(1)
     base = [launched("p", lognormal(rng, 50.0, 0.03, 5), seed=0)]
     slow = [launched("p", lognormal(rng, 60.0, 0.03, 5), seed=10)]
-    outcome = check(base, slow, DEFAULT)
+    outcome = check(base, slow, RegressionSettings(DEFAULT))
     assert [(f.point_id, f.kind, f.metric) for f in outcome.findings] == [("p", "regression", "tpot_ms")]
     test = outcome.findings[0].test
     assert test.launches == (5, 5) and test.p_value == pytest.approx(1 / 252) and test.q_value <= 0.05
@@ -203,9 +204,9 @@ def test_a_clear_regression_over_launches_fails_with_its_statistics():
 def test_higher_is_better_and_energy_metrics_are_tested_over_launches():
     base = [launched("p", [50.0, 50.5, 49.5, 50.2, 49.8], energy=5.0)]
     new = [launched("p", [60.0, 60.5, 59.5, 60.2, 59.8], energy=6.0)]
-    outcome = check(base, new, parse_thresholds("decode_tokens_per_s=5%,energy_per_token=10%"))
+    outcome = check(base, new, RegressionSettings(parse_thresholds("decode_tokens_per_s=5%,energy_per_token=10%")))
     assert sorted(f.metric for f in outcome.findings) == ["decode_tokens_per_s", "energy_per_token_mj"]
-    faster = check(new, base, parse_thresholds("decode_tokens_per_s=5%"))
+    faster = check(new, base, RegressionSettings(parse_thresholds("decode_tokens_per_s=5%")))
     assert faster.passed
 
 
@@ -221,9 +222,9 @@ def test_pure_noise_stays_green_at_the_stated_false_discovery_rate():
             return [fast(f"p{i}", lognormal(rng, 40.0 + i, 0.08, 5), lognormal(rng, 200.0, 0.08, 5)) for i in range(10)]
 
         base, new = run(), run()
-        floorless = check(base, new, parse_thresholds("tpot=0%,ttft=0%"))
+        floorless = check(base, new, RegressionSettings(parse_thresholds("tpot=0%,ttft=0%")))
         red["no floor"] += not floorless.passed
-        red["default"] += not check(base, new, DEFAULT).passed
+        red["default"] += not check(base, new, RegressionSettings(DEFAULT)).passed
         uncorrected += any(t.p_value <= 0.05 for t in floorless.tests)
     margin = 2.33 * math.sqrt(0.05 * 0.95 / nights)  # one-sided 99 % binomial margin
     assert red["no floor"] / nights <= 0.05 + margin and red["default"] <= red["no floor"]
@@ -233,27 +234,29 @@ def test_pure_noise_stays_green_at_the_stated_false_discovery_rate():
 def test_the_threshold_is_a_floor_for_significant_changes():
     base = [launched("p", [50.0, 50.1, 49.9, 50.05, 49.95, 50.02], jitter=0.001)]
     new = [launched("p", [51.5, 51.6, 51.4, 51.55, 51.45, 51.52], jitter=0.001)]  # +3 %, every launch slower
-    outcome = check(base, new, TPOT)
+    outcome = check(base, new, RegressionSettings(TPOT))
     assert outcome.passed and outcome.tests[0].q_value <= 0.05
-    tight = check(base, new, parse_thresholds("tpot=2%"))
+    tight = check(base, new, RegressionSettings(parse_thresholds("tpot=2%")))
     assert [f.metric for f in tight.findings] == ["tpot_ms"]
 
 
 def test_one_launch_a_side_keeps_the_spread_rule_and_says_so():
-    outcome = check([single("p", 50.0, seed=1)], [single("p", 60.0, seed=1)], TPOT)
+    outcome = check([single("p", 50.0, seed=1)], [single("p", 60.0, seed=1)], RegressionSettings(TPOT))
     assert [f.kind for f in outcome.findings] == ["regression"] and outcome.findings[0].test is None
     assert "measured spread" in outcome.findings[0].message
     assert outcome.single_launch == [("demo", "p")]
     assert any(
         "1 point(s) judged without launch statistics" in n and "measurement.launches" in n for n in outcome.notes
     )
-    mixed = check([single("p", 50.0, seed=1)], [launched("p", [60.0, 61.0, 59.0])], TPOT)
+    mixed = check([single("p", 50.0, seed=1)], [launched("p", [60.0, 61.0, 59.0])], RegressionSettings(TPOT))
     assert mixed.single_launch == [("demo", "p")] and not mixed.tests
 
 
 def test_a_change_too_few_launches_cannot_show_is_noted_not_passed_silently():
     # 3 vs 3 launches reach p = 1/20 = 0.05 at best; with TPOT and TTFT tested a lone regression needs 0.025
-    outcome = check([launched("p", [50.0, 50.5, 49.5])], [launched("p", [60.0, 60.5, 59.5])], DEFAULT)
+    outcome = check(
+        [launched("p", [50.0, 50.5, 49.5])], [launched("p", [60.0, 60.5, 59.5])], RegressionSettings(DEFAULT)
+    )
     assert outcome.passed and outcome.flagged == [("demo", "p")]
     note = next(n for n in outcome.notes if "too few launches" in n)
     assert "tpot_ms +19.9% worse (limit 5%)" in note and "3 vs 3 launches reach p >= 0.05" in note
@@ -263,7 +266,9 @@ def test_a_change_too_few_launches_cannot_show_is_noted_not_passed_silently():
         "p <= 0.025 for a lone regression (4 launches a side would do)"
     )
     assert any(n.startswith(power) for n in outcome.notes)
-    assert check([launched("p", [50.0, 50.5, 49.5])], [launched("p", [60.0, 60.5, 59.5])], TPOT).findings
+    assert check(
+        [launched("p", [50.0, 50.5, 49.5])], [launched("p", [60.0, 60.5, 59.5])], RegressionSettings(TPOT)
+    ).findings
 
 
 def test_many_tests_raise_the_bar_and_the_power_note_says_by_how_much():
@@ -271,14 +276,16 @@ def test_many_tests_raise_the_bar_and_the_power_note_says_by_how_much():
     base = [fast(p, [50.0, 50.5, 49.5, 50.2, 49.8], [200.0] * 5) for p in points]
     new = [fast(p, [50.0, 50.5, 49.5, 50.2, 49.8], [200.0] * 5) for p in points[:-1]]
     new.append(fast(points[-1], [60.0, 60.5, 59.5, 60.2, 59.8], [200.0] * 5))
-    outcome = check(base, new, TPOT)
+    outcome = check(base, new, RegressionSettings(TPOT))
     assert outcome.passed  # p = 1/252 > 0.05 / 13: a lone regression among 13 tests cannot show
     assert any(
         n.startswith("power: with 5 vs 5 launches the smallest attainable p is 0.004, and 13 test(s)")
         and "6 launches a side would do" in n
         for n in outcome.notes
     )
-    assert check(base[:12], new[:11] + [new[-1].model_copy(update={"point_id": "p11"})], TPOT).findings
+    assert check(
+        base[:12], new[:11] + [new[-1].model_copy(update={"point_id": "p11"})], RegressionSettings(TPOT)
+    ).findings
 
 
 def rerun_from(tpot_by_point, seed=100):
@@ -299,7 +306,7 @@ def test_confirm_reruns_flagged_points_and_judges_the_new_launches_alone():
         launched("a", [60.0, 60.5, 59.5, 60.2, 59.8], seed=20),
         launched("b", [60.0, 60.5, 59.5, 60.2, 59.8], seed=30),
     ]
-    first = check(base, new, TPOT)
+    first = check(base, new, RegressionSettings(TPOT))
     assert [f.point_id for f in first.findings] == ["a", "b"]
     seen = []
 
@@ -307,24 +314,24 @@ def test_confirm_reruns_flagged_points_and_judges_the_new_launches_alone():
         seen.append(([r.point_id for r in records], launches))
         return rerun_from({"a": 60.0, "b": 50.0})(records, launches)  # b was a fluke: back to 50 ms
 
-    final = confirm(first, base, new, TPOT, rerun, 5)
+    final = confirm(first, base, new, RegressionSettings(TPOT), rerun, 5)
     assert seen == [(["a", "b"], 5)]
     assert [f.point_id for f in final.findings] == ["a"] and final.findings[0].test.launches == (5, 5)
     assert any("reran demo::a (still regressed), demo::b (cleared)" in n for n in final.notes)
-    untouched = confirm(check(base, base, TPOT), base, base, TPOT, rerun, 5)
+    untouched = confirm(check(base, base, RegressionSettings(TPOT)), base, base, RegressionSettings(TPOT), rerun, 5)
     assert untouched.passed and seen == [(["a", "b"], 5)]  # nothing flagged, nothing rerun
 
 
 def test_confirm_turns_an_underpowered_change_into_a_verdict():
     base = [launched("p", [50.0, 50.5, 49.5, 50.2, 49.8])]
     new = [launched("p", [60.0, 60.5], seed=20)]  # 5 vs 2 launches: p >= 1/21, above the 0.025 needed
-    first = check(base, new, DEFAULT)
+    first = check(base, new, RegressionSettings(DEFAULT))
     assert first.passed and first.flagged == [("demo", "p")]
-    final = confirm(first, base, new, DEFAULT, rerun_from({"p": 60.0}), 5)
+    final = confirm(first, base, new, RegressionSettings(DEFAULT), rerun_from({"p": 60.0}), 5)
     assert [f.kind for f in final.findings] == ["regression"]
 
     def crashed(records, launches):
         return [combine([records[0], single("p", status="failed")])]
 
-    failing = confirm(first, base, new, DEFAULT, crashed, 1)
+    failing = confirm(first, base, new, RegressionSettings(DEFAULT), crashed, 1)
     assert [(f.kind, f.message) for f in failing.findings] == [("failed", "failed: it failed")]

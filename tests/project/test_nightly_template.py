@@ -68,7 +68,7 @@ def test_local_dry_run_two_shards_merge_report_and_gate(tmp_path):
         ["bash", str(ROOT / "ci" / "dry-run.sh"), str(tmp_path)], capture_output=True, text=True, timeout=900, env=env
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert "regression gate vs nightly: PASS; 6 point(s) compared" in result.stdout
+    assert "regression check vs nightly: PASS; 6 point(s) compared" in result.stdout
     shard_ids = [{p.stem for p in (tmp_path / "night1" / f"shard{i}").rglob("*.json")} for i in (1, 2)]
     assert shard_ids[0] and shard_ids[1] and not shard_ids[0] & shard_ids[1]
     assert (tmp_path / "report1" / "index.html").exists() and (tmp_path / "report2" / "points.csv").exists()

@@ -1,6 +1,6 @@
 """Acceptance (issue #30): under pytest, `--harness-baseline` gives the gate's verdict options —
 `--harness-fail-on-unknown` (exit 4 when nothing failed but a comparison is inconclusive) and
-`--harness-gate-json FILE` (the JSON `harness gate --json` writes) — on a real tiny engine (transformers,
+`--harness-regression-json FILE` (the JSON `harness gate --json` writes) — on a real tiny engine (transformers,
 tiny-llama) in real pytest sessions."""
 
 from __future__ import annotations
@@ -60,19 +60,25 @@ def wild_baseline(pytester, baselines, tiny_llama):
     )
 
 
-def test_an_inconclusive_session_exits_4_under_fail_on_unknown_and_writes_the_gate_json(pytester, wild_baseline):
+def test_an_inconclusive_session_exits_4_under_fail_on_unknown_and_writes_the_regression_json(pytester, wild_baseline):
     out = pytester.path / "gate.json"
     result = pytester.runpytest(
-        *RUN, "--harness-results", "again", *wild_baseline, "--harness-fail-on-unknown", "--harness-gate-json", str(out)
+        *RUN,
+        "--harness-results",
+        "again",
+        *wild_baseline,
+        "--harness-fail-on-unknown",
+        "--harness-regression-json",
+        str(out),
     )
     result.assert_outcomes(passed=1)
     assert result.ret == 4, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*harness regression gate*",
+            "*harness regression check*",
             "UNKNOWN verdicts::hf-cpu-bf16 tpot_ms: *; inconclusive: *",
             "inconclusive: 1 of 1 launch-level comparison(s) *; --harness-fail-on-unknown exits 4 on them",
-            "regression gate vs wild: PASS; 1 point(s) compared; 0 different, 0 same, 1 unknown",
+            "regression check vs wild: PASS; 1 point(s) compared; 0 different, 0 same, 1 unknown",
         ]
     )
     saved = json.loads(out.read_text())  # the same document `harness gate --json` writes
@@ -92,15 +98,19 @@ def test_without_the_flag_an_inconclusive_session_passes_and_says_so(pytester, w
     result = pytester.runpytest(*RUN, "--harness-results", "again", *wild_baseline)
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["inconclusive: 1 of 1 launch-level comparison(s) *", "regression gate vs wild: PASS*"])
+    result.stdout.fnmatch_lines(
+        ["inconclusive: 1 of 1 launch-level comparison(s) *", "regression check vs wild: PASS*"]
+    )
 
 
-def test_an_unwritable_gate_json_stops_pytest_before_anything_runs(pytester, wild_baseline):
+def test_an_unwritable_regression_json_stops_pytest_before_anything_runs(pytester, wild_baseline):
     (pytester.path / "taken").mkdir()
-    result = pytester.runpytest(*RUN, "--harness-results", "again", *wild_baseline, "--harness-gate-json", "taken")
+    result = pytester.runpytest(
+        *RUN, "--harness-results", "again", *wild_baseline, "--harness-regression-json", "taken"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--harness-gate-json*taken*"])
+    result.stderr.fnmatch_lines(["*--harness-regression-json*taken*"])
     assert not (pytester.path / "again").exists()  # refused before any point ran
-    alone = pytester.runpytest(*RUN, "--harness-gate-json", "gate.json")  # no gate to report
+    alone = pytester.runpytest(*RUN, "--harness-regression-json", "gate.json")  # no gate to report
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
-    alone.stderr.fnmatch_lines(["*--harness-gate-json gate.json: needs --harness-baseline NAME*"])
+    alone.stderr.fnmatch_lines(["*--harness-regression-json gate.json: needs --harness-baseline NAME*"])

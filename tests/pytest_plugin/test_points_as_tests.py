@@ -159,14 +159,40 @@ def test_harness_baseline_gates_the_session(pytester, fake_adapters):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*harness regression gate*",
+            "*harness regression check*",
             "FAIL sweep::fake-cpu-bf16-seq64: regression: tpot_ms 0.5* -> *worse; limit 5%*",
-            "regression gate vs nightly: FAIL (2 problem(s)); 2 point(s) compared",
+            "regression check vs nightly: FAIL (2 problem(s)); 2 point(s) compared",
         ]
     )
     relaxed = pytester.runpytest("scenarios/", *gated, "--harness-max-regression", "tpot=2000%,ttft=100000%")
     assert relaxed.ret == pytest.ExitCode.OK
-    relaxed.stdout.fnmatch_lines(["regression gate vs nightly: PASS; 2 point(s) compared"])
+    relaxed.stdout.fnmatch_lines(["regression check vs nightly: PASS; 2 point(s) compared"])
+
+
+def test_the_old_gate_json_spelling_still_writes_the_regression_json_and_warns(pytester, fake_adapters):
+    """``--harness-gate-json`` (before the regression check stopped being called a gate) works for one more
+    release: the same JSON file, and one warning line naming ``--harness-regression-json``."""
+    write(pytester, BASELINE_SWEEP)
+    save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
+    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines", "-p", "no:cacheprovider")
+    relaxed = ("--harness-max-regression", "tpot=2000%,ttft=100000%")
+    old = pytester.runpytest("scenarios/", *gated, *relaxed, "--harness-gate-json", "old.json")
+    assert old.ret == pytest.ExitCode.OK
+    old.stdout.fnmatch_lines(
+        [
+            "*PytestDeprecationWarning: --harness-gate-json is deprecated and will be removed in the next release; "
+            "use --harness-regression-json",
+        ]
+    )
+    new = pytester.runpytest("scenarios/", *gated, *relaxed, "--harness-regression-json", "new.json")
+    assert new.ret == pytest.ExitCode.OK and "deprecated" not in new.stdout.str()
+    written = {name: json.loads((pytester.path / name).read_text()) for name in ("old.json", "new.json")}
+    assert [(w["baseline"], w["verdict"], w["compared"]) for w in written.values()] == [("nightly", "pass", 2)] * 2
+    both = pytester.runpytest(
+        "scenarios/", *gated, "--harness-gate-json", "a.json", "--harness-regression-json", "b.json"
+    )
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    both.stderr.fnmatch_lines(["*--harness-gate-json a.json and --harness-regression-json b.json: give one*"])
 
 
 def test_harness_baseline_flags_lost_points_but_not_deselected_ones(pytester, fake_adapters):

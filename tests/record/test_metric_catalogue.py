@@ -9,6 +9,7 @@ from harness.errors import UsageError
 from harness.measure.rounds import summarize
 from harness.records import metrics
 from harness.regression.check import check
+from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
@@ -86,10 +87,10 @@ def test_a_roofline_fraction_that_falls_fails_the_regression_check():
     # Before the catalogue the fraction was checked as lower-is-better: a 20 % fall passed.
     base, new = record("p", seed=1), record("p", seed=1)
     base.metrics["roofline_fraction"], new.metrics["roofline_fraction"] = 0.5, 0.4
-    outcome = check([base], [new], parse_thresholds("roofline_fraction=5%"))
+    outcome = check([base], [new], RegressionSettings(parse_thresholds("roofline_fraction=5%")))
     assert [f.kind for f in outcome.findings] == ["regression"]
     assert "roofline_fraction 0.5 -> 0.4 (+20.0% worse" in outcome.findings[0].message
-    assert check([new], [base], parse_thresholds("roofline=5%")).passed  # a rise is an improvement
+    assert check([new], [base], RegressionSettings(parse_thresholds("roofline=5%"))).passed  # a rise is an improvement
 
 
 def test_metrics_without_a_direction_cannot_be_checked_for_regressions():

@@ -49,7 +49,7 @@ def harness_gate(tmp_path, run_dir, *extra):
 
 def test_an_unchanged_rerun_passes(saved, capsys):
     assert harness_gate(saved, write_run(saved / "night2", seed=50)) == 0
-    assert "regression gate vs nightly: PASS; 2 point(s) compared" in capsys.readouterr().out
+    assert "regression check vs nightly: PASS; 2 point(s) compared" in capsys.readouterr().out
 
 
 def test_a_20_percent_slowdown_fails_with_the_point_and_metric(saved, capsys):

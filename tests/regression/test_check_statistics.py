@@ -9,9 +9,12 @@ import pytest
 from harness.errors import EXIT_INCOMPARABLE, UsageError
 from harness.records.record import Record
 from harness.records.samples import Launch, Samples
-from harness.regression import significance
-from harness.regression.check import check, launch_test
+from harness.regression import mann_whitney, significance
+from harness.regression.check import check, metric_test
+from harness.regression.launch_test import launches_needed
+from harness.regression.mann_whitney import MannWhitney
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
+from harness.regression.settings import RegressionSettings
 from harness.regression.spread_rule import _iqr, metric_check
 from harness.regression.thresholds import Threshold, parse_thresholds
 
@@ -28,19 +31,19 @@ def test_mann_whitney_p_values_are_exact_one_sided_and_in_case_order():
         ([10, 20, 30], [5, 25, 35], False),
         ([1, 2, 3, 4], [5, 6, 7, 8], False),  # another size: its own scipy call
     ]
-    assert significance.worse_p_values(cases) == pytest.approx([0.05, 0.15, 1.0, 0.5, 1 / 70], rel=1e-12)
-    assert significance.worse_p_values([([4, 5, 6], [1, 2, 3], True)]) == pytest.approx([0.05])
-    assert significance.worse_p_values([]) == []
+    assert mann_whitney.worse_p_values(cases) == pytest.approx([0.05, 0.15, 1.0, 0.5, 1 / 70], rel=1e-12)
+    assert mann_whitney.worse_p_values([([4, 5, 6], [1, 2, 3], True)]) == pytest.approx([0.05])
+    assert mann_whitney.worse_p_values([]) == []
 
 
 def test_the_smallest_attainable_p_and_the_launches_that_reach_a_p():
-    assert significance.min_p_value(2, 2) == pytest.approx(1 / 6)
-    assert significance.min_p_value(3, 3) == pytest.approx(0.05)
-    assert significance.min_p_value(2, 3) == pytest.approx(0.1)
-    assert significance.launches_needed(1.0) == 2
-    assert significance.launches_needed(0.05) == 3  # reached exactly counts
-    assert significance.launches_needed(0.0499) == 4
-    assert significance.launches_needed(1 / 252) == 5
+    assert mann_whitney.min_p_value(2, 2) == pytest.approx(1 / 6)
+    assert mann_whitney.min_p_value(3, 3) == pytest.approx(0.05)
+    assert mann_whitney.min_p_value(2, 3) == pytest.approx(0.1)
+    assert launches_needed(MannWhitney(), 1.0) == 2
+    assert launches_needed(MannWhitney(), 0.05) == 3  # reached exactly counts
+    assert launches_needed(MannWhitney(), 0.0499) == 4
+    assert launches_needed(MannWhitney(), 1 / 252) == 5
 
 
 def test_benjamini_hochberg_adjusts_in_the_given_order():
@@ -176,20 +179,20 @@ def _launches(*tpots: float) -> Record:
 
 
 def test_two_launches_a_side_get_a_launch_level_test_whatever_the_unit():
-    test = launch_test(TPOT, _launches(0.5, 0.5), _launches(0.6, 0.6))
+    test = metric_test(MannWhitney(), TPOT, _launches(0.5, 0.5), _launches(0.6, 0.6))
     assert test is not None and test.launches == (2, 2) and test.change == pytest.approx(0.2)
-    assert launch_test(TPOT, _launches(0.0, 0.0), _launches(0.6, 0.6)) is None
-    assert launch_test(TPOT, _launches(0.5), _launches(0.6, 0.6)) is None
+    assert metric_test(MannWhitney(), TPOT, _launches(0.0, 0.0), _launches(0.6, 0.6)) is None
+    assert metric_test(MannWhitney(), TPOT, _launches(0.5), _launches(0.6, 0.6)) is None
 
 
 def test_one_launch_a_side_is_judged_by_the_spread_rule_and_recorded():
     e2e = parse_thresholds("e2e=5%")
-    outcome = check([_one_launch(0.5, [], "e2e_ms")], [_one_launch(0.6, [], "e2e_ms")], e2e)
+    outcome = check([_one_launch(0.5, [], "e2e_ms")], [_one_launch(0.6, [], "e2e_ms")], RegressionSettings(e2e))
     (finding,) = outcome.findings
     assert finding.metric == "e2e_ms" and outcome.beyond_limit == [("demo", "p")]
     assert outcome.single_launch == []  # e2e_ms is no launch figure
-    at_limit = check([_one_launch(50.0, [])], [_one_launch(52.5, [])], [TPOT])
+    at_limit = check([_one_launch(50.0, [])], [_one_launch(52.5, [])], RegressionSettings([TPOT]))
     assert at_limit.findings == [] and at_limit.beyond_limit == [] and at_limit.single_launch == [("demo", "p")]
     for old, new in ((50.0, None), (None, 60.0), (0.0, 60.0)):
-        quiet = check([_one_launch(old, [])], [_one_launch(new, [])], [TPOT])
+        quiet = check([_one_launch(old, [])], [_one_launch(new, [])], RegressionSettings([TPOT]))
         assert quiet.findings == [] and quiet.beyond_limit == [] and quiet.single_launch == []

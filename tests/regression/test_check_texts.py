@@ -12,6 +12,7 @@ from harness.records.correctness import Correctness
 from harness.records.record import Record
 from harness.records.samples import Launch, Samples
 from harness.regression.check import check, index
+from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
 
 TPOT = parse_thresholds("tpot=5%")[0]
@@ -43,30 +44,30 @@ def test_the_same_point_twice_is_refused_with_its_side_and_name():
         "new records: point demo::p appears twice; combine records from several runners with `harness merge` first"
     )
     with pytest.raises(UsageError, match=r"^baseline: point demo::p appears twice"):
-        check([_record(), _record()], [_record()], [TPOT])
+        check([_record(), _record()], [_record()], RegressionSettings([TPOT]))
     with pytest.raises(UsageError, match=r"^new records: point demo::p appears twice"):
-        check([_record()], [_record(), _record()], [TPOT])
+        check([_record()], [_record(), _record()], RegressionSettings([TPOT]))
     assert list(index([_record("a"), _record("b")], "x")) == [("demo", "a"), ("demo", "b")]
 
 
 def test_an_empty_baseline_or_one_with_nothing_in_common_is_refused():
     with pytest.raises(UsageError) as found:
-        check([], [_record()], [TPOT])
+        check([], [_record()], RegressionSettings([TPOT]))
     assert str(found.value) == (
         "the baseline holds no records, so nothing can be compared; save one from a complete run with "
         "`harness baseline save`"
     )
     with pytest.raises(UsageError) as found:
-        check([_record("a", scenario="b2"), _record("b", scenario="a1")], [_record("c")], [TPOT])
+        check([_record("a", scenario="b2"), _record("b", scenario="a1")], [_record("c")], RegressionSettings([TPOT]))
     assert str(found.value) == (
         "the baseline has no records in common with the results, so nothing can be compared (baseline: 2 "
         "point(s) of scenarios a1, b2; results: 1 point(s) of scenarios demo)"
     )
     with pytest.raises(UsageError, match=r"results: 0 point\(s\) of scenarios none\)$"):
-        check([_record()], [], [TPOT])
+        check([_record()], [], RegressionSettings([TPOT]))
     with pytest.raises(UsageError, match=r"^the baseline has no records in common"):  # common, but out of scope
-        check([_record()], [_record()], [TPOT], scope={("demo", "other")})
-    assert check([_record()], [_record()], [TPOT], scope={("demo", "p")}).compared == 1
+        check([_record()], [_record()], RegressionSettings([TPOT]), scope={("demo", "other")})
+    assert check([_record()], [_record()], RegressionSettings([TPOT]), scope={("demo", "p")}).compared == 1
 
 
 # --- failures, agreement and accuracy ---------------------------------------------------------------
@@ -88,7 +89,7 @@ def test_failed_and_timed_out_points_fail_unless_the_baseline_failed_too():
         _record("e", status="timeout", reason="hung"),
         _record("f", status="failed", reason="new point"),  # not in the baseline at all
     ]
-    outcome = check(base, new, [TPOT])
+    outcome = check(base, new, RegressionSettings([TPOT]))
     assert _texts(outcome) == [
         "FAIL demo::a: failed: failed: boom",
         "FAIL demo::e: failed: timeout: hung",
@@ -114,7 +115,7 @@ def test_a_failed_agreement_and_a_failed_margin_are_findings_with_their_reasons(
         _record("f", accuracy=Accuracy(verdict="pass", paired={"arc": {"acc": margin}})),
         _record("g", accuracy=Accuracy(verdict="fail", paired={"arc": {"acc": margin, "acc_norm": margin}})),
     ]
-    outcome = check([_record(r.point_id) for r in new], new, [TPOT])
+    outcome = check([_record(r.point_id) for r in new], new, RegressionSettings([TPOT]))
     assert _texts(outcome) == [
         "FAIL demo::a: agreement: top-5 agreement fails: first; second",
         "FAIL demo::b: agreement: top-3 agreement fails: see the record",
@@ -145,7 +146,7 @@ def test_points_lost_or_skipped_since_the_baseline_fail_and_those_that_did_not_r
         _record("kept"),
     ]
     scope = {("demo", p.point_id) for p in base} - {("demo", "out-of-scope")}
-    outcome = check(base, new, [TPOT], scope=scope)
+    outcome = check(base, new, RegressionSettings([TPOT]), scope=scope)
     assert _texts(outcome) == [
         "FAIL demo::failed-now: failed: failed: r",
         "FAIL demo::gone: missing: ran in the baseline, no record now",
@@ -159,16 +160,16 @@ def test_a_point_whose_fingerprint_differs_is_incomparable_unless_the_difference
         return _record(point_id, adapter={"engine": engine, "dtype": dtype})
 
     base, new = [side("cpu", "f32"), side("cpu", "f32", "q")], [side("gpu", "f16"), side("cpu", "f32", "q")]
-    outcome = check(base, new, [TPOT])
+    outcome = check(base, new, RegressionSettings([TPOT]))
     (finding,) = outcome.incomparable
     assert str(finding) == (
         "INCOMPARABLE demo::p: engine: 'cpu' -> 'gpu'; dtype: 'f32' -> 'f16' (baseline -> new); figures not judged "
         "— rerun the baseline here, or pass --accept-difference engine,dtype to compare anyway"
     )
     assert finding.kind == "incomparable" and outcome.findings == [] and outcome.compared == 1
-    partly = check(base, new, [TPOT], accept=frozenset({"engine"})).incomparable
+    partly = check(base, new, RegressionSettings([TPOT], accept=frozenset({"engine"}))).incomparable
     assert [f.message.split(" (")[0] for f in partly] == ["dtype: 'f32' -> 'f16'"]
-    accepted = check(base, new, [TPOT], accept=frozenset({"engine", "dtype"}))
+    accepted = check(base, new, RegressionSettings([TPOT], accept=frozenset({"engine", "dtype"})))
     assert accepted.incomparable == [] and accepted.compared == 2
 
 
@@ -183,7 +184,7 @@ def test_excluded_and_disturbed_launches_are_noted_per_side():
         "may be the machine's, not the build's — rerun on a quiet machine"
     )
     failed = _record("f", status="failed")  # a note before them: theirs are added to it, not put in its place
-    notes = check([failed, base], [failed, new], [TPOT]).notes
+    notes = check([failed, base], [failed, new], RegressionSettings([TPOT])).notes
     assert notes[:8] == [
         "demo::f: still failed, as in the baseline",
         "demo::p: baseline launch 1/3 excluded from the significance test: canary moved",
@@ -194,7 +195,9 @@ def test_excluded_and_disturbed_launches_are_noted_per_side():
         f"demo::p: baseline: {disturbed}",
         f"demo::p: new: {disturbed}",
     ]
-    quiet = check([_launches(10.0, 10.1, 10.2)], [_launches(10.0, 10.1, 10.2, excluded=(0,))], [TPOT]).notes
+    quiet = check(
+        [_launches(10.0, 10.1, 10.2)], [_launches(10.0, 10.1, 10.2, excluded=(0,))], RegressionSettings([TPOT])
+    ).notes
     assert quiet[0] == "demo::p: new launch 1/3 excluded from the significance test: canary moved"
     assert not any("undisturbed" in note for note in quiet)
 
@@ -206,7 +209,7 @@ def test_agreement_going_from_pass_to_drift_is_noted_and_nothing_else_is():
     pairs = [("pass", "drift"), ("drift", "drift"), ("pass", "pass"), ("drift", "pass"), ("pass", "drift")]
     base = [side(b, f"p{i}") for i, (b, _) in enumerate(pairs)]
     new = [side(n, f"p{i}") for i, (_, n) in enumerate(pairs)]
-    assert check(base, new, [TPOT]).notes == [
+    assert check(base, new, RegressionSettings([TPOT])).notes == [
         "demo::p0: agreement went from pass to drift",
         "demo::p4: agreement went from pass to drift",
     ]
@@ -224,21 +227,27 @@ def test_one_launch_points_are_listed_once_each_and_the_list_is_cut_at_five():
     def note(outcome):
         return outcome.notes[-1]
 
-    five = check([side(f"p{i}", 50.0) for i in range(5)], [side(f"p{i}", 50.0) for i in range(5)], two)
+    five = check(
+        [side(f"p{i}", 50.0) for i in range(5)], [side(f"p{i}", 50.0) for i in range(5)], RegressionSettings(two)
+    )
     assert five.single_launch == [("demo", f"p{i}") for i in range(5)]
     assert note(five) == (
         "5 point(s) judged without launch statistics (under two launches measured a metric on a side): "
         "demo::p0, demo::p1, demo::p2, demo::p3, demo::p4; threshold and per-round spread only, which "
         "launch-to-launch noise can trip; set measurement.launches: 5 (baseline and new run) for a launch-level test"
     )
-    seven = check([side(f"p{i}", 50.0) for i in range(7)], [side(f"p{i}", 50.0) for i in range(7)], two)
+    seven = check(
+        [side(f"p{i}", 50.0) for i in range(7)], [side(f"p{i}", 50.0) for i in range(7)], RegressionSettings(two)
+    )
     assert note(seven).startswith(
         "7 point(s) judged without launch statistics (under two launches measured a metric on a side): "
         "demo::p0, demo::p1, demo::p2, demo::p3, demo::p4 and 2 more; threshold"
     )
-    six = check([side(f"p{i}", 50.0) for i in range(6)], [side(f"p{i}", 50.0) for i in range(6)], two)
+    six = check(
+        [side(f"p{i}", 50.0) for i in range(6)], [side(f"p{i}", 50.0) for i in range(6)], RegressionSettings(two)
+    )
     assert "demo::p4 and 1 more; threshold" in note(six)
-    assert check([side("p", 50.0)], [side("p", 50.0)], two).notes == [
+    assert check([side("p", 50.0)], [side("p", 50.0)], RegressionSettings(two)).notes == [
         "1 point(s) judged without launch statistics (under two launches measured a metric on a side): "
         "demo::p; threshold and per-round spread only, which launch-to-launch noise can trip; set "
         "measurement.launches: 5 (baseline and new run) for a launch-level test"
@@ -252,7 +261,7 @@ def test_a_one_launch_change_within_the_spread_is_a_note_and_past_it_a_finding()
     outcome = check(
         [side("a", 50.0, [40.0, 60.0]), side("b", 50.0, [49.0, 51.0])],
         [side("a", 60.0, []), side("b", 60.0, [])],
-        [TPOT],
+        RegressionSettings([TPOT]),
     )
     assert outcome.notes[0] == "demo::a: tpot_ms +20.0% is within the measured spread (10)"
     (finding,) = outcome.findings
@@ -267,7 +276,7 @@ _LAUNCH_NOTE = "launch-level test of 1 metric(s): one-sided Mann-Whitney U, Benj
 
 
 def test_a_significant_regression_is_a_finding_with_its_test_and_interval():
-    outcome = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2)], [TPOT])
+    outcome = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2)], RegressionSettings([TPOT]))
     (finding,) = outcome.findings
     (test,) = outcome.tests
     assert str(finding) == (
@@ -282,7 +291,7 @@ def test_a_significant_regression_is_a_finding_with_its_test_and_interval():
 
 
 def test_a_regression_without_spread_has_no_interval_in_its_message():
-    outcome = check([_launches(10.0, 10.0, 10.0)], [_launches(12.0, 12.0, 12.0)], [TPOT])
+    outcome = check([_launches(10.0, 10.0, 10.0)], [_launches(12.0, 12.0, 12.0)], RegressionSettings([TPOT]))
     assert _texts(outcome) == [
         "FAIL demo::p: regression: tpot_ms 10 -> 12 (+20.0% worse; limit 5%; 3 vs 3 launches, "
         "Mann-Whitney p=0.05, q=0.05; ratio 1.200)"
@@ -293,16 +302,16 @@ def test_a_higher_is_better_metric_is_tested_in_its_worse_direction():
     tps = parse_thresholds("decode_tokens_per_s=5%")
     base = _launches(100.0, 101.0, 102.0, metric="decode_tokens_per_s")
     new = _launches(80.0, 81.0, 82.0, metric="decode_tokens_per_s")
-    outcome = check([base], [new], tps)
+    outcome = check([base], [new], RegressionSettings(tps))
     (test,) = outcome.tests
     assert test.p_value == pytest.approx(0.05) and test.higher_is_better
     assert [f.kind for f in outcome.findings] == ["regression"]
-    better = check([new], [base], tps)
+    better = check([new], [base], RegressionSettings(tps))
     assert better.findings == [] and better.tests[0].p_value == pytest.approx(1.0)
 
 
 def test_too_few_launches_to_show_a_change_is_a_note_with_the_power_needed():
-    outcome = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1)], [TPOT])
+    outcome = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1)], RegressionSettings([TPOT]))
     assert outcome.findings == [] and outcome.beyond_limit == [("demo", "p")]
     assert outcome.notes == [
         "demo::p: tpot_ms +19.9% worse (limit 5%) but too few launches to show it (2 vs 2 launches reach "
@@ -316,7 +325,9 @@ def test_too_few_launches_to_show_a_change_is_a_note_with_the_power_needed():
 
 
 def test_a_change_short_of_significance_is_launch_noise_even_at_the_lone_p():
-    outcome = check([_launches(10.0, 11.0, 12.0, 13.0, 14.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], [TPOT])
+    outcome = check(
+        [_launches(10.0, 11.0, 12.0, 13.0, 14.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], RegressionSettings([TPOT])
+    )
     assert outcome.findings == [] and outcome.tests[0].verdict == "unknown"
     assert outcome.notes == [
         "demo::p: tpot_ms +8.3% worse (limit 5%) but not significant over 5 vs 5 launches (p=0.22, q=0.22 > "
@@ -324,7 +335,7 @@ def test_a_change_short_of_significance_is_launch_noise_even_at_the_lone_p():
         _LAUNCH_NOTE,
     ]
     # 3 vs 3 launches reach p = 0.05, exactly the lone p: significance was reachable, so it is noise too
-    at_lone = check([_launches(10.0, 12.0, 14.0)], [_launches(11.0, 13.0, 15.0)], [TPOT])
+    at_lone = check([_launches(10.0, 12.0, 14.0)], [_launches(11.0, 13.0, 15.0)], RegressionSettings([TPOT]))
     assert at_lone.notes[0].startswith("demo::p: tpot_ms +8.3% worse (limit 5%) but not significant over 3 vs 3")
     assert at_lone.notes[1:] == [_LAUNCH_NOTE]
 
@@ -332,7 +343,7 @@ def test_a_change_short_of_significance_is_launch_noise_even_at_the_lone_p():
 def test_the_power_note_follows_the_weakest_test_and_the_fdr_given():
     base = [_launches(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), _launches(10.0, 10.1, point_id="b")]
     new = [_launches(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), _launches(10.0, 10.1, point_id="b")]
-    outcome = check(base, new, [TPOT], fdr=0.1)
+    outcome = check(base, new, RegressionSettings([TPOT], fdr=0.1))
     assert outcome.fdr == 0.1 and [t.point_id for t in outcome.tests] == ["a", "b"]
     assert outcome.notes == [
         "launch-level test of 2 metric(s): one-sided Mann-Whitney U, Benjamini-Hochberg FDR 0.1",
@@ -340,7 +351,7 @@ def test_the_power_note_follows_the_weakest_test_and_the_fdr_given():
         "for a lone regression (3 launches a side would do), so only regressions shared by several points can show",
     ]
     strong = [_launches(*[10.0] * 6, point_id="a"), _launches(*[10.0] * 6, point_id="b")]
-    assert check(strong, strong, [TPOT]).notes == [
+    assert check(strong, strong, RegressionSettings([TPOT])).notes == [
         "launch-level test of 2 metric(s): one-sided Mann-Whitney U, Benjamini-Hochberg FDR 0.05"
     ]
 
@@ -348,23 +359,25 @@ def test_the_power_note_follows_the_weakest_test_and_the_fdr_given():
 def test_only_tests_past_their_limit_are_worded_whatever_their_order():
     base = [_launches(10.0, 10.1, 10.2, point_id="a"), _launches(10.0, 10.1, 10.2, point_id="b")]
     new = [_launches(10.0, 10.1, 10.2, point_id="a"), _launches(12.0, 12.1, 12.2, point_id="b")]
-    outcome = check(base, new, [TPOT], fdr=0.1)
+    outcome = check(base, new, RegressionSettings([TPOT], fdr=0.1))
     assert [f.point_id for f in outcome.findings] == ["b"] and outcome.beyond_limit == [("demo", "b")]
     assert outcome.tests[1].q_value == pytest.approx(0.1)  # BH: p 0.05 ranked first of two
     assert "Mann-Whitney p=0.05, q=0.1;" in outcome.findings[0].message
 
 
 def test_unequal_launch_counts_are_named_baseline_first():
-    too_few = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1, 12.2)], [TPOT]).notes
+    too_few = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1, 12.2)], RegressionSettings([TPOT])).notes
     assert too_few[0].startswith("demo::p: tpot_ms +20.4% worse (limit 5%) but too few launches to show it (2 vs 3 ")
     assert "(2 vs 3 launches reach p >= 0.1; a lone regression among 1 tests needs p <= 0.05)" in too_few[0]
     assert too_few[2].startswith("power: with 2 vs 3 launches the smallest attainable p is 0.1, and 1 test(s)")
-    found = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2, 12.3)], [TPOT])
+    found = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2, 12.3)], RegressionSettings([TPOT]))
     assert _texts(found) == [
         "FAIL demo::p: regression: tpot_ms 10.1 -> 12.15 (+20.3% worse; limit 5%; 3 vs 4 launches, "
         "Mann-Whitney p=0.029, q=0.029; ratio 1.203 [95% CI 1.181, 1.225])"
     ]
-    noise = check([_launches(10.0, 11.0, 12.0, 13.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], [TPOT]).notes
+    noise = check(
+        [_launches(10.0, 11.0, 12.0, 13.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], RegressionSettings([TPOT])
+    ).notes
     assert noise[0] == (
         "demo::p: tpot_ms +13.0% worse (limit 5%) but not significant over 4 vs 5 launches (p=0.13, q=0.13 > "
         "0.05): within launch-to-launch noise"

@@ -11,6 +11,7 @@ from harness.records.record import Record
 from harness.records.samples import Launch, Samples
 from harness.regression import verdicts
 from harness.regression.check import check
+from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
 
 TPOT = parse_thresholds("tpot=5%")[0]
@@ -33,7 +34,9 @@ BASE = (10.0, 10.1, 9.9, 10.05, 9.95)
 
 
 def _test(base, new, threshold=TPOT, metric="tpot_ms"):
-    outcome = check([_launches(*base, metric=metric)], [_launches(*new, metric=metric)], [threshold])
+    outcome = check(
+        [_launches(*base, metric=metric)], [_launches(*new, metric=metric)], RegressionSettings([threshold])
+    )
     (found,) = outcome.tests
     return outcome, found
 
@@ -138,7 +141,7 @@ def test_an_inconclusive_test_fails_the_check_only_when_asked_and_never_hides_a_
     failing = check(
         [_launches(*BASE), _launches(10.0, 10.5, 9.5, 10.2, 9.8, point_id="q")],
         [_launches(*(v * 1.2 for v in BASE)), _launches(10.2, 10.7, 9.7, 10.4, 10.0, point_id="q")],
-        [TPOT],
+        RegressionSettings([TPOT]),
     )
     assert [t.verdict for t in failing.tests] == [verdicts.DIFFERENT, verdicts.UNKNOWN]
     assert failing.exit_status(fail_on_unknown=True) == 1  # the failure's code, not the inconclusive one

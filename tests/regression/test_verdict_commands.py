@@ -91,7 +91,7 @@ def test_the_same_night_is_same_and_passes(night, capsys):
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "SAME verdicts::hf-cpu-bf16 tpot_ms: +0.0% [95% CI " in printed
-    assert "regression gate vs same: PASS; 1 point(s) compared; 0 different, 1 same, 0 unknown" in printed
+    assert "regression check vs same: PASS; 1 point(s) compared; 0 different, 1 same, 0 unknown" in printed
 
 
 def test_an_inconclusive_night_is_said_and_fails_only_when_asked(night, capsys):
