@@ -1,5 +1,5 @@
 """Names vulture (``vulture harness/ scripts/vulture_whitelist.py --min-confidence 60``) cannot see used: code that
-frameworks call by name. tests/test_tooling.py runs vulture with this file, so new dead code fails; a name
+frameworks call by name. tests/project/test_tooling.py runs vulture with this file, so new dead code fails; a name
 belongs here only when something outside harness/ reads it (say what)."""
 
 # pydantic models' fields, validators and config; dataclass fields written to records and reports
