@@ -203,6 +203,24 @@ def test_device_side_faults_on_an_int8_point_fail_against_its_own_weights(write_
     assert len(list(reference_dir.glob("tiny-llama/same-weights/*.json"))) == 1
 
 
+@needs_openvino
+def test_the_openvino_twin_runs_one_path_on_every_cpu(tiny_llama):
+    """The twin pins f32 and dynamic quantization off: a CPU with int8 dot products (AVX512-VNNI, AVX-VNNI)
+    would otherwise quantize its matmuls' inputs where an AVX2-only one does not, under one reference key."""
+    from harness.adapters.openvino import export, twin
+    from harness.models.sources import cache_dir
+    from harness.records.precision import from_openvino_type
+
+    ir_dir = export.artefact(tiny_llama, "int8_sym", {}, cache_dir())
+    found = twin.twin(ir_dir, 2)
+    with found.open("reference") as steps:
+        steps.prefill([0, 1])
+        compiled = steps._request.get_compiled_model()
+        assert compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE") == 0
+        assert from_openvino_type(compiled.get_property("INFERENCE_PRECISION_HINT")) == "f32"
+    assert "no dynamic quantization" in found.engine and found.key.endswith("/cpu-f32-nodq")
+
+
 @needs_llamacpp
 def test_a_quantized_gguf_passes_against_the_same_gguf_on_the_cpu_backend(write_scenario, reference_dir, tiny_llama):
     records = verify(write_scenario, reference_dir, ["llamacpp"], "cpu", ["int8_sym"])

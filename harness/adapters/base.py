@@ -82,7 +82,7 @@ class Twin:
     computes the reference, ``"floor"`` the identical-weights noise floor, a run that differs from it
     only in what should not matter (``floor_method`` says what)."""
 
-    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision"
+    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision, ..."
     weights: str  # the file it runs
     key: str  # identity of those weights and that path, the same on every runner (stored reference's key)
     floor_method: str

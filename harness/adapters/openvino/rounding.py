@@ -56,9 +56,10 @@ class Settings:
 
     def words(self) -> str:
         ran = {None: "not measured", True: "ran", False: "did not run"}[self.quantized_inputs]
+        asked = f" (dynamic quantization {ran})" if self.dynamic_group else ""
         return (
-            f"INFERENCE_PRECISION_HINT {self.precision}, DYNAMIC_QUANTIZATION_GROUP_SIZE {self.dynamic_group} "
-            f"(dynamic quantization {ran}), FullyConnected kernels {', '.join(sorted(self.kernels)) or 'none'}, "
+            f"INFERENCE_PRECISION_HINT {self.precision}, DYNAMIC_QUANTIZATION_GROUP_SIZE {self.dynamic_group}{asked}, "
+            f"FullyConnected kernels {', '.join(sorted(self.kernels)) or 'none'}, "
             f"KV cache {', '.join(sorted(self.kv_cache)) or 'none'}"
         )
 
