@@ -15,7 +15,7 @@ SCENARIO = """
 model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1}
+measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}  # 2: OpenVINO 2026.4.1 dies compiling bf16 at 1 thread on AMX CPUs (compile_probe)
 sweep:
   adapter: [hf]
   device: [cpu]

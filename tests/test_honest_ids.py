@@ -24,7 +24,7 @@ name: honest
 model: tiny-llama
 prompts: ["The river"]
 generation: {max_new_tokens: 3}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}  # 2: OpenVINO 2026.4.1 dies compiling bf16 at 1 thread on AMX CPUs (compile_probe)
 sweep:
   adapter: [ADAPTER]
   device: [DEVICE]

@@ -8,18 +8,6 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from harness.cli.regression_options import (  # noqa: F401 - re-exported: callers import them from here
-    accepted_differences,
-    add_accept_option,
-    add_baseline_options,
-    add_regression_options,
-    add_unknown_option,
-    gate_json_flag,
-    gate_json_path,
-    regression_fdr,
-    unknown_exit,
-)
-
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
 MIN_MEMORY_LIMIT_MB = 1024  # below this the worker cannot import an engine: every point would fail alike
 
@@ -70,7 +58,7 @@ def add_plan_options(add, prefix: str = "") -> None:
 def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``).
     ``results_help``: ``--results`` has no default (None: write no records) and this help (``harness verify``)."""
-    from harness.scenario.schema import MAX_LAUNCHES
+    from harness.scenario.fields import MAX_LAUNCHES
 
     add_plan_options(add, prefix)
     add(
@@ -160,7 +148,7 @@ def runner_from(options, check: bool = True, **overrides):
     """A Runner configured by the shared options (an argparse Namespace or pytest's option object).
     ``check``: refuse unwritable output directories now (the pytest plugin checks once points are
     collected, so a session that runs no point never needs them)."""
-    from harness.records.store import REFERENCE_DIR
+    from harness.io import REFERENCE_DIR
     from harness.run.isolation import Limits
     from harness.run.runner import Runner
 

@@ -186,9 +186,9 @@ class Worker:
             relay.poll()
 
     def _record(self, index: int):
-        from harness.records import store as results
+        from harness.records import store
 
-        record = results.read(self.work / f"record-{index}.json")
+        record = store.read(self.work / f"record-{index}.json")
         for message in record.log:  # the worker's progress lines, in order
             self.log(message)
         record.log = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from harness.models import sources as models
+from harness.models import sources
 from harness.run.isolation import Limits, Worker
 
 
@@ -36,7 +36,7 @@ class WorkerPool:
 
     def run(self, scenario, point, verify: bool = True, progress: Callable[[str], None] = lambda phase: None):
         """The point's record from the group's worker (a fresh one when the group changed)."""
-        key = (models.spec_key(scenario.model), point.adapter, verify)
+        key = (sources.spec_key(scenario.model), point.adapter, verify)
         if self.mode == "point" or key != self.key:
             self.close()
         if self.worker is None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 from harness.errors import HarnessError, writing
-from harness.measure import launches as stats
-from harness.models import sources as models
-from harness.records import store as results
+from harness.measure.launches import combine
+from harness.models import sources
+from harness.records import store
 from harness.records.record import Record
 from harness.run import lifecycle, steps
 from harness.run.isolation import MODES, Limits
@@ -27,7 +27,7 @@ from harness.scenario.sweep import Point, expand
 
 @dataclass
 class Runner:
-    """Runs points and writes their records; one ``Session`` holds what points share (resolved models,
+    """Runs points and writes their records; one ``Session`` holds what points share (resolved sources,
     references, the energy meter), so a sweep converts each model once.
 
     ``isolation``: ``worker`` (persistent isolated workers, one per group of points sharing an engine and
@@ -128,11 +128,11 @@ class Runner:
         return wants_launch(scenario.measurement, launches, self.timing, lambda: self.launches_of(scenario, point))
 
     def _merged(self, launches: list[Record]) -> Record:
-        record = stats.combine(launches)
+        record = combine(launches)
         if not self.timing:  # `harness verify`: the gate's record, beside (never over) the point's run record
             record = record.as_verify_only()
         if self.results_dir is not None:
-            results.write(record, self.results_dir)
+            store.write(record, self.results_dir)
         return record
 
     # --- sweeps ----------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class Runner:
             for scenario, point in work:
                 where = Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
                 where = where if self.timing else where.as_verify_only()  # the file this run would write
-                results.refuse_newer(results.record_path(self.results_dir, where))
+                store.refuse_newer(store.record_path(self.results_dir, where))
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
         order = sorted(
@@ -186,7 +186,7 @@ class Runner:
             key=lambda i: groups.setdefault(_group(*work[i]), len(groups)),
         )
         if self.results_dir is not None:  # room for the records of the points to run, before any runs
-            results.check_free_space(self.results_dir, len(order))
+            store.check_free_space(self.results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.launches_of(*work[i]) for i in order)
         try:
@@ -270,11 +270,11 @@ class Runner:
         configuration matches."""
         if self.results_dir is None:
             return None
-        path = results.record_path(
+        path = store.record_path(
             self.results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
         )
         try:
-            record = results.read(path)
+            record = store.read(path)
         except (OSError, ValueError):
             return None
         same = record.point == point.axes() and self.session.same_settings(record.settings, scenario)
@@ -287,4 +287,4 @@ class Runner:
 
 def _group(scenario: Scenario, point: Point) -> tuple:
     """Points that share a worker: same engine and model (and so the conversion artefacts)."""
-    return models.spec_key(scenario.model), point.adapter
+    return sources.spec_key(scenario.model), point.adapter

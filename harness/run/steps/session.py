@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from harness.models import sources as models
+from harness.models import sources
 from harness.records import environment
 from harness.records.samples import CanaryCalibration
 from harness.scenario.schema import Scenario
@@ -46,7 +46,7 @@ class Session:
     # The current point's phase ("converting the model", "timing round 2/4", "gate prompt 1/2"), e.g.
     # a progress bar's postfix; an isolated worker relays it through a file (harness.run.isolation).
     progress: Callable[[str], None] = field(default=lambda phase: None, repr=False)
-    _models: dict[str, models.ResolvedModel] = field(default_factory=dict, repr=False)
+    _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
     _environment: Optional[dict] = field(default=None, repr=False)
@@ -89,7 +89,7 @@ class Session:
 
     @property
     def reference_store(self) -> Path:
-        from harness.records.store import REFERENCE_DIR
+        from harness.io import REFERENCE_DIR
 
         return self.reference_dir or Path("results") / REFERENCE_DIR
 
@@ -124,15 +124,15 @@ class Session:
         return as_stored(_with_defaults(stored, scenario, SETTINGS_PARTS)) == as_stored(cls.settings_of(scenario))
 
     def has_model(self, scenario: Scenario) -> bool:
-        return models.spec_key(scenario.model) in self._models
+        return sources.spec_key(scenario.model) in self._models
 
-    def model(self, scenario: Scenario) -> models.ResolvedModel:
-        key = models.spec_key(scenario.model)
+    def model(self, scenario: Scenario) -> sources.ResolvedModel:
+        key = sources.spec_key(scenario.model)
         if key not in self._models:
-            self._models[key] = models.resolve(scenario.model, self.cache_dir)
+            self._models[key] = sources.resolve(scenario.model, self.cache_dir)
             return self._models[key]  # only the first point pays (and reports) conversion
         cached = self._models[key]
-        return models.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
+        return sources.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
 
     def reference(self, path: Path, compute: Callable[[], Any]) -> Any:
         if path not in self._references:

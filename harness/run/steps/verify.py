@@ -1,14 +1,16 @@
-"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task accuracy."""
+"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task evaluate."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from harness.adapters.base import Adapter, now_ns
+from harness.adapters.base import Adapter
+from harness.adapters.trace import now_ns
+from harness.correctness.outcome import GateConfig, NotRun, format_failures
 from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL
-from harness.records.record import Accuracy, Correctness, GatePath, ReferenceInfo
+from harness.records.accuracy import Accuracy
+from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.resolve import ResolvedPoint
 from harness.run.steps.session import Session
@@ -74,10 +76,10 @@ def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]
     spec = scenario.accuracy
     if spec is None or not spec.reference or not session.timing:
         return None
-    from harness.accuracy import evaluate as accuracy
+    from harness.accuracy import evaluate
     from harness.accuracy.reference import reference
 
-    if accuracy.unavailable():
+    if evaluate.unavailable():
         return None
     dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
     key = (model.name, model.checksum, tuple(spec.tasks), spec.limit, spec.num_fewshot, dtype)
@@ -102,7 +104,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     spec = resolved.scenario.gate
     point = resolved.point
     fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
-    config = gate.GateConfig(
+    config = GateConfig(
         k=spec.k,
         mode=spec.mode,
         drift_factor=spec.drift_factor,
@@ -118,7 +120,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         )
 
     result = run_gate(reference)
-    if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
+    if isinstance(result, NotRun):  # the engine exposes neither logits nor forced tokens here
         return Contribution(updates={"correctness": Correctness(skipped=result.why)})
     found_power = None
     if spec.power is not None:
@@ -144,7 +146,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     )
     part.power = found_power
     part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
-    part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+    part.report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found.to_dict()
@@ -172,11 +174,12 @@ def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
 def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Contribution:
     """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference.Reference``)
     the delta, its paired test and interval, and the non-inferiority verdict."""
-    from harness.accuracy import evaluate as tasks
+    from harness.accuracy.evaluate import evaluate as evaluate_tasks
+    from harness.accuracy.evaluate import unavailable
     from harness.correctness.reference import eos_ids
 
     spec = resolved.scenario.accuracy
-    reason = tasks.unavailable()
+    reason = unavailable()
     if reason:  # timing and the gate still stand; the record says why accuracy is missing
         return Contribution(updates={"accuracy": Accuracy(skipped=reason)})
     from harness.accuracy.lm_eval_model import HarnessLM
@@ -185,7 +188,7 @@ def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Refe
     start = now_ns()
     lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), model.engine_name(point_id))
     try:
-        scores, outcomes = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+        scores, outcomes = evaluate_tasks(lm, spec.tasks, spec.limit, spec.num_fewshot)
     except Unsupported as exc:  # an engine with neither logits nor generation to score
         return Contribution(updates={"accuracy": Accuracy(skipped=str(exc))})
     part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
