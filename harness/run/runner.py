@@ -27,7 +27,7 @@ from harness.scenario.sweep import Point, expand
 
 @dataclass
 class Runner:
-    """Runs points and writes their records; one ``Session`` holds what points share (resolved sources,
+    """Runs points and writes their records; one ``Session`` holds what points share (resolved models,
     references, the energy meter), so a sweep converts each model once.
 
     ``isolation``: ``worker`` (persistent isolated workers, one per group of points sharing an engine and

@@ -1,4 +1,4 @@
-"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task evaluate."""
+"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task accuracy."""
 
 from __future__ import annotations
 
