@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from harness.adapters.openvino import rounding
-
 from tests.machine import cpu_has_int8_dot_product, openvino_cpu_precision
 
 SCENARIO = """

@@ -16,7 +16,6 @@ import pytest
 from harness import cli
 from harness.records import store
 from harness.records.precision import from_openvino_type
-
 from tests.machine import cpu_has_bf16
 
 SCENARIO = """
