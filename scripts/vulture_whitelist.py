@@ -172,7 +172,7 @@ TEMPLATE  # unused variable (harness/report/sections/points.py)
 TEMPLATE  # unused variable (harness/report/sections/spread.py)
 TEMPLATE  # unused variable (harness/report/sections/time_split.py)
 TEMPLATE  # unused variable (harness/report/sections/warnings.py)
-_.diagnosis  # unused attribute (harness/run/steps/verify.py)
+_.diagnosis  # unused attribute (harness/run/steps/check_correctness.py)
 __getattr__  # unused function (harness/sdk.py)
 prefill_violations  # unused variable (harness/correctness/outcome.py): the record's per-prompt count, read by tests
 _.prefill_violations  # unused attribute (harness/correctness/prefill.py)

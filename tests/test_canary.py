@@ -11,6 +11,7 @@ from harness.records.record import Launch, Record, launch_values
 from harness.records.samples import CanaryCalibration
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 
 from .records import record
@@ -69,7 +70,7 @@ def test_disturbed_launches_are_rerun_a_bounded_number_of_times(
           adapter: [fake]
         """)
     )
-    runner = Runner(results_dir=tmp_path, isolation="none", energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
     (point,) = expand(loaded)
     merged = runner.run_point(loaded, point)
     assert len(merged.samples.launches) == expected

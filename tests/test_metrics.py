@@ -11,6 +11,7 @@ from harness.records import metrics
 from harness.regression.check import check, parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 
 from .records import record, rounds
@@ -19,7 +20,10 @@ from .test_verify import ForcedTop1Adapter
 
 def run_points(write_scenario, tmp_path, text: str, name: str):
     loaded = planning.load(write_scenario(text, name))
-    return [Runner(results_dir=tmp_path / "results", cache_dir=None).run_point(loaded, p) for p in expand(loaded)]
+    return [
+        Runner(RunSettings(results_dir=tmp_path / "results", cache_dir=None)).run_point(loaded, p)
+        for p in expand(loaded)
+    ]
 
 
 def uncatalogued(records) -> dict[str, set[str]]:
