@@ -143,6 +143,9 @@ PointLM  # unused class (harness/run/point_lm.py)
 _.create_from_arg_string  # unused method (harness/run/point_lm.py)
 additional_config  # unused variable (harness/run/point_lm.py)
 _.create_from_arg_obj  # unused method (harness/run/point_lm.py)
+# launchers named by module:class in LAUNCHERS (harness/run/launchers/__init__.py), imported when chosen
+InProcessLauncher  # unused class (harness/run/launchers/in_process.py)
+PointLauncher  # unused class (harness/run/launchers/isolated.py)
 
 # entry points and hooks: pytest hooks, the adapters' entry points (pyproject.toml), the lm-eval .pth hook, module __getattr__, report sections
 install  # unused function (harness/lm_eval_hook.py)

@@ -190,3 +190,45 @@ def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, wor
     # Round-robin: launch k of every point before launch k+1 of any.
     assert loads == ["fake-cpu-bf16-bs1", "fake-cpu-bf16-bs2"] * 3
     assert all(r.status == "ok" and len(r.samples.launches) == 3 for r in records)
+
+
+def test_a_lost_workers_record_starts_as_every_record_does(write_scenario, tmp_path, worker_adapters):
+    """The parent builds a crashed worker's record with the function every record starts from
+    (``steps.new_record``): the same settings, environment, scenario file and times as any record."""
+    from harness.run.steps.new_record import scenario_settings
+
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 2}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-picky]
+          batch_size: [7]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=60)))
+    [crash] = runner.run([loaded], progress=False)
+    assert crash.status == "failed" and crash.failure.signal == "SIGSEGV"
+    assert crash.settings == scenario_settings(loaded) and crash.settings["generation"]["max_new_tokens"] == 2
+    assert crash.environment == runner.caches.environment() and crash.environment["python"]
+    assert crash.scenario_path == loaded.source_file and crash.point["batch_size"] == 7
+    assert crash.started_at and crash.finished_at and crash.started_at <= crash.finished_at
+
+
+def test_a_worker_is_started_with_the_run_settings_whole():
+    """The run's settings cross to a worker as one frozen object (pickled), not a dict of some of them."""
+    import dataclasses
+    import pickle
+
+    from harness.run.launchers.worker_serve import WorkerSetup
+
+    settings = RunSettings(
+        results_dir=None, gate_only=True, gate_prompts=3, energy=False, limits=Limits(5, 2048), launches=2
+    )
+    setup = WorkerSetup.of(settings, None, "fake", keep_engines=True)
+    received = pickle.loads(pickle.dumps(setup))
+    assert received == setup and received.settings == settings and received.settings.limits.memory_limit_mb == 2048
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.energy = True  # type: ignore[misc]
