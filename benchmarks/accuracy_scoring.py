@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from harness.accuracy import evaluate as accuracy
+from harness.accuracy import evaluate
 from harness.run.point_lm import PointLM
 
 
@@ -23,7 +23,7 @@ class _Request:
 
 
 def requests(items: int) -> list[_Request]:
-    sys.path.insert(0, str(accuracy.TASKS_DIR))
+    sys.path.insert(0, str(evaluate.TASKS_DIR))
     import loader
 
     out = [_Request(row["context"], row["target"]) for row in loader.cloze()["test"].select(range(items))]

@@ -24,13 +24,15 @@ import sys
 import time
 from pathlib import Path
 
+from harness.correctness.outcome import GateConfig
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.adapters.base import LoadSettings  # noqa: E402
 from harness.adapters.hf import HFAdapter  # noqa: E402
 from harness.correctness import gate, lengths  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
-from harness.models import sources as models  # noqa: E402
+from harness.models import sources  # noqa: E402
 from harness.records.environment import cpu_model  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
@@ -78,7 +80,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
     print(f"cpu: {cpu_model()}; threads {args.threads}; {args.kind} prompt of {args.length}", flush=True)
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     window, _ = lengths.model_limits(model.hf_dir)
     start = time.perf_counter()
     reference, path, reused = ReferenceStore(Path(args.store)).get_or_compute(
@@ -88,7 +90,7 @@ def main() -> None:
     )
     how = "reused" if reused else f"computed in {time.perf_counter() - start:.0f} s"
     print(f"model {model.name}, sliding window {window}; reference {how} ({path})", flush=True)
-    config = gate.GateConfig()
+    config = GateConfig()
     rows: list[dict] = []
     header = None
     for name, cls in VARIANTS.items():

@@ -12,13 +12,15 @@ import json
 import sys
 from pathlib import Path
 
+from harness.correctness.outcome import GateConfig
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.adapters.base import LoadSettings  # noqa: E402
 from harness.adapters.hf import HFAdapter  # noqa: E402
 from harness.correctness import gate  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
-from harness.models import sources as models  # noqa: E402
+from harness.models import sources  # noqa: E402
 from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.records.environment import cpu_flags, cpu_model  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
@@ -38,7 +40,7 @@ def main() -> None:
     selection = int(args.prompts) if args.prompts.isdigit() else args.prompts
     flags = set(cpu_flags())
     print(f"cpu: {cpu_model()}; bf16 flags: {sorted(f for f in flags if 'bf16' in f or 'amx' in f) or 'none'}")
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     store = ReferenceStore(Path(args.store))
     reference, _, _ = store.get_or_compute(
         model, select_gate_prompts(selection), ReferenceSettings(tokens=args.tokens, threads=2)
@@ -59,7 +61,7 @@ def main() -> None:
         adapter = cls()
         adapter.load(model, Point(adapter="hf", device="cpu", id="margins"), LoadSettings(dtype=dtype, threads=threads))
         try:
-            result = gate.evaluate(adapter, reference, gate.GateConfig())
+            result = gate.evaluate(adapter, reference, GateConfig())
         finally:
             adapter.close()
         dumped[name] = [p.position_kl for p in result.prompts]

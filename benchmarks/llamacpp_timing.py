@@ -16,8 +16,7 @@ from common import ours_vs_engine
 
 from harness.adapters.base import LoadSettings
 from harness.adapters.llamacpp import LlamaCppAdapter
-from harness.models import prompts
-from harness.models import sources as models
+from harness.models import prompts, sources
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -30,7 +29,7 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=32)
     args = parser.parse_args()
 
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     adapter = LlamaCppAdapter()
     point = Point(adapter="llamacpp", device="cpu", prompt_len=args.prompt_len, id="bench")
     adapter.load(model, point, LoadSettings(threads=2, max_new_tokens=args.tokens))

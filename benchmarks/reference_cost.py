@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.scenario.schema import ModelSpec
 
@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     selection = int(args.prompts) if args.prompts.isdigit() else args.prompts
 
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     pairs = select_gate_prompts(selection)
     settings = ReferenceSettings(tokens=args.tokens, threads=2)
     with tempfile.TemporaryDirectory() as root:

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapters import registry
-from harness.measure import launches as stats
-from harness.records import store as results
-from harness.records.record import Record, recorded_launches
-from harness.regression import check as regression
+from harness.measure import launches as launch_stats
+from harness.records import store
+from harness.records.record import Record, launch_values, recorded_launches
+from harness.regression import check
+from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
@@ -87,7 +88,7 @@ def subset(record: Record, chosen: list[int]) -> Record:
 
 def with_launches(record: Record, kept: list, rounds: list | None = None) -> Record:
     """The record with these launches (and rounds), its metrics and intervals recomputed from them."""
-    intervals = stats.intervals(kept)
+    intervals = launch_stats.intervals(kept)
     parts = (
         dict(launches=kept, intervals=intervals)
         if rounds is None
@@ -117,7 +118,7 @@ class Night:
 
 def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float) -> Night:
     """The regression check of one night: candidate ``build`` against the baseline build (A/A when slow0)."""
-    thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
+    thresholds = parse_thresholds(DEFAULT_THRESHOLDS)
     base, new = [], []
     for builds in pool.values():
         a, b = builds["slow0"], builds[build]
@@ -127,7 +128,7 @@ def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float)
             new.append(subset(a, drawn[launches:]))
         else:
             new.append(as_build(subset(b, rng.sample(range(len(recorded_launches(b))), launches)), build))
-    outcome = regression.check(base, new, thresholds, fdr=fdr)
+    outcome = check.check(base, new, thresholds, fdr=fdr)
     words = {"different (worse)": 0, "different (better)": 0, "same": 0, "unknown": 0}
     for test in outcome.tests:
         word = (
@@ -148,7 +149,7 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
     # The change each build really made on this machine: the median over all its launches against A's (the
     # delay is a fraction of the token period, but the period on a busy machine is not the engine's alone).
     pooled = {
-        build: statistics.median([statistics.median(stats.launch_values(b[build], "tpot_ms")) for b in pool.values()])
+        build: statistics.median([statistics.median(launch_values(b[build], "tpot_ms")) for b in pool.values()])
         for build in builds
     }
     shift = {build: max(0.0, pooled[build] / pooled["slow0"] - 1) for build in builds}
@@ -232,7 +233,7 @@ def main() -> None:
         help="the tests' tiny model on transformers with +0/5/10/25/50/100 %% builds, launches in-process "
         "(minutes, not half an hour): the three-outcome verdicts and the detectable change against detection",
     )
-    parser.add_argument("--fdr", type=float, default=regression.DEFAULT_FDR)
+    parser.add_argument("--fdr", type=float, default=DEFAULT_FDR)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--results",
@@ -254,7 +255,7 @@ def main() -> None:
             sys.exit("--reuse needs --results DIR")
         records = [
             r
-            for _, r in results.iter_records(args.results)
+            for _, r in store.iter_records(args.results)
             if r.scenario in ("quickstart", "cpu_runtimes", "power_quick")
         ]
     else:
@@ -292,7 +293,7 @@ def main() -> None:
     points = len(pool)
     print(
         f"{points} points x 3 builds x {fewest}+ launches ({wall / 60:.1f} min); "
-        f"{args.nights} resampled nights per comparison; default thresholds {regression.DEFAULT_THRESHOLDS}; "
+        f"{args.nights} resampled nights per comparison; default thresholds {DEFAULT_THRESHOLDS}; "
         f"FDR {args.fdr:g}"
     )
     print("| rule | false-alarm nights (A/A) | +5 % detected | +10 % detected | device time per night |")
@@ -352,7 +353,7 @@ def scaled_rows(pool: dict, per_side: int, nights: int, rng: random.Random, fdr:
     Canary exclusions are cleared here (every drawn launch is tested): what is checked is the statistic at a
     known number of launches; how many launches the canary leaves is reported by ``canary_rows``."""
 
-    thresholds = regression.parse_thresholds(regression.DEFAULT_THRESHOLDS)
+    thresholds = parse_thresholds(DEFAULT_THRESHOLDS)
     reported, curve = [], {}
     for scale in (0.0, *SCALES):
         found = 0
@@ -363,7 +364,7 @@ def scaled_rows(pool: dict, per_side: int, nights: int, rng: random.Random, fdr:
                 drawn = rng.sample(range(len(recorded_launches(a))), 2 * per_side)
                 base.append(scaled(subset(a, drawn[:per_side]), 1.0))
                 new.append(scaled(subset(a, drawn[per_side:]), 1 + scale))
-            outcome = regression.check(base, new, thresholds, fdr=fdr)
+            outcome = check.check(base, new, thresholds, fdr=fdr)
             tpot = [t for t in outcome.tests if t.metric == "tpot_ms"]
             found += any(t.verdict == "different" and t.change > 0 for t in tpot)
             if scale == 0.0:

@@ -1,6 +1,6 @@
 """How long `harness report` and `harness gate` take on many records (default 10,000).
 
-Writes synthetic records with the real schema (rounds of per-token gaps, gate results, generated text)
+Writes synthetic records with the real schema (rounds of per-token gaps, gate store, generated text)
 into a temporary directory, then times the report and the regression check the way a user runs them (through
 ``harness.cli.app.main``), several times each, and prints medians.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.cli.app import main  # noqa: E402
-from harness.records import store as results
+from harness.records import store
 from tests.records import record  # noqa: E402  (the same synthetic records the tests use)
 
 QUANTS = ["none", "int8_sym", "int8_asym", "int4_sym", "int4_asym"]
@@ -32,7 +32,7 @@ def write_records(directory: Path, count: int, seed: int) -> None:
         seq = 128 * 2 ** (rest // len(QUANTS) % 5)
         prompt = 32 * 2 ** (rest // 25 % 8)
         verdict = ("pass", "drift", "fail")[i % 3] if quant != "none" else "pass"
-        results.write(
+        store.write(
             record(
                 f"openvino-CPU-{quant}-seq{seq}-prompt{prompt}",
                 scenario=f"s{scenario:03d}",

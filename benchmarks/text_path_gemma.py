@@ -13,8 +13,7 @@ import time
 from harness.adapters.base import LoadSettings
 from harness.adapters.llamacpp import LlamaCppAdapter
 from harness.correctness import text_path, vocabulary
-from harness.models import prompts
-from harness.models import sources as models
+from harness.models import prompts, sources
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -24,7 +23,7 @@ def main() -> None:
     parser.add_argument("--model", default="gemma3-270m")
     parser.add_argument("--chat-template", help="adapter_options.llamacpp.chat_template (checkpoint or a format)")
     args = parser.parse_args()
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     tokenizer = model.tokenizer()
     adapter = LlamaCppAdapter()
     options = {"chat_template": args.chat_template} if args.chat_template else {}

@@ -16,8 +16,7 @@ import time
 
 from harness.adapters.base import LoadSettings
 from harness.adapters.hf import HFAdapter
-from harness.models import prompts
-from harness.models import sources as models
+from harness.models import prompts, sources
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
@@ -34,7 +33,7 @@ def main() -> None:
 
     import torch
 
-    model = models.resolve(ModelSpec(source=args.model))
+    model = sources.resolve(ModelSpec(source=args.model))
     point = Point(adapter="hf", device="cpu", prompt_len=args.prompt_len, id="bench")
     adapter = HFAdapter()
     adapter.load(model, point, LoadSettings(dtype="bf16", threads=args.threads))

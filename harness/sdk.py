@@ -24,16 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.adapters.base import (
-    OPTIONAL_METHODS,
-    Adapter,
-    GenerationTrace,
-    LoadSettings,
-    PointSkipped,
-    greedy_trace,
-    now_ns,
-)
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.capabilities import OPTIONAL_METHODS
 from harness.adapters.registry import register_adapter
+from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 from harness.errors import Unsupported
 from harness.io import safe_name
 from harness.models.sources import ResolvedModel, build_once, cache_dir

@@ -9,25 +9,25 @@ import numpy  # noqa: F401 - imported before any pytester inline run, which cann
 import pytest
 import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
 
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
 from harness.scenario.schema import ModelSpec
 
 pytest_plugins = ["pytester"]
 
 # pytester points HOME at a temporary directory; keep every test on the one real model cache.
-os.environ.setdefault("HARNESS_CACHE_DIR", str(models.cache_dir()))
+os.environ.setdefault("HARNESS_CACHE_DIR", str(sources.cache_dir()))
 
 
 @pytest.fixture(scope="session")
 def cache_dir() -> Path:
     """The real model cache (``$HARNESS_CACHE_DIR`` or ~/.cache/harness): conversions are reused."""
-    return models.cache_dir()
+    return sources.cache_dir()
 
 
 @pytest.fixture(scope="session")
 def tiny_llama(cache_dir):
-    return models.resolve(ModelSpec(source="tiny-llama"), cache_dir)
+    return sources.resolve(ModelSpec(source="tiny-llama"), cache_dir)
 
 
 @pytest.fixture(scope="session")

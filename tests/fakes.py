@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from harness.adapters.base import Adapter, GenerationTrace, now_ns
+from harness.adapters.base import Adapter
+from harness.adapters.trace import GenerationTrace, now_ns
 
 
 class FakeAdapter(Adapter):

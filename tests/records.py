@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from harness.measure import rounds as measure
-from harness.records.store import Record
+from harness.measure.rounds import Round, summarize
+from harness.records.record import Record
 
 AXES = dict(
     adapter="hf",
@@ -28,7 +28,7 @@ def rounds(tpot_ms: float, ttft_ms: float, seed: int, n_rounds: int = 5, tokens:
         scale = 1 + rng.uniform(-jitter, jitter)
         ttft = ttft_ms / 1e3 * scale
         gaps = tuple(tpot_ms / 1e3 * scale * (1 + rng.uniform(-0.01, 0.01)) for _ in range(tokens - 1))
-        out.append(measure.Round(index % 2, 32, 1, ttft, gaps, ttft + sum(gaps)))
+        out.append(Round(index % 2, 32, 1, ttft, gaps, ttft + sum(gaps)))
     return out
 
 
@@ -56,7 +56,7 @@ def record(
             environment={"hostname": "test-host"},
         )
     timed = rounds(tpot_ms, ttft_ms, seed, jitter=jitter)
-    metrics = measure.summarize(timed)
+    metrics = summarize(timed)
     metrics["energy_per_token_mj"] = energy_per_token_mj
     correctness = (
         {}

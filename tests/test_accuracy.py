@@ -1,5 +1,5 @@
 """Task accuracy through lm-evaluation-harness: the shipped offline tasks, the ``harness`` lm-eval
-model on real adapters, the scenario's ``accuracy`` section with the reference delta, the report, and
+model on real adapters, the scenario's ``accuracy`` section with the reference delta, the build, and
 ``lm_eval --model harness`` on the command line."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[accuracy]'")
+pytest.importorskip("lm_eval", reason="lm-eval not installed: pip install -e '.[evaluate]'")
 
-from harness.accuracy import evaluate as accuracy
+from harness.accuracy import evaluate
 from harness.errors import ScenarioErrors  # noqa: E402
-from harness.report import build as report
+from harness.report import build
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
@@ -27,7 +27,7 @@ BIN = Path(sys.executable).parent
 
 
 def test_shipped_tasks_have_a_hundred_well_formed_items():
-    sys.path.insert(0, str(accuracy.TASKS_DIR))
+    sys.path.insert(0, str(evaluate.TASKS_DIR))
     try:
         import loader
     finally:
@@ -41,7 +41,7 @@ def test_shipped_tasks_have_a_hundred_well_formed_items():
         assert len(row["choices"]) in (2, 4) and 0 <= row["label"] < len(row["choices"])
     labels = [row["label"] for row in choice]
     assert len(set(labels)) == 4  # the right answer is not always in one position
-    assert accuracy.SHIPPED == {"harness_cloze", "harness_choice"}
+    assert evaluate.SHIPPED == {"harness_cloze", "harness_choice"}
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ ACCURACY = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-accuracy: {tasks: [harness_cloze, harness_choice], limit: 12, non_inferiority: {harness_choice: 0.9}}
+evaluate: {tasks: [harness_cloze, harness_choice], limit: 12, non_inferiority: {harness_choice: 0.9}}
 sweep:
   adapter: [hf]
 include:
@@ -179,15 +179,15 @@ def test_the_reference_is_computed_once_and_reused(accuracy_records):
 
 def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
     out, _ = accuracy_records
-    from harness.records import store as results
+    from harness.records import store
 
-    df = results.load(out)
+    df = store.load(out)
     assert {
         "accuracy.harness_choice.acc",
         "accuracy.harness_choice.acc.delta",
         "accuracy.harness_cloze.perplexity.stderr",
     } <= set(df.columns)
-    written = report.build([out], tmp_path / "report")
+    written = build.build([out], tmp_path / "report")
     table = (tmp_path / "report" / "accuracy.csv").read_text()
     assert "harness_choice,acc," in table and "harness_cloze,perplexity," in table
     import pandas as pd
@@ -229,7 +229,7 @@ def test_lm_eval_command_line_runs_a_shipped_task_against_the_hf_adapter(command
         str(tmp_path),
     ]
     if command == ["lm_eval"]:
-        args += ["--include_path", str(accuracy.TASKS_DIR)]
+        args += ["--include_path", str(evaluate.TASKS_DIR)]
     done = subprocess.run(args, capture_output=True, text=True, env=_offline_env(), timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "harness_choice" in done.stdout and "acc" in done.stdout
@@ -251,14 +251,14 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
     record = Runner(RunSettings(results_dir=tmp_path, cache_dir=cache_dir, energy=False)).run_point(loaded, point)
     assert record.status == "ok" and record.metrics["tpot_ms"] > 0
     assert record.accuracy.model_dump(exclude_none=True) == {
-        "skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"
+        "skipped": "lm-eval is not installed: pip install -e '.[evaluate]'"
     }
     assert not list(tmp_path.rglob("accuracy-*.json"))  # no reference attempted either
 
 
 def test_an_unknown_task_name_says_what_exists(tiny_lm):
     with pytest.raises(ValueError, match=r"'harness_clozee' unknown: not shipped \(harness_choice, harness_cloze\)"):
-        accuracy.evaluate(tiny_lm, ["harness_clozee"], 5, 0)
+        evaluate.evaluate(tiny_lm, ["harness_clozee"], 5, 0)
 
 
 def test_an_empty_continuation_scores_zero(tiny_lm):
@@ -279,7 +279,7 @@ def test_lm_eval_bootstraps_its_stderr_in_workers_that_are_not_forked_from_the_e
         original(self, *args, **kwargs)
 
     monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", recording)
-    found = accuracy.evaluate(tiny_lm, ["harness_cloze"], limit=4, num_fewshot=0, bootstrap_iters=20)
+    found = evaluate.evaluate(tiny_lm, ["harness_cloze"], limit=4, num_fewshot=0, bootstrap_iters=20)
     assert "perplexity" in found.scores["harness_cloze"]
     assert methods and set(methods) == {"forkserver"}, methods
     assert multiprocessing.get_start_method(allow_none=True) != "forkserver"  # restored after the call

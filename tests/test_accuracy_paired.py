@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from harness.accuracy import paired as accuracy_paired
+from harness.accuracy.evaluate import Evaluation
 from harness.accuracy.paired import compare, paired_delta
 from harness.errors import ScenarioErrors
-from harness.records.record import Accuracy, Record, TaskOutcomes
+from harness.records.accuracy import Accuracy, TaskOutcomes
+from harness.records.record import Record
 from harness.run import planning
 
 RNG = np.random.default_rng(7)
@@ -204,12 +206,12 @@ def test_a_weighted_aggregation_without_weights_is_not_paired():
 def test_outcomes_need_one_value_per_document(tmp_path):
     with pytest.raises(ValueError, match="values.acc: 2 items for 3 doc_ids"):
         TaskOutcomes(doc_ids=[0, 1, 2], values={"acc": [1, 0]})
-    from harness.accuracy import reference as accuracy
+    from harness.accuracy import reference as accuracy_reference
 
     broken = tmp_path / "accuracy-0.json"
     broken.write_text(json.dumps({"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}))
     with pytest.raises(ValueError, match=r"accuracy-0.json: outcomes: t: values.acc: 2 items for 1 doc_ids"):
-        accuracy._read(broken)
+        accuracy_reference._read(broken)
 
 
 def test_outcomes_that_do_not_reproduce_the_score_are_not_paired():
@@ -221,7 +223,7 @@ def test_outcomes_that_do_not_reproduce_the_score_are_not_paired():
 
 
 def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
-    from harness.accuracy.evaluate import outcomes
+    from harness.accuracy.outcomes import outcomes
 
     samples = [
         {
@@ -259,18 +261,18 @@ def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
 
 
 def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
-    from harness.accuracy import reference as accuracy
+    from harness.accuracy import reference as accuracy_reference
 
     model = types.SimpleNamespace(checksum="abc", name="m")
-    evaluation = accuracy.Evaluation({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)})
-    fresh = accuracy.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: evaluation)
+    evaluation = Evaluation({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)})
+    fresh = accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: evaluation)
     assert fresh.outcomes == evaluation.outcomes and fresh.why_unpaired is None
-    reused = accuracy.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
+    reused = accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
     assert reused == fresh  # read back from the file, outcomes included
     stored = json.loads(fresh.path.read_text())
     del stored["outcomes"]  # as the version before per-item outcomes wrote it
     fresh.path.write_text(json.dumps(stored))
-    old = accuracy.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
+    old = accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
     assert old.scores == fresh.scores and old.outcomes is None
     assert str(fresh.path) in old.why_unpaired and "predates per-item outcomes" in old.why_unpaired
     found = compare(
@@ -353,7 +355,8 @@ def test_margins_need_the_reference():
 def test_a_failed_non_inferiority_margin_fails_the_point():
     # `harness run` exits 1 and the pytest item fails on it, as on a failed correctness gate.
     from harness.pytest_plugin.items import _verdict_reasons
-    from harness.records.record import Accuracy, PairedDelta, Record
+    from harness.records.accuracy import Accuracy, PairedDelta
+    from harness.records.record import Record
 
     delta = PairedDelta(
         delta=-0.2,

@@ -15,7 +15,8 @@ from pydantic import Field
 from harness.adapters.base import Adapter
 from harness.adapters.capabilities import Capabilities
 from harness.errors import ScenarioError, ScenarioErrors
-from harness.report import build, tables
+from harness.report import tables
+from harness.report.sections.points import POINT_COLUMNS
 from harness.run import planning
 from harness.scenario import sweep
 from harness.scenario.axes import AxisFacts, axes_of
@@ -30,7 +31,7 @@ def test_every_list_of_axes_is_the_declared_one():
     assert sorted(sweep.ID_ORDER) == sorted(declared) and len(sweep.ID_ORDER) == len(declared)
     assert set(sweep._LEAD).isdisjoint(sweep._ID_PARTS)
     assert tables.IDENTITY == ["scenario", "host", "model", *sweep.ID_ORDER]
-    assert [c for c in build.POINT_COLUMNS if c in AXES] == list(sweep.ID_ORDER)
+    assert [c for c in POINT_COLUMNS if c in AXES] == list(sweep.ID_ORDER)
     assert Point(adapter="hf").axes() == {axis.name: axis.default for axis in SWEEP_AXES} | {"adapter": "hf"}
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from harness.measure import canary
-from harness.records.record import Launch, Record, launch_values
-from harness.records.samples import CanaryCalibration
+from harness.records.record import Record, launch_values
+from harness.records.samples import CanaryCalibration, Launch
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings

@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.adapters.base import OPTIONAL_METHODS, Adapter
+from harness.adapters.base import Adapter
+from harness.adapters.capabilities import OPTIONAL_METHODS
 from harness.correctness import gate
-from harness.correctness.reference import PromptReference, Reference, log_softmax, top_ids
+from harness.correctness.logprobs import log_softmax, top_ids
+from harness.correctness.outcome import GateConfig, GateResult, NotRun
+from harness.correctness.reference import PromptReference, Reference
 from harness.errors import HarnessError, Unsupported
 
 from .fakes import FakeAdapter
@@ -131,18 +134,18 @@ def test_a_missing_kernel_fails_the_gate_instead_of_skipping_it():
     # before: the runner caught NotImplementedError as "no step-wise logits", fell back to the top-1
     # gate, caught it again and recorded the gate as skipped
     with pytest.raises(NotImplementedError, match="not implemented for the 'mps' backend") as raised:
-        gate.run(MissingKernel(), reference(), gate.GateConfig(k=2))
+        gate.run(MissingKernel(), reference(), GateConfig(k=2))
     assert not isinstance(raised.value, Unsupported)
 
 
 def test_the_gate_picks_its_method_by_flags_and_says_why_it_cannot_run():
     ref = reference()
-    full = gate.run(FakeAdapter(), ref, gate.GateConfig(k=2))  # zero logits: argmax is token 0 everywhere
-    assert isinstance(full, gate.GateResult) and full.mode == "both"
-    top1 = gate.run(ChosenTokens([0, 0, 0]), ref, gate.GateConfig(k=2))
-    assert isinstance(top1, gate.GateResult) and top1.mode == "forced-top1" and top1.verdict == "pass"
-    not_run = gate.run(_Base(), ref, gate.GateConfig(k=2))
-    assert isinstance(not_run, gate.NotRun)
+    full = gate.run(FakeAdapter(), ref, GateConfig(k=2))  # zero logits: argmax is token 0 everywhere
+    assert isinstance(full, GateResult) and full.mode == "both"
+    top1 = gate.run(ChosenTokens([0, 0, 0]), ref, GateConfig(k=2))
+    assert isinstance(top1, GateResult) and top1.mode == "forced-top1" and top1.verdict == "pass"
+    not_run = gate.run(_Base(), ref, GateConfig(k=2))
+    assert isinstance(not_run, NotRun)
     assert not_run.why == "capability-test exposes neither step-wise logits nor forced top-1 tokens on this point"
     assert gate.unsupported_reason(_Base()) == not_run.why and gate.unsupported_reason(FakeAdapter()) is None
 
@@ -150,7 +153,7 @@ def test_the_gate_picks_its_method_by_flags_and_says_why_it_cannot_run():
 def test_a_flag_narrowed_on_the_loaded_instance_wins():
     adapter = FakeAdapter()
     adapter.supports_logits = False  # as the openvino adapter does for its static NPU pipeline
-    assert isinstance(gate.run(adapter, reference(), gate.GateConfig(k=2)), gate.NotRun)
+    assert isinstance(gate.run(adapter, reference(), GateConfig(k=2)), NotRun)
 
 
 def test_a_missing_kernel_in_one_pass_scoring_is_not_hidden_by_the_stepwise_fallback():

@@ -7,7 +7,10 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import UsageError
-from harness.records.record import Accuracy, Correctness, Launch, PairedDelta, Record, Samples
+from harness.records.accuracy import Accuracy, PairedDelta
+from harness.records.correctness import Correctness
+from harness.records.record import Record
+from harness.records.samples import Launch, Samples
 from harness.regression.check import check, index
 from harness.regression.thresholds import parse_thresholds
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.models import prompts
-from harness.models import sources as models
-from harness.records import store as results
+from harness.models import prompts, sources
+from harness.records import store
 from harness.scenario.schema import ModelSpec
 
 pytestmark = pytest.mark.slow
@@ -23,11 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def gemma(cache_dir):
-    return models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    return sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
 
 
 def test_converted_once_and_reused(gemma, cache_dir):
-    again = models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    again = sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
     assert again.hf_dir == gemma.hf_dir and again.convert_s == 0.0
     assert gemma.checksum == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
     config = json.loads((gemma.hf_dir / "config.json").read_text())
@@ -89,12 +88,12 @@ def test_readme_main_command_on_the_default_model(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert "quickstart::hf-cpu-bf16" in out and "ok" in out
-    rows = list(results.load(tmp_path).itertuples())
+    rows = list(store.load(tmp_path).itertuples())
     assert {r.adapter for r in rows} >= {"hf", "openvino", "llamacpp"} and all(r.status == "ok" for r in rows)
     verdicts = {r.adapter: r.gate_verdict for r in rows if r.device != "NPU-emulated"}
     assert verdicts["hf"] == "pass" and verdicts["openvino"] == "pass"
     assert verdicts["llamacpp"] in ("pass", "drift")  # the GGUF's own Q4_K_M weights: drift is expected
-    for path, record in results.iter_records(tmp_path):
+    for path, record in store.iter_records(tmp_path):
         text = record.correctness.text_path
         if record.point["adapter"] in ("openvino", "llamacpp") and record.point["device"] != "NPU-emulated":
             # The engine's own tokenizer agrees with the reference on the shipped tricky strings (OpenVINO's,

@@ -9,8 +9,9 @@ import pytest
 from harness.adapters.base import Activations, LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
+from harness.correctness.outcome import GateConfig, GateResult, PromptResult
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
@@ -22,7 +23,7 @@ POINT = Point(adapter="hf", device="cpu", id="diagnosis")
 
 @pytest.fixture(scope="module")
 def tiny_gemma(cache_dir):
-    return models.resolve(ModelSpec(source="tiny-gemma3-text"), cache_dir)
+    return sources.resolve(ModelSpec(source="tiny-gemma3-text"), cache_dir)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_diagnosis_names_the_faulty_component(tiny_gemma, healthy, tokens, fault
 def test_a_decode_only_fault_is_diagnosed_on_a_decode_step(tiny_gemma, healthy, reference):
     broken = load(faults.PositionOffByOne, tiny_gemma)
     try:
-        result = gate.evaluate(broken, reference, gate.GateConfig())
+        result = gate.evaluate(broken, reference, GateConfig())
         report = diagnosis.diagnose_failure(broken, healthy, reference, result)
     finally:
         broken.close()
@@ -112,7 +113,7 @@ class NoDecodeStates(faults.PositionOffByOne):
 def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
     broken = load(NoDecodeStates, tiny_gemma)
     try:
-        result = gate.evaluate(broken, reference, gate.GateConfig())
+        result = gate.evaluate(broken, reference, GateConfig())
         report = diagnosis.diagnose_failure(broken, healthy, reference, result)
     finally:
         broken.close()
@@ -130,10 +131,10 @@ def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
 
 def test_first_failure_is_the_earliest_top_k_failure_else_the_highest_kl_prompt():
     prompts = [
-        gate.PromptResult(0, "a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
-        gate.PromptResult(1, "b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0),
+        PromptResult(0, "a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
+        PromptResult(1, "b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0),
     ]
-    result = gate.GateResult("fail", [], 5, "both", 1.0, 1e-3, 1e3, 0.5, 2, prompts)
+    result = GateResult("fail", [], 5, "both", 1.0, 1e-3, 1e3, 0.5, 2, prompts)
     assert diagnosis.first_failure(result) == (1, 3)  # a free divergence inside top-k is no failure
     for prompt in prompts:
         prompt.free_ok, prompt.forced_first_violation = True, None

@@ -9,17 +9,16 @@ import pytest
 
 from harness import cli
 from harness.correctness import diagnosis, gate
+from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids
+from harness.correctness.outcome import GateConfig
 from harness.correctness.reference import (
     PromptReference,
     Reference,
     ReferenceMismatch,
     ReferenceSettings,
     ReferenceStore,
-    coarse_kl,
-    log_softmax,
-    top_ids,
 )
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 
 from .faults import StaleKVCache
@@ -92,20 +91,20 @@ REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 
 
 
 def test_identical_device_passes_everything():
-    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2, min_positions=3))
+    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), GateConfig(k=2, min_positions=3))
     assert result.verdict == "pass" and result.top1_match_rate == 1 and result.free_divergence_index is None
 
 
 def test_divergence_inside_both_top_k_passes_the_free_running_check():
     device = [REF_TABLE[0], logits([1, 2, 3, 4, 5]), logits([3, 1, 2, 4, 5])]  # swaps 1st and 2nd at step 1
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
     (prompt,) = result.prompts
     assert prompt.free_ok and prompt.free_divergence == 1 and prompt.free_matched_tokens == 1
 
 
 def test_divergence_outside_top_k_fails_and_names_both_tokens():
     device = [REF_TABLE[0], logits([5, 4, 3, 2, 1]), logits([3, 1, 2, 4, 5])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
     assert result.verdict == "fail" and result.free_divergence_index == 1
     (failure,) = result.prompts[0].failures
     assert (failure.reference_token, failure.device_token) == (2, 5)
@@ -115,7 +114,7 @@ def test_divergence_outside_top_k_fails_and_names_both_tokens():
 
 def test_early_eos_on_the_device_is_a_length_mismatch_caught_at_its_position():
     device = [REF_TABLE[0], logits([7, 2, 1]), logits([3])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2, mode="free"))
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
     assert result.verdict == "fail" and result.prompts[0].free_divergence == 1
 
 
@@ -123,9 +122,9 @@ def test_teacher_forced_checks_every_position_after_a_divergence():
     # step 0 diverges harmlessly (within top-2), step 2 is broken: free-running stops at step 0
     device = [logits([2, 1, 3]), REF_TABLE[1], logits([6, 5, 4])]
     reference = reference_from(REF_TABLE)
-    free = gate.evaluate(Scripted(device), reference, gate.GateConfig(k=2, mode="free"))
+    free = gate.evaluate(Scripted(device), reference, GateConfig(k=2, mode="free"))
     assert free.verdict != "fail"
-    forced = gate.evaluate(Scripted(device), reference, gate.GateConfig(k=2, mode="forced"))
+    forced = gate.evaluate(Scripted(device), reference, GateConfig(k=2, mode="forced"))
     assert forced.verdict == "fail" and forced.prompts[0].forced_first_violation == 2
     assert forced.prompts[0].top1_match_rate == pytest.approx(1 / 3)
 
@@ -142,10 +141,10 @@ class ChosenOnly:
 
 def test_top1_only_engines_get_a_one_way_teacher_forced_check():
     reference = reference_from(REF_TABLE)  # greedy tokens 1, 2, 3
-    ok = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference, gate.GateConfig(k=2))
+    ok = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference, GateConfig(k=2))
     assert ok.verdict == "pass" and ok.mode == "forced-top1" and ok.kl_mean is None
     assert ok.top1_match_rate == pytest.approx(2 / 3)
-    bad = gate.evaluate_top1(ChosenOnly([1, 2, 5]), reference, gate.GateConfig(k=2))
+    bad = gate.evaluate_top1(ChosenOnly([1, 2, 5]), reference, GateConfig(k=2))
     assert bad.verdict == "fail" and bad.prompts[0].forced_first_violation == 2
 
 
@@ -153,13 +152,13 @@ def test_kl_tiers_relative_to_the_noise_floor():
     reference = reference_from(REF_TABLE)
     reference.noise_floor["kl_mean"] = 0.01
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]  # same ranking, shifted mass
-    probe = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=1))
+    probe = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=1))
     assert probe.kl_mean > 0 and probe.test.floor == "mean"  # no per-position floor stored: the mean pairs
     assert 0 < probe.test.rise_low < probe.test.rise  # the paired test is recorded beside the tier
     low = probe.kl_ratio  # the tier: mean KL over mean floor, judged only with min_positions reached
 
     def verdict(drift, fail, fail_on_drift=False):
-        config = gate.GateConfig(
+        config = GateConfig(
             k=2, mode="forced", drift_factor=drift, fail_factor=fail, fail_on_drift=fail_on_drift, min_positions=1
         )
         return gate.evaluate(Scripted(nudged), reference, config).verdict
@@ -174,12 +173,12 @@ def test_no_kl_verdict_on_fewer_positions_than_min_positions():
     reference = reference_from(REF_TABLE)  # 3 teacher-forced positions
     reference.noise_floor["kl_mean"] = 1e-4
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]
-    few = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=4))
+    few = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=4))
     # the mean alone is not judged, and the point is not passed either (before: "pass" with a note)
     assert few.test is None and few.verdict == "not judged" and few.kl_ratio > 100 and not few.notes
     assert few.reasons == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=4"]
     assert few.phases.prefill.pooled and few.phases.decode.pooled and few.phases.decode.verdict is None
-    enough = gate.evaluate(Scripted(nudged), reference, gate.GateConfig(k=2, mode="forced", min_positions=3))
+    enough = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=3))
     assert enough.test.positions == 3 and enough.verdict == "fail" and not enough.notes
     assert enough.phases.prefill.pooled and enough.phases.prefill.test is None  # 1 position: pooled, not judged
 
@@ -217,11 +216,11 @@ def test_reference_is_stored_reused_and_refused_when_stale(tmp_path, tiny_llama)
 def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir):
     from harness.scenario.schema import ModelSpec
 
-    other = models.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
+    other = sources.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
     store = ReferenceStore(tmp_path)
     settings = ReferenceSettings(tokens=3, threads=2)
     _, path, _ = store.get_or_compute(tiny_llama, select_gate_prompts(1), settings)
-    renamed = models.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
+    renamed = sources.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
     with pytest.raises(ReferenceMismatch, match="model checksum"):
         store.get_or_compute(renamed, select_gate_prompts(1), settings)
 
@@ -256,7 +255,7 @@ def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_pat
 
 def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenario, tmp_path, capsys, tiny_llama):
     from harness.adapters import registry
-    from harness.records import store as results
+    from harness.records import store as record_store
 
     registry.register_adapter(BrokenHF)
     try:
@@ -266,7 +265,7 @@ def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenari
         registry.unregister_adapter("hf-broken")
     out = capsys.readouterr().out
     assert "gate FAIL" in out and "reference top-k" in out
-    df = results.load(tmp_path / "scenario").set_index("point_id")
+    df = record_store.load(tmp_path / "scenario").set_index("point_id")
     assert df.loc["hf-cpu-bf16", "gate_verdict"] == "pass"
     assert df.loc["hf-broken-cpu-bf16", "gate_verdict"] == "fail"
     assert df.loc["hf-broken-cpu-bf16", "status"] == "ok"  # it ran; it is wrong
@@ -315,7 +314,7 @@ def decode_only_error():
 
 def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_away():
     reference = reference_from(REF_TABLE)
-    probe = gate.evaluate(Scripted(decode_only_error()), reference, gate.GateConfig(k=2, mode="forced"))
+    probe = gate.evaluate(Scripted(decode_only_error()), reference, GateConfig(k=2, mode="forced"))
     decode_kl = probe.phases.decode.kl_mean
     assert probe.phases.prefill.kl_mean == 0 and decode_kl > 0
     # A noisy prefill position and a quiet decode phase: the overall floor sits between them, so the
@@ -325,7 +324,7 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
     result = gate.evaluate(
         Scripted(decode_only_error()),
         reference,
-        gate.GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True, min_positions=1),
+        GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True, min_positions=1),
     )
     assert result.kl_ratio < 5  # the overall tier alone (before phases) passed this point
     decode, prefill = result.phases.decode, result.phases.prefill
@@ -340,7 +339,7 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
 def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall_floor():
     reference = reference_from(REF_TABLE)  # noise_floor holds kl_mean only, as before phases
     reference.noise_floor["kl_mean"] = 0.01
-    result = gate.evaluate(Scripted(decode_only_error()), reference, gate.GateConfig(k=2, mode="forced"))
+    result = gate.evaluate(Scripted(decode_only_error()), reference, GateConfig(k=2, mode="forced"))
     assert result.phases.prefill.noise_floor == result.phases.decode.noise_floor == result.noise_floor == 0.01
     assert {result.phases.prefill.floor_source, result.phases.decode.floor_source} == {"overall"}
     assert "overall floor" in result.phases.note
@@ -348,7 +347,7 @@ def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall
 
 def test_kl_distribution_pools_positions_in_both_directions():
     table = [logits([1, 2, 3, 4]), logits([3, 2, 1, 4]), logits([4, 3, 2, 1])]  # top-1 agrees at position 0 only
-    result = gate.evaluate(Scripted(table), reference_from(REF_TABLE), gate.GateConfig(k=4, mode="forced"))
+    result = gate.evaluate(Scripted(table), reference_from(REF_TABLE), GateConfig(k=4, mode="forced"))
     spread = result.distribution
     for direction in (spread.forward, spread.reverse):
         assert direction.positions == 3
@@ -356,13 +355,13 @@ def test_kl_distribution_pools_positions_in_both_directions():
     assert spread.forward.max == pytest.approx(max(result.prompts[0].position_kl))
     assert spread.reverse.max == pytest.approx(max(result.prompts[0].position_kl_reverse))
     assert spread.top1_positions == 3 and spread.top1_agreement == pytest.approx(1 / 3)
-    top1_only = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    top1_only = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), GateConfig(k=2))
     assert top1_only.distribution.forward is None and top1_only.phases is None
     assert top1_only.distribution.top1_agreement == pytest.approx(2 / 3)
 
 
 def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_reverse_kl():
-    from harness.correctness.reference import coarse_kl_reverse
+    from harness.correctness.logprobs import coarse_kl_reverse
 
     rng = np.random.default_rng(1)
     ref, dev = log_softmax(rng.normal(size=50) * 3), log_softmax(rng.normal(size=50) * 3)
@@ -375,7 +374,7 @@ def test_reverse_coarse_kl_is_zero_for_identical_and_never_above_the_true_revers
 def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_path, tiny_llama):
     from harness.adapters.base import LoadSettings
     from harness.adapters.hf import HFAdapter
-    from harness.records.record import Correctness
+    from harness.records.correctness import Correctness
     from harness.scenario.sweep import Point
 
     from .faults import PositionOffByOne
@@ -392,7 +391,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
         adapter = adapter_cls()
         adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="phases"), LoadSettings(dtype=dtype, threads=2))
         try:
-            return gate.evaluate(adapter, reference, gate.GateConfig())
+            return gate.evaluate(adapter, reference, GateConfig())
         finally:
             adapter.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli.app import main
-from harness.records import store as results
+from harness.records import store
 
 from .records import record
 
@@ -17,7 +17,7 @@ def write_run(directory, seed, slow_point=None, broken_point=None, drop_point=No
         if pid == drop_point:
             continue
         tpot = 40.0 * (1.2 if pid == slow_point else 1.0)
-        results.write(
+        store.write(
             record(pid, tpot_ms=tpot, seed=seed + i, verdict="fail" if pid == broken_point else "pass"), directory
         )
     return directory
@@ -133,14 +133,14 @@ def test_a_non_record_file_is_named_in_the_error(tmp_path, capsys):
 
 def write_launched(directory, tpot_ms, launches=5, seed=0):
     """A point measured over ``launches`` launches, merged as the runner merges them (harness.measure.launches)."""
-    from harness.measure import launches as stats
+    from harness.measure.launches import combine, launch
 
     parts = []
     for i in range(launches):
         part = record(POINTS[0], tpot_ms=tpot_ms * (1 + 0.01 * (i - 2)), seed=seed + i)
-        part.samples.launches = [stats.launch(part.metrics, part.samples.rounds)]
+        part.samples.launches = [launch(part.metrics, part.samples.rounds)]
         parts.append(part)
-    results.write(stats.combine(parts), directory)
+    store.write(combine(parts), directory)
     return directory
 
 

@@ -11,10 +11,12 @@ import pytest
 from harness.adapters.base import LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
+from harness.correctness.outcome import GateConfig
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
-from harness.models import sources as models
+from harness.models import sources
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.schema import Gate, ModelSpec
+from harness.scenario.gate import Gate
+from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 
 from . import faults
@@ -25,7 +27,7 @@ POINT = Point(adapter="hf", device="cpu", id="gate-test")
 
 @pytest.fixture(scope="module")
 def gemma(cache_dir):
-    return models.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    return sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def check(adapter_cls, gemma, reference, dtype="bf16", threads=2, **config):
     adapter = adapter_cls()
     adapter.load(gemma, POINT, LoadSettings(dtype=dtype, threads=threads))
     try:
-        return gate.evaluate(adapter, reference, gate.GateConfig(**config))
+        return gate.evaluate(adapter, reference, GateConfig(**config))
     finally:
         adapter.close()
 
@@ -78,7 +80,7 @@ def test_injected_faults_fail(gemma, reference, fault):
 
 
 def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, gemma):
-    config = gate.GateConfig()
+    config = GateConfig()
     result = check(faults.PositionOffByOne, gemma, reference)  # wrong position on decode steps only
     prefill, decode = result.phases.prefill, result.phases.decode
     assert result.verdict == "fail" and decode.verdict in ("drift", "fail")

@@ -65,10 +65,10 @@ def run_gate(write_scenario, tmp_path, name: str, adapters, length: str) -> tupl
 
 @pytest.fixture(scope="module")
 def mistral(cache_dir):
-    from harness.models import sources as models
+    from harness.models import sources
     from harness.scenario.schema import ModelSpec
 
-    return models.resolve(ModelSpec(source="tiny-mistral"), cache_dir)
+    return sources.resolve(ModelSpec(source="tiny-mistral"), cache_dir)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness import cli
+from harness.correctness.outcome import GateConfig
 from harness.records import store
 
 from . import faults
@@ -69,7 +70,7 @@ def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tin
     adapter = ChunkFaultHF()
     adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="unchunked"), LoadSettings(threads=2))
     try:
-        result = gate.evaluate(adapter, reference, gate.GateConfig())
+        result = gate.evaluate(adapter, reference, GateConfig())
     finally:
         adapter.close()
     assert result.verdict == "pass" and result.test.rise < 2, result.reasons

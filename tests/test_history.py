@@ -16,7 +16,7 @@ import pytest
 from harness.cli import history as cli
 from harness.history import queries, store
 from harness.history.ingest import read_run
-from harness.records import store as results
+from harness.records import store as record_store
 
 from .history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
 from .records import record
@@ -43,7 +43,7 @@ def write_night(
         r.started_at = (START + timedelta(days=night)).isoformat()
         r.environment = {"hostname": host, "git": {"commit": commit(night), "dirty": False}}
         r.adapter = {"engine": "transformers", "engine_version": engine_version, "device": "cpu"}
-        results.write(r, out)
+        record_store.write(r, out)
     return out
 
 

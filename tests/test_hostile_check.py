@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness import cli
-from harness.scenario.schema import MAX_THREADS
+from harness.scenario.fields import MAX_THREADS
 
 BASE = "model: tiny-llama\nsweep: {adapter: [hf]}\n"
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.accuracy.evaluate import Evaluation
 from harness.errors import UsageError
 from harness.io import check_writable_dir, check_writable_file, write_json_atomic
-from harness.records import store as results
+from harness.records import store as record_store
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
@@ -80,7 +81,7 @@ def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict
     assert records["fake-cpu-bf16"].status == "ok"  # the sweep went on
     for path in (tmp_path / "results").rglob("*.json"):
         json.loads(path.read_text(), parse_constant=lambda word, path=path: pytest.fail(f"{path} holds {word}"))
-    assert {r.point_id: r.status for r in map(results.read, (tmp_path / "results").rglob("*.json"))} == {
+    assert {r.point_id: r.status for r in map(record_store.read, (tmp_path / "results").rglob("*.json"))} == {
         pid: r.status for pid, r in records.items()
     }
 
@@ -128,7 +129,7 @@ def blocker(tmp_path) -> Path:
 def records_dir(tmp_path) -> Path:
     out = tmp_path / "records"
     for pid, seed in (("hf-cpu-bf16", 1), ("hf-cpu-bf16-seq256", 2)):
-        results.write(synthetic.record(pid, seed=seed), out)
+        record_store.write(synthetic.record(pid, seed=seed), out)
     return out
 
 
@@ -239,7 +240,7 @@ def _corrupt(records_dir: Path, change) -> Path:
 @pytest.mark.parametrize("command", ["report", "compare", "gate", "baseline-save"])
 def test_malformed_records_are_refused_naming_file_and_field(command, change, field, records_dir, tmp_path, capsys):
     good = tmp_path / "good"
-    results.write(synthetic.record("hf-cpu-bf16", seed=1), good)
+    record_store.write(synthetic.record("hf-cpu-bf16", seed=1), good)
     bad_file = _corrupt(records_dir, change)
     argv = {
         "report": ["report", str(records_dir), "-o", str(tmp_path / "report")],
@@ -263,7 +264,7 @@ def test_malformed_records_are_refused_naming_file_and_field(command, change, fi
 def test_a_regression_check_against_a_baseline_holding_nan_names_the_file_and_field(records_dir, tmp_path, capsys):
     bad_file = _corrupt(records_dir, lambda d: d["metrics"].update(tpot_ms=math.inf))  # a hand-edited baseline
     new = tmp_path / "new"
-    results.write(synthetic.record("hf-cpu-bf16", seed=3), new)
+    record_store.write(synthetic.record("hf-cpu-bf16", seed=3), new)
     line = _quiet_fail(["gate", str(new), "--baseline", str(records_dir)], capsys)
     assert f"{bad_file}: metrics.tpot_ms: non-finite number inf" in line
 
@@ -280,7 +281,7 @@ def test_the_regression_check_refuses_an_empty_baseline(records_dir, tmp_path, c
 
 def test_the_regression_check_refuses_a_baseline_with_no_point_in_common(records_dir, tmp_path, capsys):
     other = tmp_path / "other"
-    results.write(synthetic.record("hf-cpu-bf16", scenario="another"), other)
+    record_store.write(synthetic.record("hf-cpu-bf16", scenario="another"), other)
     line = _quiet_fail(["gate", str(records_dir), "--baseline", str(other)], capsys)
     assert "no records in common with the results" in line and "another" in line
 
@@ -325,12 +326,12 @@ def _store_worker(args):
     """One runner: fetch (or compute) the shared gate reference, read it back, write and read records."""
     root, marker, results_dir, index = args
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
-    from harness.models import sources as models
+    from harness.models import sources
     from harness.scenario.schema import ModelSpec
 
     from . import records as synthetic_records
 
-    model = models.resolve(ModelSpec(source="tiny-llama"), models.cache_dir())
+    model = sources.resolve(ModelSpec(source="tiny-llama"), sources.cache_dir())
 
     def compute(model, pairs, prompt_ids, settings):
         from harness.correctness.reference import PromptReference, Reference, tokenizer_sha256
@@ -358,8 +359,8 @@ def _store_worker(args):
         seen.append(len(reference.prompts[0].tokens))
         json.loads(Path(path).read_text())  # never a partial file
     for round_ in range(20):
-        results.write(synthetic_records.record("hf-cpu-bf16", seed=round_ + index), results_dir)
-        results.read(Path(results_dir) / "demo" / "hf-cpu-bf16.json")
+        record_store.write(synthetic_records.record("hf-cpu-bf16", seed=round_ + index), results_dir)
+        record_store.read(Path(results_dir) / "demo" / "hf-cpu-bf16.json")
     return seen
 
 
@@ -373,27 +374,29 @@ def test_concurrent_runners_compute_a_reference_once_and_never_read_half_a_file(
     assert seen == [[300, 300, 300]] * 6
     assert len(marker.read_text().splitlines()) == 1  # computed once; five runners waited and read it
     assert not [p for p in tmp_path.rglob(".*.tmp")]  # no temporary file left behind
-    assert results.read(tmp_path / "results" / "demo" / "hf-cpu-bf16.json").status == "ok"
+    assert record_store.read(tmp_path / "results" / "demo" / "hf-cpu-bf16.json").status == "ok"
 
 
 def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, tiny_llama):
     pytest.importorskip("lm_eval")
     import threading
 
-    from harness.accuracy import reference as accuracy
+    from harness.accuracy import reference as accuracy_reference
 
     calls = []
 
     def compute():
         calls.append(1)
         time.sleep(0.3)
-        return accuracy.Evaluation({"harness_cloze": {"acc": 0.5, "items": 4}}, {})
+        return Evaluation({"harness_cloze": {"acc": 0.5, "items": 4}}, {})
 
     out = []
     threads = [
         threading.Thread(
             target=lambda: out.append(
-                accuracy.reference(tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute)
+                accuracy_reference.reference(
+                    tiny_llama, ["harness_cloze"], 4, 0, "bf16", None, tmp_path, compute=compute
+                )
             )
         )
         for _ in range(4)

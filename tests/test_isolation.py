@@ -10,7 +10,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from harness.records import store as results
+from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import Limits, RunSettings
@@ -43,7 +43,7 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
     hungry = records["fake-hungry"]
     assert hungry.status == "failed" and ("MemoryError" in hungry.reason or "memory limit" in hungry.reason)
     assert "generated 2 tokens, 6 were asked for" in records["fake-truncating"].reason
-    on_disk = results.load(tmp_path)
+    on_disk = store.load(tmp_path)
     assert sorted(on_disk.status) == ["failed"] * 4 + ["ok", "timeout"]
     assert all(r.environment.get("python") for r in records.values())  # parent-written records too
 
@@ -69,7 +69,7 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
     by_id = {r.point_id: r for r in resumed}
     assert by_id["fake-cpu-bf16-bs1"].started_at == stamps["fake-cpu-bf16-bs1"]  # kept, not re-run
     assert by_id["fake-failing-cpu-bf16-bs1"].started_at != stamps["fake-failing-cpu-bf16-bs1"]  # failed: re-run
-    assert set(results.load(tmp_path).point_id) == set(by_id)
+    assert set(store.load(tmp_path).point_id) == set(by_id)
 
     changed = planning.load(
         write_scenario("""
@@ -117,8 +117,8 @@ def _write_many(args):
     from tests.test_results import make_record
 
     for i in range(40):
-        results.write(make_record(point_id=f"w{worker}-{i}"), directory)
-        results.write(make_record(point_id="shared", metrics={"worker": worker, "i": i}), directory)
+        store.write(make_record(point_id=f"w{worker}-{i}"), directory)
+        store.write(make_record(point_id="shared", metrics={"worker": worker, "i": i}), directory)
 
 
 def test_concurrent_writers_lose_nothing(tmp_path):
@@ -127,7 +127,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     files = list((tmp_path / "demo").iterdir())
     assert len(files) == 81 and not [f for f in files if f.name.startswith(".")]
     assert json.loads((tmp_path / "demo" / "shared.json").read_text())["metrics"]["i"] == 39
-    assert len(results.load(tmp_path)) == 81
+    assert len(store.load(tmp_path)) == 81
     assert os.path.exists(tmp_path / "demo" / "w1-39.json")
 
 

@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.measure import drift
-from harness.measure import launches as stats
-from harness.records.record import Interval, Launch, Record, Samples
+from harness.measure import launches as launch_stats
+from harness.records.record import Record
+from harness.records.samples import Interval, Launch, Samples
 
 
 def test_the_trend_test_needs_five_rounds_at_p_005():
@@ -21,28 +22,28 @@ def test_the_trend_test_needs_five_rounds_at_p_005():
 
 
 def test_one_launch_has_no_interval_and_unusable_values_are_dropped():
-    assert stats.interval([5.0, None, math.nan, math.inf], samples=3) == Interval(
+    assert launch_stats.interval([5.0, None, math.nan, math.inf], samples=3) == Interval(
         estimate=5.0, launches=1, samples=3, method="single launch"
     )
     with pytest.raises(ValueError, match=r"^interval: expected at least one launch value, got none$"):
-        stats.interval([None, math.nan], samples=0)
+        launch_stats.interval([None, math.nan], samples=0)
 
 
 def test_two_to_four_launches_get_students_t_and_five_the_bootstrap():
-    t = stats.interval([1.0, 2.0, 3.0], samples=9)
+    t = launch_stats.interval([1.0, 2.0, 3.0], samples=9)
     assert (t.estimate, t.method, t.launches, t.samples) == (2.0, "t", 3, 9)
     assert (t.low, t.high) == pytest.approx((2 - 2.48413771175033, 2 + 2.48413771175033), rel=1e-12)
     assert t.cv == pytest.approx(0.5)  # sample stdev 1 over mean 2
-    boot = stats.interval([1.0, 2.0, 3.0, 4.0, 10.0], samples=9)
+    boot = launch_stats.interval([1.0, 2.0, 3.0, 4.0, 10.0], samples=9)
     assert (boot.estimate, boot.low, boot.high, boot.method) == (3.0, 1.0, 10.0, "bootstrap")
     assert boot.cv == pytest.approx(0.8838834764831845, rel=1e-12)
-    assert stats.interval([1.0, 2.0, 3.0, 10.0], samples=4).method == "t"
+    assert launch_stats.interval([1.0, 2.0, 3.0, 10.0], samples=4).method == "t"
 
 
 def test_launches_without_spread_have_a_point_interval_and_a_zero_mean_no_cv():
-    flat = stats.interval([2.0, 2.0, 2.0, 2.0, 2.0], samples=4)
+    flat = launch_stats.interval([2.0, 2.0, 2.0, 2.0, 2.0], samples=4)
     assert (flat.low, flat.high, flat.cv, flat.method) == (2.0, 2.0, 0.0, "bootstrap")
-    centred = stats.interval([-1.0, 1.0], samples=4)
+    centred = launch_stats.interval([-1.0, 1.0], samples=4)
     assert centred.cv is None and centred.high == pytest.approx(12.706204736174694, rel=1e-12)
 
 
@@ -94,11 +95,11 @@ def test_intervals_use_the_ok_launches_that_measured_each_figure():
         Launch(index=1, medians={"tpot_ms": 12.0}, rounds=4),
         Launch(index=2, status="failed", medians={"tpot_ms": 99.0, "ttft_ms": 999.0}, rounds=3),
     ]
-    found = stats.intervals(launches)
+    found = launch_stats.intervals(launches)
     assert set(found) == {"tpot_ms", "ttft_ms"}
     assert (found["tpot_ms"].estimate, found["tpot_ms"].launches, found["tpot_ms"].samples) == (11.0, 2, 9)
     assert (found["ttft_ms"].estimate, found["ttft_ms"].samples, found["ttft_ms"].method) == (100.0, 5, "single launch")
-    assert stats.intervals([]) == {}
+    assert launch_stats.intervals([]) == {}
 
 
 def _record(metrics: dict, intervals: dict | None = None) -> Record:
@@ -119,16 +120,16 @@ def test_figures_are_medians_over_records_and_launch_figures_over_ok_launches():
         Launch(index=1, medians={"tpot_ms": 13.0}, rounds=5),
         Launch(index=2, status="timeout", medians={"tpot_ms": 99.0}, rounds=5),
     ]
-    assert stats._metrics(records, launches) == {"tpot_ms": 12.0, "gate_s": 2.0, "other": None}
-    assert stats._metrics(records, []) == {"tpot_ms": 20.0, "gate_s": 2.0, "other": None}
+    assert launch_stats._metrics(records, launches) == {"tpot_ms": 12.0, "gate_s": 2.0, "other": None}
+    assert launch_stats._metrics(records, []) == {"tpot_ms": 20.0, "gate_s": 2.0, "other": None}
 
 
 def test_the_relative_half_width_of_an_interval():
     record = _record({}, {"tpot_ms": Interval(estimate=-20.0, low=-21.0, high=-18.0, launches=3)})
-    assert stats.rel_half_width(record) == pytest.approx(0.075)
-    assert stats.rel_half_width(record, "ttft_ms") is None
+    assert launch_stats.rel_half_width(record) == pytest.approx(0.075)
+    assert launch_stats.rel_half_width(record, "ttft_ms") is None
     single = _record({}, {"tpot_ms": Interval(estimate=20.0, launches=1)})
-    assert stats.rel_half_width(single) is None
-    assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=0.0, low=-1.0, high=1.0)})) is None
-    assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, low=19.0)})) is None
-    assert stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, high=21.0)})) is None
+    assert launch_stats.rel_half_width(single) is None
+    assert launch_stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=0.0, low=-1.0, high=1.0)})) is None
+    assert launch_stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, low=19.0)})) is None
+    assert launch_stats.rel_half_width(_record({}, {"tpot_ms": Interval(estimate=20.0, high=21.0)})) is None

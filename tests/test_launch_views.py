@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from harness.cli import output as cli_output
-from harness.records import benchmark_json
-from harness.records import store as results
+from harness.records import benchmark_json, store
 from harness.records.columns import TIME_SPLIT, flatten
-from harness.records.record import Drift, Interval, Launch, Record, TimeSplit
+from harness.records.record import Record
+from harness.records.samples import Drift, Interval, Launch, TimeSplit
 from harness.report import compare, export, tables
 from harness.report.build import build
 from harness.report.readable import plus_minus
@@ -84,8 +84,8 @@ def test_flat_columns_carry_intervals_launches_warnings_and_the_split(tmp_path):
     assert row["drift_flags"] == "launch 2/3: tpot_ms drifts +1.2% per round"  # the unflagged trend is not listed
     assert row["machine_noise"] == "launch 3/3: noisy machine: load average 3.2 on 2 cores"
     assert row["time_timed_s"] == 60 and row["time_load_s"] == 10 and row["load_s"] == 3.5
-    results.write(r, tmp_path / "results")
-    frame = results.load(tmp_path / "results").iloc[0]
+    store.write(r, tmp_path / "results")
+    frame = store.load(tmp_path / "results").iloc[0]
     assert frame.tpot_ms_ci_high == 51.4 and frame.launches == 3 and frame.time_gate_s == 10
 
 
@@ -203,7 +203,7 @@ def launched_report(tmp_path):
     points.append(drifting("hf-cpu-bf16-seq512", scenario="seq", max_seq_len=512, split=SPLIT))
     points.append(record("old-point", scenario="old"))  # no time split: left out, with a note
     for r in points:
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     return build([tmp_path / "results"], tmp_path / "report")
 
 
@@ -243,7 +243,7 @@ def test_the_report_tables_show_plus_minus_and_launches(launched_report):
 
 
 def test_an_engine_row_of_one_point_keeps_its_interval():
-    df = results.frame(
+    df = store.frame(
         [(None, launched("a", adapter="hf")), (None, launched("b", adapter="ov")), (None, launched("c", adapter="ov"))]
     )
     engines = tables.engines(df).set_index("adapter")
@@ -252,7 +252,7 @@ def test_an_engine_row_of_one_point_keeps_its_interval():
 
 
 def test_single_launch_records_add_no_launch_table_and_no_warnings(tmp_path):
-    results.write(record("plain"), tmp_path / "results")
+    store.write(record("plain"), tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     html = written.html.read_text()
     assert 'id="launches"' not in html and 'id="warnings"' not in html and 'id="time-split"' not in html
@@ -271,7 +271,8 @@ def test_the_report_with_launches_loads_in_chromium_with_every_plot(launched_rep
 def test_phases_distribution_and_same_weights_reach_columns_and_the_verify_line():
     from harness.cli.output import verdict_line
     from harness.records.columns import flatten
-    from harness.records.record import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, Record, SameWeights
+    from harness.records.correctness import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, SameWeights
+    from harness.records.record import Record
 
     gate = Correctness(
         verdict="fail",

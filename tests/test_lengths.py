@@ -10,6 +10,7 @@ import pytest
 
 from harness.cli import app as cli
 from harness.correctness import lengths, positions
+from harness.correctness.outcome import GateConfig, PromptResult
 from harness.run import planning
 
 REPO = Path(__file__).parents[1]
@@ -127,9 +128,9 @@ def test_a_fault_in_one_late_bucket_fails_the_point_though_the_mean_stays_under_
         model={}, settings={"top_m": 64, "eos_ids": []}, versions={}, noise_floor=floor, prompts=[prompt]
     )
     result = gate._conclude(
-        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        gate.GateConfig(),
+        GateConfig(),
         "forced",
     )
     assert result.kl_ratio < 100  # the mean over every position: 29x, under the fail line

@@ -11,7 +11,7 @@ from harness.adapters.llamacpp import gguf_export  # noqa: E402
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
-from harness.scenario import schema as scenario
+from harness.scenario import schema
 from harness.scenario.sweep import expand  # noqa: E402
 
 TINY = """
@@ -48,9 +48,9 @@ def test_exported_gguf_logits_match_transformers_at_every_position(source, cache
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness.models import sources as models
+    from harness.models import sources
 
-    tiny = models.resolve(scenario.ModelSpec(source=source), cache_dir)
+    tiny = sources.resolve(schema.ModelSpec(source=source), cache_dir)
     ids = [1, 40, 77, 123, 9, 300, 41, 5, 17]
     hf = AutoModelForCausalLM.from_pretrained(str(tiny.hf_dir), dtype=torch.float32).eval()
     with torch.no_grad():

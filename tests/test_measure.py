@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.adapters.base import GenerationTrace
+from harness.adapters.trace import GenerationTrace
 from harness.measure.rounds import Round, Stopping, run_rounds, summarize
 
 MS = 1_000_000  # ns

@@ -6,9 +6,10 @@ import pytest
 
 from harness.adapters import registry
 from harness.errors import UsageError
-from harness.measure import rounds as measure
+from harness.measure.rounds import summarize
 from harness.records import metrics
-from harness.regression.check import check, parse_thresholds
+from harness.regression.check import check
+from harness.regression.thresholds import parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
@@ -102,7 +103,7 @@ def test_metrics_without_a_direction_cannot_be_checked_for_regressions():
 
 
 def test_ttft_p99_is_summarized_and_catalogued():
-    summary = measure.summarize(rounds(tpot_ms=10.0, ttft_ms=100.0, seed=3, n_rounds=20, jitter=0.2))
+    summary = summarize(rounds(tpot_ms=10.0, ttft_ms=100.0, seed=3, n_rounds=20, jitter=0.2))
     ttfts = sorted(r.ttft_s * 1e3 for r in rounds(tpot_ms=10.0, ttft_ms=100.0, seed=3, n_rounds=20, jitter=0.2))
     assert summary["ttft_ms_p90"] <= summary["ttft_ms_p99"] <= ttfts[-1]
     assert summary["ttft_ms_p99"] == pytest.approx(ttfts[-2] + (ttfts[-1] - ttfts[-2]) * 0.81)

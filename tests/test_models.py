@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from harness.errors import ModelError
-from harness.models import sources as models
+from harness.models import sources
 from harness.scenario.schema import ModelSpec
 
 
@@ -18,15 +18,15 @@ def test_build_once_builds_atomically_and_only_once(tmp_path):
         raise RuntimeError("converter died")
 
     with pytest.raises(RuntimeError):
-        models.build_once(target, crash, "done")
+        sources.build_once(target, crash, "done")
     assert not target.exists() and list(tmp_path.iterdir()) == []  # nothing half-built is left
 
     def build(out):
         calls.append(out)
         (out / "done").write_text("ok")
 
-    assert models.build_once(target, build, "done") is True
-    assert models.build_once(target, build, "done") is False
+    assert sources.build_once(target, build, "done") is True
+    assert sources.build_once(target, build, "done") is False
     assert len(calls) == 1 and (target / "done").read_text() == "ok"
 
 
@@ -35,11 +35,11 @@ def _weights_digest(resolved) -> str:
 
 
 def test_tiny_models_are_deterministic_per_seed(tmp_path, tiny_llama):
-    rebuilt = models.resolve(ModelSpec(source="tiny-llama"), tmp_path)  # a fresh cache: built again
+    rebuilt = sources.resolve(ModelSpec(source="tiny-llama"), tmp_path)  # a fresh cache: built again
     assert rebuilt.convert_s > 0
     assert _weights_digest(rebuilt) == _weights_digest(tiny_llama)
     assert rebuilt.tokenizer().to_str() == tiny_llama.tokenizer().to_str()
-    other_seed = models.resolve(ModelSpec(source="tiny-llama", seed=1), tmp_path)
+    other_seed = sources.resolve(ModelSpec(source="tiny-llama", seed=1), tmp_path)
     assert _weights_digest(other_seed) != _weights_digest(tiny_llama)
     assert other_seed.checksum != tiny_llama.checksum
 
@@ -52,13 +52,13 @@ def test_tiny_models_are_deterministic_per_seed(tmp_path, tiny_llama):
     ],
 )
 def test_unknown_sources_are_refused_with_what_is_known(source, message):
-    assert message in models.check_source(ModelSpec(source=source))
+    assert message in sources.check_source(ModelSpec(source=source))
     with pytest.raises(ModelError, match=message.split(";")[0]):
-        models.resolve(ModelSpec(source=source))
+        sources.resolve(ModelSpec(source=source))
 
 
 def test_local_hf_directory_is_used_in_place(tiny_llama):
-    local = models.resolve(ModelSpec(source=str(tiny_llama.hf_dir)))
+    local = sources.resolve(ModelSpec(source=str(tiny_llama.hf_dir)))
     assert local.hf_dir == tiny_llama.hf_dir and len(local.checksum) == 64 and local.convert_s == 0
 
 
@@ -101,4 +101,4 @@ def test_a_chat_template_edited_in_place_changes_the_checksum_the_caches_are_key
     template.write_text(template.read_text(encoding="utf-8").replace("<start_of_turn>", "<start_of_turn> "))
     after = verify("after")
     assert after != before
-    assert models.resolve(ModelSpec(source=str(model))).checksum == after
+    assert sources.resolve(ModelSpec(source=str(model))).checksum == after

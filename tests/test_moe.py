@@ -6,47 +6,46 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.models import prompts
-from harness.models import sources as models
-from harness.moe import routing as moe
+from harness.models import prompts, sources
+from harness.moe import routing
 from harness.scenario.schema import ModelSpec
 
 
 def trace_of(*layers, n_experts=4, top_k=1):
-    return moe.RoutingTrace(n_experts, top_k, [np.asarray(rows).reshape(-1, top_k) for rows in layers])
+    return routing.RoutingTrace(n_experts, top_k, [np.asarray(rows).reshape(-1, top_k) for rows in layers])
 
 
 def test_counts_imbalance_and_popularity():
     trace = trace_of([0, 0, 0, 1, 2, 0], [3, 3, 2, 2, 1, 0])
     counts = trace.counts()
     assert counts.tolist() == [[4, 1, 1, 0], [1, 1, 2, 2]]
-    assert moe.imbalance(counts).tolist() == [4 / 1.5, 2 / 1.5]
-    assert moe.popularity(counts).tolist() == [[0, 1, 2, 3], [2, 3, 0, 1]]  # ties toward the lower id
+    assert routing.imbalance(counts).tolist() == [4 / 1.5, 2 / 1.5]
+    assert routing.popularity(counts).tolist() == [[0, 1, 2, 3], [2, 3, 0, 1]]  # ties toward the lower id
     assert trace.counts(0, 3).tolist() == [[3, 0, 0, 0], [0, 0, 1, 2]]
 
 
 def test_overlap_at_k():
     a = np.array([[0, 1, 2, 3], [3, 2, 1, 0]])
     b = np.array([[1, 0, 3, 2], [0, 1, 2, 3]])
-    assert moe.overlap_at_k(a, b, 2).tolist() == [1.0, 0.0]
+    assert routing.overlap_at_k(a, b, 2).tolist() == [1.0, 0.0]
 
 
 def test_top_experts_breaks_ties_toward_lower_ids():
     logits = np.array([[0.5, 2.0, 2.0, 1.0]])
-    assert moe.top_experts(logits, 2).tolist() == [[1, 2]]
+    assert routing.top_experts(logits, 2).tolist() == [[1, 2]]
 
 
 def test_capacity_drops_and_padding_by_hand():
     # one layer, one chunk of 6 tokens, top-1: expert 0 gets 4 tokens, 1 and 2 one each, 3 none
     trace = trace_of([0, 0, 0, 0, 1, 2])
-    full = moe.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=4, group_size=1)
+    full = routing.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=4, group_size=1)
     assert full.drop_rate == 0 and full.padded_share == pytest.approx(1 - 6 / 16)
-    tight = moe.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=1, group_size=1)
+    tight = routing.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=1, group_size=1)
     assert tight.drop_rate == pytest.approx(3 / 6) and tight.padded_share == pytest.approx(1 / 4)
     assert tight.launches_per_layer == 3 and tight.graphs_per_layer == 4  # expert 3 gets no token: no launch
-    grouped = moe.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=1, group_size=2)
+    grouped = routing.evaluate_capacity(trace, chunk=6, policy="uniform", capacity=1, group_size=2)
     assert grouped.graphs_per_layer == 2 and grouped.launches_per_layer == 2
-    tiered = moe.evaluate_capacity(trace, chunk=6, policy="tiered", capacity=1, group_size=1)
+    tiered = routing.evaluate_capacity(trace, chunk=6, policy="tiered", capacity=1, group_size=1)
     # the most popular expert's capacity is scaled by r = 4 / 1.5 -> 3 slots: fewer drops
     assert tiered.drop_rate == pytest.approx(1 / 6)
 
@@ -56,7 +55,7 @@ def moe_model(request, cache_dir):
     import torch
     from transformers import AutoModelForCausalLM
 
-    resolved = models.resolve(ModelSpec(source=request.param), cache_dir)
+    resolved = sources.resolve(ModelSpec(source=request.param), cache_dir)
     model = AutoModelForCausalLM.from_pretrained(str(resolved.hf_dir), dtype=torch.float32).eval()
     return resolved, model
 
@@ -64,16 +63,16 @@ def moe_model(request, cache_dir):
 def test_real_router_traces_and_a_capacity_sweep(moe_model):
     resolved, model = moe_model
     tokenizer = resolved.tokenizer()
-    calibration = moe.capture(model, prompts.synthetic(tokenizer, 64, 4))
-    evaluation = moe.capture(model, prompts.synthetic(tokenizer, 64, 4)[::-1] + prompts.synthetic(tokenizer, 48, 2))
-    n_experts, top_k = moe.expert_config(model.config)
+    calibration = routing.capture(model, prompts.synthetic(tokenizer, 64, 4))
+    evaluation = routing.capture(model, prompts.synthetic(tokenizer, 64, 4)[::-1] + prompts.synthetic(tokenizer, 48, 2))
+    n_experts, top_k = routing.expert_config(model.config)
     assert (n_experts, top_k) == (8, 2) and calibration.n_layers == 2
     counts = calibration.counts()
     assert (counts.sum(axis=1) == 4 * 64 * top_k).all()
-    assert (moe.imbalance(counts) >= 1).all()
-    overlap = moe.overlap_at_k(moe.popularity(counts), moe.popularity(evaluation.counts()), 4)
+    assert (routing.imbalance(counts) >= 1).all()
+    overlap = routing.overlap_at_k(routing.popularity(counts), routing.popularity(evaluation.counts()), 4)
     assert ((0 <= overlap) & (overlap <= 1)).all()
-    grid = moe.capacity_grid(
+    grid = routing.capacity_grid(
         evaluation, chunk=32, capacities=[16, 8, 4, 2], group_sizes=[1, 4], calibration=calibration
     )
     uniform = grid[(grid.policy == "uniform") & (grid.group_size == 1)].sort_values("capacity", ascending=False)
@@ -90,5 +89,5 @@ def test_a_dense_model_is_not_moe(tiny_llama):
 
     config = AutoConfig.from_pretrained(str(tiny_llama.hf_dir))
     with pytest.raises(ValueError, match="not a mixture-of-experts config"):
-        moe.expert_config(config)
+        routing.expert_config(config)
     assert json.loads((tiny_llama.hf_dir / "config.json").read_text())["model_type"] == "llama"

@@ -1,5 +1,5 @@
 """Static expert capacity on real HF MoE models: saliency-ordered drops, the ``moe_capacity`` axis
-through the runner and the gate, routing in records and the report, ``harness routing``."""
+through the runner and the gate, routing in records and the build, ``harness routing``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from harness import cli  # noqa: E402
 from harness.adapters.hf.moe_capacity import RoutingMonitor  # noqa: E402
-from harness.report import build as report  # noqa: E402
+from harness.report import build  # noqa: E402
 from harness.run import planning  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
@@ -115,7 +115,7 @@ def test_drop_rate_rises_and_agreement_falls_as_capacity_shrinks(capacity_record
 
 def test_report_has_the_moe_section(capacity_records, tmp_path):
     results_dir, _ = capacity_records
-    written = report.build([results_dir], tmp_path / "report")
+    written = build.build([results_dir], tmp_path / "report")
     names = {p.name for p in written.csv} | {p.name for p in written.plots}
     assert {"moe_layers.csv", "moe_routing.csv", "moe_layer_load.png", "moe_capacity.png"} <= names
     page = written.html.read_text()
@@ -186,14 +186,14 @@ def test_shipped_moe_chunks_scenario_records_every_chunk_size(pytester, cache_di
         "no:cacheprovider",
     )
     result.assert_outcomes(passed=9)
-    from harness.records import store as results
+    from harness.records import store
 
-    df = results.load(pytester.path / "results")
+    df = store.load(pytester.path / "results")
     assert sorted(df.groupby("adapter").moe_chunk_size.apply(sorted).tolist()) == [[256, 512, 1024]] * 3
     assert df.ttft_ms.notna().all() and df.cpu_user_s.notna().all()
     hf = df[df.adapter == "hf"]
     assert hf.moe_imbalance_max.notna().all()
-    for _, record in results.iter_records([pytester.path / "results"]):
+    for _, record in store.iter_records([pytester.path / "results"]):
         if record.point["adapter"] == "openvino":  # GenAI's split-fuse budget is the chunk
             assert record.adapter["prefill_chunk"] == record.point["moe_chunk_size"]
         if record.point["adapter"] == "llamacpp":

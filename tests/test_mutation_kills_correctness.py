@@ -9,6 +9,7 @@ import pytest
 
 from harness.correctness import gate, kl, positions
 from harness.correctness import same_weights as sw
+from harness.correctness.outcome import GateConfig, GateResult, PromptResult, format_failures
 from harness.correctness.reference import PromptReference, Reference
 
 
@@ -39,12 +40,12 @@ def _late_fault(late: float, fail_on_drift: bool = True):
     kls = [1e-3] * 48 + [6e-3] * 192 + [late] * 40
     reference = _long_reference(floor)
     result = gate._conclude(
-        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        gate.GateConfig(fail_on_drift=fail_on_drift),
+        GateConfig(fail_on_drift=fail_on_drift),
         "forced",
     )
-    return result, gate.format_failures(result, reference, tokenizer=None)
+    return result, format_failures(result, reference, tokenizer=None)
 
 
 def test_a_bucket_past_the_fail_line_fails_the_point_and_the_table_shows_where_the_kl_rises():
@@ -75,13 +76,13 @@ def test_a_drifting_bucket_is_reported_where_the_mean_passes():
     assert table.endswith("256-511: 1.0x (40); rises at positions 64-255")
 
 
-def _short(noise_floor: dict, kls: list[float], **config) -> gate.GateResult:
+def _short(noise_floor: dict, kls: list[float], **config) -> GateResult:
     prompt = PromptReference("plain", "p", [1, 2], [3], [[3]], [[0.0]])
     reference = Reference(
         model={}, settings={"top_m": 8, "eos_ids": []}, versions={}, noise_floor=noise_floor, prompts=[prompt]
     )
-    found = gate.PromptResult(0, "plain", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
-    return gate._conclude([found], reference, gate.GateConfig(**config), "forced")
+    found = PromptResult(0, "plain", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
+    return gate._conclude([found], reference, GateConfig(**config), "forced")
 
 
 def test_the_paired_test_offsets_both_sides_by_the_references_own_minimum_floor():
@@ -135,15 +136,15 @@ def test_the_paired_test_uses_the_stored_per_position_floor_only_where_it_covers
 def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure():
     reference = _long_reference({"kl_mean": 1e-3})
     long_ones = [
-        gate.PromptResult(0, "long", forced_ok=False),
-        gate.PromptResult(1, "long-prefill", forced_ok=True),
-        gate.PromptResult(2, "long-prefill", forced_ok=False),
+        PromptResult(0, "long", forced_ok=False),
+        PromptResult(1, "long-prefill", forced_ok=True),
+        PromptResult(2, "long-prefill", forced_ok=False),
     ]
-    reported = gate._conclude(long_ones, reference, gate.GateConfig(k=3), "forced")
+    reported = gate._conclude(long_ones, reference, GateConfig(k=3), "forced")
     assert (reported.verdict, reported.reasons) == ("pass", [])
     assert reported.notes == ["teacher-forced top-3 missed on long prompt(s) [0, 2]: reported; KL judges them"]
     short = gate._conclude(
-        [*long_ones, gate.PromptResult(3, "plain", forced_ok=False)], reference, gate.GateConfig(k=3), "forced"
+        [*long_ones, PromptResult(3, "plain", forced_ok=False)], reference, GateConfig(k=3), "forced"
     )
     assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
 
@@ -153,9 +154,9 @@ def test_a_bucket_of_exactly_min_positions_is_judged_on_the_overall_floor_where_
     kls = [2e-3] * 48 + [8e-3] * positions.MIN_POSITIONS  # positions 16-63, then 64-79
     reference = _long_reference(floor, tokens=len(kls))
     result = gate._conclude(
-        [gate.PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        gate.GateConfig(fail_on_drift=False),
+        GateConfig(fail_on_drift=False),
         "forced",
     )
     assert [(b.noise_floor, b.kl_ratio, b.verdict, b.floor_source) for b in result.buckets] == [
@@ -169,10 +170,10 @@ def test_the_table_names_no_rise_where_every_bucket_passes():
     floor = {"kl_mean": 1e-3, "buckets": [{"start": 0, "end": 63, "kl_mean": 2e-3, "positions": 48}]}
     kls = [2e-3] * 48 + [1e-3] * 16
     reference = _long_reference(floor, tokens=len(kls))
-    prompt = gate.PromptResult(0, "long", free_ok=False, forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
-    result = gate._conclude([prompt], reference, gate.GateConfig(), "both")
+    prompt = PromptResult(0, "long", free_ok=False, forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
+    result = gate._conclude([prompt], reference, GateConfig(), "both")
     assert positions.rises_at(result.buckets) is None
-    assert gate.format_failures(result, reference, tokenizer=None) == (
+    assert format_failures(result, reference, tokenizer=None) == (
         "gate FAIL: free-running top-5 check failed on prompt(s) [0]\n"
         "  KL by position (x floor, positions): 0-63: 1.0x (48), 64-255: 1.0x (16)"
     )
@@ -188,9 +189,9 @@ def test_the_stored_bucket_floors_count_their_positions():
 def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails_the_point():
     floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
     reference = _long_reference(floor)
-    drifting = [gate.PromptResult(0, "long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
-    reported = gate._conclude(drifting, reference, gate.GateConfig(fail_on_drift=False), "forced")
-    failed = gate._conclude(drifting, reference, gate.GateConfig(), "forced")
+    drifting = [PromptResult(0, "long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
+    reported = gate._conclude(drifting, reference, GateConfig(fail_on_drift=False), "forced")
+    failed = gate._conclude(drifting, reference, GateConfig(), "forced")
     assert reported.verdict == "drift" and failed.verdict == "fail"
     assert [r.split(" is ")[0] for r in reported.reasons] == [
         "mean KL",
@@ -202,7 +203,7 @@ def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails
     assert failed.reasons == [*reported.reasons[:-1], reported.reasons[-1] + "; drift fails this point"]
 
 
-def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> gate.GateResult:
+def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> GateResult:
     """A short prompt whose reference stored ``len(prefill_kl)`` prefill positions (8 asked for), every floor
     at 1e-3, and its device's KLs there (None: not measured) and at the teacher-forced positions."""
     stored = len(prefill_kl) if stored is None else stored
@@ -216,7 +217,7 @@ def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stor
     }
     settings = {"top_m": 8, "eos_ids": [], "prefill_positions": 8}
     reference = Reference(model={}, settings=settings, versions={}, noise_floor=floor, prompts=[prompt])
-    found = gate.PromptResult(
+    found = PromptResult(
         0,
         "plain",
         forced_ok=forced_ok,
@@ -224,7 +225,7 @@ def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stor
         position_kl=position_kl,
         prefill_kl=prefill_kl,
     )
-    return gate._conclude([found], reference, gate.GateConfig(), "forced")
+    return gate._conclude([found], reference, GateConfig(), "forced")
 
 
 def test_a_fault_at_the_last_prompt_positions_fails_the_prefill_phase_where_the_first_decode_position_is_clean():

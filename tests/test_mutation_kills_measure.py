@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure import launches as stats
-from harness.records.record import Launch
-from harness.records.samples import RoundSample
+from harness.measure.launches import intervals
+from harness.records.samples import Launch, RoundSample
 
 
 def _round(launch: int, ttft_ms: float) -> RoundSample:
@@ -24,7 +23,7 @@ def test_intervals_carry_the_variance_components_of_the_ok_launches_rounds():
         Launch(index=2, status="failed", medians={"ttft_ms": 900.0}, rounds=1),
     ]
     rounds = [_round(0, 100), _round(0, 110), _round(1, 120), _round(1, 130), _round(1, 140), _round(2, 900)]
-    found = stats.intervals(launches, rounds)["ttft_ms"]
+    found = intervals(launches, rounds)["ttft_ms"]
     # within: pooled variance (50 + 2 * 100) / 3 over the mean 120; between: the launch means' variance
     # 312.5 less within / 2.4 rounds (their harmonic mean), over 120
     assert found.within_cv == pytest.approx((250 / 3) ** 0.5 / 120, rel=1e-12)
@@ -33,7 +32,7 @@ def test_intervals_carry_the_variance_components_of_the_ok_launches_rounds():
     assert (found.estimate, found.launches, found.samples) == (117.5, 2, 5)
     # the rounds hold no gaps (no tpot per round) and energy has no per-round figure: no components either
     for name in ("tpot_ms", "energy_per_token_mj"):
-        found = stats.intervals(launches, rounds)[name]
+        found = intervals(launches, rounds)[name]
         assert (found.launches, found.within_cv, found.between_cv, found.rounds_per_launch) == (2, None, None, None)
-    bare = stats.intervals(launches)["ttft_ms"]  # no rounds stored: no components
+    bare = intervals(launches)["ttft_ms"]  # no rounds stored: no components
     assert (bare.within_cv, bare.between_cv, bare.rounds_per_launch) == (None, None, None)

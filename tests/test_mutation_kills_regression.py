@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.records.record import Launch, Record, Samples
+from harness.records.record import Record
+from harness.records.samples import Launch, Samples
 from harness.regression import verdicts
 from harness.regression.check import check
 from harness.regression.thresholds import parse_thresholds

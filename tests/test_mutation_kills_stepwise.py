@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from harness.correctness import stepwise
+from harness.correctness.logprobs import log_softmax
 from harness.correctness.outcome import Divergence
-from harness.correctness.reference import PromptReference, log_softmax
+from harness.correctness.reference import PromptReference
 
 from .test_gate import VOCAB
 from .test_gate import prompt_reference as scripted_reference

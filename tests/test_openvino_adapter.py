@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.correctness.outcome import GateConfig
+
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
 from harness.adapters.base import LoadSettings  # noqa: E402
@@ -12,7 +14,7 @@ from harness.correctness import gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
 from harness.models import prompts
 from harness.models.prompts import select_gate_prompts  # noqa: E402
-from harness.records import store as results
+from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
@@ -89,7 +91,7 @@ def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
     reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
         tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2)
     )
-    result = gate.evaluate(loaded(tiny_llama), reference, gate.GateConfig())
+    result = gate.evaluate(loaded(tiny_llama), reference, GateConfig())
     assert result.verdict == "pass", result.reasons
     assert result.kl_ratio < 5  # fp32 OpenVINO vs the bf16 reference: within bf16 noise
 
@@ -165,7 +167,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     assert npu.correctness.path.cache == "static(48)" and "chosen tokens only" in npu.correctness.path.notes[0]
     assert healthy.correctness.path.device == "CPU" and "kl" in healthy.correctness.path.checks
     assert records[f"{cpu}-seq48"].status == "skipped"
-    assert len(results.load(tmp_path)) == 8
+    assert len(store.load(tmp_path)) == 8
 
 
 def test_compile_cache_is_cold_then_warm(tiny_llama, tmp_path):

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from harness.records.columns import round_values
+
 FAKE_SWEEP = """
 model: tiny-llama
 prompts: ["The river"]
@@ -51,11 +53,11 @@ def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapte
     assert bench["stats"]["rounds"] == len(gaps) == 3 * 4
     assert bench["stats"]["mean"] == pytest.approx(sum(gaps) / len(gaps))
     # the benchmark file carries the record, so reports and gates read it like a results directory
-    from harness.records import store as results
+    from harness.records import store
 
-    (carried,) = [r for _, r in results.iter_records(pytester.path / "out.json")]
+    (carried,) = [r for _, r in store.iter_records(pytester.path / "out.json")]
     assert carried.point_id == "fake-cpu-bf16" and carried.metrics == record["metrics"]
-    assert len(results.round_values(carried)["tpot_ms"]) == 3
+    assert len(round_values(carried)["tpot_ms"]) == 3
 
 
 def test_markers_select_by_adapter_device_and_scenario(pytester, fake_adapters):
@@ -137,7 +139,7 @@ sweep:
 
 
 def save_baseline(pytester, tpot_ms, point_ids):
-    from harness.records import store as results
+    from harness.records import store as store
     from harness.regression import baseline
 
     from .records import record
@@ -145,7 +147,7 @@ def save_baseline(pytester, tpot_ms, point_ids):
     for pid in point_ids:
         made = record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None)
         made.adapter = {"engine": "fake", "engine_version": "0"}  # the engine the session runs: comparable
-        results.write(made, pytester.path / "base-records")
+        store.write(made, pytester.path / "base-records")
     baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from harness.cli.app import main
 from harness.correctness import gate
-from harness.records import store as results
+from harness.correctness.outcome import GateConfig
+from harness.records import store
 from harness.records.record import Record
 from harness.report import export
 from harness.report.readable import number, times_floor
@@ -22,18 +23,18 @@ from .test_gate import REF_TABLE, ChosenOnly, Scripted, logits, reference_from
 
 def test_the_gate_keeps_kl_and_top1_per_position():
     device = [logits([2, 1, 3]), REF_TABLE[1], logits([6, 5, 4])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2))
     (prompt,) = result.prompts
     assert len(prompt.position_kl) == 3 and prompt.position_top1 == [0, 1, 0]
     assert prompt.position_kl[1] == 0 and prompt.position_kl[2] > prompt.position_kl[0] > 0
-    top1 = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), gate.GateConfig(k=2))
+    top1 = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), GateConfig(k=2))
     assert top1.prompts[0].position_top1 == [1, 0, 1] and top1.prompts[0].position_kl is None
 
 
 def test_seen_by_a_progress_callback():
     seen = []
     gate.evaluate(
-        Scripted(REF_TABLE), reference_from(REF_TABLE), gate.GateConfig(k=2), on_prompt=lambda j, m: seen.append((j, m))
+        Scripted(REF_TABLE), reference_from(REF_TABLE), GateConfig(k=2), on_prompt=lambda j, m: seen.append((j, m))
     )
     assert seen == [(1, 1)]
 
@@ -84,7 +85,7 @@ def test_summary_answers_right_fast_and_energy_per_engine():
 
 def test_harness_summary_command(tmp_path, capsys):
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     assert main(["summary", str(tmp_path / "results" / "quickstart")]) == 0
     assert "is it right (gate)" in capsys.readouterr().out
 
@@ -93,7 +94,7 @@ def test_harness_summary_command(tmp_path, capsys):
 def test_export_has_one_row_per_token_and_per_gate_position(tmp_path, fmt, capsys):
     records = quickstart_records()
     for r in records:
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     out = tmp_path / f"tokens.{fmt}"
     assert main(["export", str(tmp_path / "results"), "--format", fmt, "-o", str(out)]) == 0
     table = pd.read_json(out, lines=True) if fmt == "jsonl" else pd.read_parquet(out)
@@ -135,7 +136,7 @@ def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
     from harness.report.build import build
 
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     assert {"token_timeline", "gate_kl"} <= {p.stem for p in written.plots}
     engines = pd.read_csv(tmp_path / "report" / "engines.csv")
@@ -187,7 +188,7 @@ def test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots(tmp
     from .test_report import chromium, console_messages, screenshot, screenshot_is_plotted
 
     for r in quickstart_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     loaded = chromium("--dump-dom", written.html.resolve().as_uri(), cwd=tmp_path)
     assert loaded.returncode == 0, loaded.stderr[-2000:]

@@ -10,9 +10,11 @@ import pytest
 
 from harness import io
 from harness.cli.app import main
-from harness.records import store as results
+from harness.records import store
 from harness.records.columns import flatten
-from harness.records.record import Correctness, Record
+from harness.records.correctness import Correctness
+from harness.records.migration import SCHEMA_VERSION
+from harness.records.record import Record
 
 from .records import record
 
@@ -20,9 +22,9 @@ V1 = Path(__file__).parent / "data" / "records_v1"
 
 
 def test_version_1_records_load_with_details_split_into_named_parts():
-    loaded = {r.point_id: r for _, r in results.iter_records(V1)}
+    loaded = {r.point_id: r for _, r in store.iter_records(V1)}
     ok, failed = loaded["openvino-npu-int8_sym"], loaded["fake-segfault-cpu-bf16"]
-    assert ok.schema_version == failed.schema_version == results.SCHEMA_VERSION == 2
+    assert ok.schema_version == failed.schema_version == SCHEMA_VERSION == 2
     assert ok.outputs["0"] == "The river runs" and ok.prompt_lengths == [4, 6]
     assert ok.routing.imbalance == [3.0, 2.0] and ok.routing.counts[0] == [3, 1, 0, 0]
     assert ok.unavailable["energy_gpu_j"] == "no GPU visible to Zeus (NVML / AMDSMI)"
@@ -35,16 +37,16 @@ def test_version_1_records_load_with_details_split_into_named_parts():
     assert ok.model.name == "tiny-llama" and ok.samples.rounds[0].gaps_s == [0.005, 0.0051, 0.0049]
     assert failed.failure.exit_code == -11 and failed.failure.signal == "SIGSEGV"
     assert failed.correctness is None and failed.accuracy is None and failed.model.name is None
-    assert set(results.load(V1).point_id) == set(loaded)
+    assert set(store.load(V1).point_id) == set(loaded)
 
 
 def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
-    ((_, old),) = [pair for pair in results.iter_records(V1) if pair[1].status == "ok"]
-    path = results.write(old, tmp_path)
+    ((_, old),) = [pair for pair in store.iter_records(V1) if pair[1].status == "ok"]
+    path = store.write(old, tmp_path)
     data = json.loads(path.read_text())
     assert data["schema_version"] == 2 and "details" not in data
     assert data["unavailable"]["energy_gpu_j"] and data["routing"]["counts"]
-    assert results.read(path) == old
+    assert store.read(path) == old
 
 
 @pytest.mark.parametrize(
@@ -58,15 +60,15 @@ def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
     ],
 )
 def test_wrong_types_are_refused_naming_the_file_and_field(tmp_path, field, value, message):
-    path = results.write(record("p"), tmp_path)
+    path = store.write(record("p"), tmp_path)
     path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
     with pytest.raises(ValueError) as caught:
-        results.read(path)
+        store.read(path)
     assert f"{path}: {message}" in str(caught.value)
 
 
 def test_the_command_line_reports_a_malformed_record_in_one_line(tmp_path, capsys):
-    path = results.write(record("p"), tmp_path / "results")
+    path = store.write(record("p"), tmp_path / "results")
     path.write_text(json.dumps({**json.loads(path.read_text()), "metrics": {"tpot_ms": [1]}}))
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -89,7 +91,7 @@ def test_pandas_and_pytest_benchmark_get_the_same_columns(tmp_path):
     with pytest.raises(BaseException, match="reference token 17"):  # a failed gate fails the test
         report_to_benchmark(Benchmark, sample, scenario=type("S", (), {"known_failures": []}))
     carried = Benchmark.extra_info.pop("harness_record")
-    assert Benchmark.extra_info == flatten(sample) == {k: v for k, v in results.row(sample).items() if k != "path"}
+    assert Benchmark.extra_info == flatten(sample) == {k: v for k, v in store.row(sample).items() if k != "path"}
     assert Record.from_dict(carried).samples.rounds_ms["tpot_ms"]
 
 

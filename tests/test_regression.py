@@ -7,7 +7,8 @@ import re
 import pytest
 
 from harness.errors import UsageError
-from harness.regression.check import check, parse_thresholds
+from harness.regression.check import check
+from harness.regression.thresholds import parse_thresholds
 
 from .records import record
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import EXIT_INCOMPARABLE, UsageError
-from harness.records.record import Launch, Record, Samples
+from harness.records.record import Record
+from harness.records.samples import Launch, Samples
 from harness.regression import significance
 from harness.regression.check import check, launch_test
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome

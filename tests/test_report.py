@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from harness.cli.app import main
-from harness.records import benchmark_json
-from harness.records import store as results
+from harness.records import benchmark_json, store
 from harness.report.build import build
 
 from .records import record
@@ -69,7 +68,7 @@ def sweep_records():
 @pytest.fixture
 def report(tmp_path):
     for r in sweep_records():
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     return build([tmp_path / "results"], tmp_path / "report")
 
 
@@ -95,7 +94,7 @@ def test_report_writes_html_markdown_csv_and_the_plots_the_axes_allow(report):
 
 
 def test_no_beam_plot_without_a_beam_axis_and_no_plots_for_a_single_point(tmp_path):
-    results.write(record("hf-cpu-bf16"), tmp_path / "one")
+    store.write(record("hf-cpu-bf16"), tmp_path / "one")
     written = build([tmp_path / "one"], tmp_path / "out")
     assert [p.stem for p in written.plots] == ["token_timeline", "percentile_spread"]  # issue 22: the timeline
 
@@ -219,7 +218,7 @@ def test_a_section_is_one_module_and_one_list_entry(tmp_path, monkeypatch):
     monkeypatch.setattr(sections, "SECTIONS", [*sections.SECTIONS[:-1], extra, sections.SECTIONS[-1]])
     monkeypatch.setattr("harness.report.build.SECTIONS", sections.SECTIONS)
     for r in sweep_records()[:2]:
-        results.write(r, tmp_path / "results")
+        store.write(r, tmp_path / "results")
     written = build([tmp_path / "results"], tmp_path / "report")
     page = written.html.read_text()
     assert page.index('<h2 id="extra">Extra</h2><p>extra-table</p>') < page.index('<h2 id="points">')

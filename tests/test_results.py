@@ -4,10 +4,12 @@ import json
 
 import pytest
 
-from harness.records import store as results
+from harness.records import store
+from harness.records.migration import SCHEMA_VERSION
+from harness.records.record import Record
 
 
-def make_record(**overrides) -> results.Record:
+def make_record(**overrides) -> Record:
     data = dict(
         scenario="demo",
         point_id="hf-cpu-bf16",
@@ -17,35 +19,35 @@ def make_record(**overrides) -> results.Record:
         units={"ttft_ms": "ms", "tpot_ms": "ms/token"},
     )
     data.update(overrides)
-    return results.Record(**data)
+    return Record(**data)
 
 
 def test_write_is_atomic_and_round_trips(tmp_path):
     record = make_record()
-    path = results.write(record, tmp_path)
+    path = store.write(record, tmp_path)
     assert path == tmp_path / "demo" / "hf-cpu-bf16.json"
     assert [p.name for p in path.parent.iterdir()] == ["hf-cpu-bf16.json"]  # no temp file left behind
-    assert results.read(path) == record
-    assert json.loads(path.read_text())["schema_version"] == results.SCHEMA_VERSION
+    assert store.read(path) == record
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
 
 
 def test_a_failed_write_leaves_the_previous_record_intact(tmp_path):
-    path = results.write(make_record(), tmp_path)
+    path = store.write(make_record(), tmp_path)
     with pytest.raises(ValueError):
-        results.write(make_record(metrics={"ttft_ms": float("nan")}), tmp_path)  # NaN is not JSON
-    assert results.read(path).metrics["ttft_ms"] == 12.5
+        store.write(make_record(metrics={"ttft_ms": float("nan")}), tmp_path)  # NaN is not JSON
+    assert store.read(path).metrics["ttft_ms"] == 12.5
     assert [p.name for p in path.parent.iterdir()] == ["hf-cpu-bf16.json"]
 
 
 def test_names_cannot_escape_the_results_directory(tmp_path):
-    path = results.write(make_record(scenario="../../evil", point_id="../x"), tmp_path / "out")
+    path = store.write(make_record(scenario="../../evil", point_id="../x"), tmp_path / "out")
     assert path.resolve().is_relative_to((tmp_path / "out").resolve())
 
 
 def test_load_gives_one_row_per_point(tmp_path):
-    results.write(make_record(), tmp_path)
-    results.write(make_record(point_id="hf-cpu-fp32", status="skipped", reason="nope", metrics={}), tmp_path)
-    df = results.load(tmp_path)
+    store.write(make_record(), tmp_path)
+    store.write(make_record(point_id="hf-cpu-fp32", status="skipped", reason="nope", metrics={}), tmp_path)
+    df = store.load(tmp_path)
     assert len(df) == 2
     ok = df[df.point_id == "hf-cpu-bf16"].iloc[0]
     assert ok.ttft_ms == 12.5 and ok.adapter == "hf" and ok.status == "ok"
@@ -56,19 +58,19 @@ def test_unknown_schema_versions_are_refused(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({**make_record().to_dict(), "schema_version": 99}))
     with pytest.raises(ValueError, match="schema_version 99"):
-        results.read(path)
+        store.read(path)
 
 
 def test_load_names_a_missing_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
-        results.load(tmp_path / "nowhere")
+        store.load(tmp_path / "nowhere")
 
 
 def test_load_skips_the_reference_store_inside_a_results_directory(tmp_path):
-    results.write(make_record(), tmp_path)
+    store.write(make_record(), tmp_path)
     (tmp_path / "references" / "model").mkdir(parents=True)
     (tmp_path / "references" / "model" / "abc.json").write_text('{"prompts": []}')
-    assert results.load(tmp_path).point_id.tolist() == ["hf-cpu-bf16"]
+    assert store.load(tmp_path).point_id.tolist() == ["hf-cpu-bf16"]
 
 
 def test_per_file_reads_a_file_once_per_version(tmp_path):

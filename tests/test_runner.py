@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from harness.records import store as results
+from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
@@ -35,7 +35,7 @@ def test_a_crashing_or_truncating_engine_fails_its_point_and_the_sweep_goes_on(w
     assert truncating.status == "failed" and "generated 2 tokens, 6 were asked for" in truncating.reason
     healthy = records["fake-cpu-bf16"]
     assert healthy.status == "ok" and healthy.metrics["generated_tokens"] == 6
-    assert len(results.load(tmp_path / "results")) == 3  # every outcome is on disk
+    assert len(store.load(tmp_path / "results")) == 3  # every outcome is on disk
 
 
 def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_scenario, tmp_path, fake_adapters):
@@ -96,4 +96,4 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
     assert record.adapter["engine"] == "transformers"
     assert record.environment["harness_version"] and record.environment["python"]
     assert set(record.outputs) == {"0", "1"}
-    assert results.read(tmp_path / "scenario" / "hf-cpu-bf16.json") == record
+    assert store.read(tmp_path / "scenario" / "hf-cpu-bf16.json") == record

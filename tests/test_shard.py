@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import UsageError
-from harness.records import store as results
+from harness.records import store
 from harness.run import planning
 from harness.run.shard import assign, merge, parse_shard, select
 from harness.scenario.sweep import expand
@@ -70,9 +70,9 @@ def test_merge_prefers_the_runner_that_ran_a_point():
 def test_merge_refuses_two_different_runs_of_one_point(tmp_path, capsys):
     from harness.cli.app import main
 
-    results.write(record("p", seed=1), tmp_path / "a")
-    results.write(record("p", seed=2), tmp_path / "b")
-    results.write(record("q"), tmp_path / "b")
+    store.write(record("p", seed=1), tmp_path / "a")
+    store.write(record("p", seed=2), tmp_path / "b")
+    store.write(record("q"), tmp_path / "b")
     assert main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
     assert "demo::p: ok in" in err and str(tmp_path / "a") in err and str(tmp_path / "b") in err

@@ -8,12 +8,13 @@ import statistics
 
 import pytest
 
-from harness.measure import drift
-from harness.measure import launches as stats
-from harness.measure import rounds as measure
-from harness.records.record import Failure, Launch, Record, Samples, TimeSplit
-from harness.regression.check import check, parse_thresholds
+from harness.measure import drift, rounds
+from harness.measure.launches import combine, interval, launch, rel_half_width
+from harness.records.record import Failure, Record
+from harness.records.samples import Launch, Samples, TimeSplit
+from harness.regression.check import check
 from harness.regression.confirm import confirm
+from harness.regression.thresholds import parse_thresholds
 
 from .records import record
 
@@ -22,10 +23,10 @@ DEFAULT = parse_thresholds("tpot=5%,ttft=10%,energy_per_token=10%")
 
 
 def single(point_id="p", tpot_ms=50.0, seed=0, status="ok", energy=None, **kwargs) -> Record:
-    """One launch's record as steps.execute makes it: real rounds, and its launch entry from stats.launch."""
+    """One launch's record as steps.execute makes it: real rounds, and its launch entry from launch."""
     made = record(point_id, tpot_ms=tpot_ms, seed=seed, status=status, energy_per_token_mj=energy, **kwargs)
     if status == "ok":
-        made.samples.launches = [stats.launch(made.metrics, made.samples.rounds, started_at="t0", wall_s=1.5)]
+        made.samples.launches = [launch(made.metrics, made.samples.rounds, started_at="t0", wall_s=1.5)]
         made.time_split = TimeSplit(load_s=2.0, timed_s=1.0)
     else:
         made.failure = Failure(traceback=f"Traceback: {status}")
@@ -33,7 +34,7 @@ def single(point_id="p", tpot_ms=50.0, seed=0, status="ok", energy=None, **kwarg
 
 
 def launched(point_id, tpots, seed=0, **kwargs) -> Record:
-    return stats.combine([single(point_id, tpot, seed=seed + i, **kwargs) for i, tpot in enumerate(tpots)])
+    return combine([single(point_id, tpot, seed=seed + i, **kwargs) for i, tpot in enumerate(tpots)])
 
 
 def lognormal(rng, median, cv, n):
@@ -56,7 +57,7 @@ def fast(point_id, tpots, ttfts) -> Record:
     )
 
 
-# stats.launch and drift
+# launch and drift
 
 
 def throttling_rounds(slowdown_per_round: float, n=12, seed=0):
@@ -64,7 +65,7 @@ def throttling_rounds(slowdown_per_round: float, n=12, seed=0):
     out = []
     for i in range(n):
         gap = 0.02 * (1 + slowdown_per_round * i) * (1 + rng.uniform(-0.005, 0.005))
-        out.append(measure.Round(0, 16, 1, 0.1, (gap,) * 15, 0.1 + 15 * gap))
+        out.append(rounds.Round(0, 16, 1, 0.1, (gap,) * 15, 0.1 + 15 * gap))
     return out
 
 
@@ -92,45 +93,45 @@ def test_drift_flags_a_throttling_trend_and_not_a_flat_launch():
     short = drift.drift(throttling_rounds(0.05, n=4))  # Kendall's exact p is >= 0.083 at 4 rounds: cannot fire
     assert not short[0].checked and not short[0].flagged and "needs 5" in short[0].why
     assert drift.DRIFT_MIN_ROUNDS == 5 and drift.drift(throttling_rounds(0.05, n=5))[0].flagged  # 5 rounds can
-    assert stats.launch({"tpot_ms": 20.0}, throttling_rounds(0.01)).drift[0].flagged
+    assert launch({"tpot_ms": 20.0}, throttling_rounds(0.01)).drift[0].flagged
 
 
-# stats.interval
+# interval
 
 
 def test_interval_methods_follow_the_launch_count():
-    one = stats.interval([10.0], samples=5)
+    one = interval([10.0], samples=5)
     assert (one.method, one.estimate, one.low, one.high, one.launches) == ("single launch", 10.0, None, None, 1)
-    few = stats.interval([10.0, 11.0, 12.0], samples=15)
+    few = interval([10.0, 11.0, 12.0], samples=15)
     half = 4.302653 / math.sqrt(3)  # t(0.975, df=2) * stdev 1 / sqrt(3)
     assert few.method == "t" and few.estimate == 11.0 and few.samples == 15
     assert few.low == pytest.approx(11.0 - half, rel=1e-5) and few.high == pytest.approx(11.0 + half, rel=1e-5)
     assert few.cv == pytest.approx(1.0 / 11.0)
     values = [10.0, 10.4, 9.7, 10.1, 12.0, 9.9, 10.2]
-    many = stats.interval(values, samples=35)
+    many = interval(values, samples=35)
     assert many.method == "bootstrap" and many.estimate == 10.1 and many.launches == 7
     assert 9.7 <= many.low <= 10.1 <= many.high <= 12.0
-    assert stats.interval(values, samples=35) == many  # seeded: reproducible
-    assert stats.interval([5.0] * 6, samples=30).low == stats.interval([5.0] * 6, samples=30).high == 5.0
+    assert interval(values, samples=35) == many  # seeded: reproducible
+    assert interval([5.0] * 6, samples=30).low == interval([5.0] * 6, samples=30).high == 5.0
     with pytest.raises(ValueError, match="at least one launch value"):
-        stats.interval([None], samples=0)
+        interval([None], samples=0)
 
 
 def test_relative_half_width_needs_an_interval():
     merged = launched("p", [50.0, 51.0, 49.0, 50.5, 49.5])
     found = merged.samples.intervals["tpot_ms"]
-    assert stats.rel_half_width(merged) == pytest.approx((found.high - found.low) / 2 / found.estimate)
-    assert 0 < stats.rel_half_width(merged) < 0.03
-    assert stats.rel_half_width(stats.combine([single()])) is None
-    assert stats.rel_half_width(merged, "energy_per_token_mj") is None
+    assert rel_half_width(merged) == pytest.approx((found.high - found.low) / 2 / found.estimate)
+    assert 0 < rel_half_width(merged) < 0.03
+    assert rel_half_width(combine([single()])) is None
+    assert rel_half_width(merged, "energy_per_token_mj") is None
 
 
-# stats.combine
+# combine
 
 
 def test_combine_merges_launches_rounds_and_metrics():
     parts = [single("p", tpot, seed=i) for i, tpot in enumerate([50.0, 60.0, 55.0])]
-    merged = stats.combine(parts)
+    merged = combine(parts)
     assert merged.status == "ok" and merged.reason is None
     assert [e.index for e in merged.samples.launches] == [0, 1, 2]
     assert [r.launch for r in merged.samples.rounds] == [0] * 5 + [1] * 5 + [2] * 5
@@ -142,7 +143,7 @@ def test_combine_merges_launches_rounds_and_metrics():
     assert merged.samples.intervals["tpot_ms"].method == "t" and merged.samples.intervals["tpot_ms"].samples == 15
     assert merged.time_split == TimeSplit(load_s=6.0, timed_s=3.0)
     assert merged.correctness == parts[0].correctness and merged.outputs == parts[0].outputs
-    again = stats.combine([merged, single("p", 52.0, seed=9)])  # a relaunch appends to a merged record
+    again = combine([merged, single("p", 52.0, seed=9)])  # a relaunch appends to a merged record
     assert [e.index for e in again.samples.launches] == [0, 1, 2, 3] and again.samples.rounds[-1].launch == 3
     assert Record.from_dict(again.to_dict()) == again
 
@@ -150,14 +151,14 @@ def test_combine_merges_launches_rounds_and_metrics():
 def test_a_failed_launch_fails_the_point_but_keeps_the_ok_launches():
     parts = [single("p", 50.0, seed=1), single("p", status="failed"), single("p", 52.0, seed=2)]
     parts[0].unavailable = {"energy_j": "no meter"}
-    merged = stats.combine(parts)
+    merged = combine(parts)
     assert merged.status == "failed" and merged.reason == "launch 2 of 3: it failed"
     assert merged.failure.traceback == "Traceback: failed"
     assert [e.status for e in merged.samples.launches] == ["ok", "failed", "ok"]
     assert [r.launch for r in merged.samples.rounds] == [0] * 5 + [2] * 5
     assert merged.metrics["tpot_ms"] == statistics.median([parts[0].metrics["tpot_ms"], parts[2].metrics["tpot_ms"]])
     assert merged.samples.intervals["tpot_ms"].launches == 2 and merged.unavailable == {"energy_j": "no meter"}
-    timeout = stats.combine([single("p", status="timeout"), single("p", 50.0)])
+    timeout = combine([single("p", status="timeout"), single("p", 50.0)])
     assert timeout.status == "timeout" and timeout.reason.startswith("launch 1 of 2: it timeout")
     assert timeout.correctness is not None  # taken from the launch that ran
 
@@ -167,21 +168,21 @@ def test_a_figure_the_launch_entries_lack_keeps_the_records_median():
     parts = [single("p", 50.0, seed=i, energy=e) for i, e in enumerate([4.0, 6.0, 5.0])]
     for part in parts:
         del part.samples.launches[0].medians["energy_per_token_mj"]
-    merged = stats.combine(parts)
+    merged = combine(parts)
     assert merged.metrics["energy_per_token_mj"] == 5.0 and "energy_per_token_mj" not in merged.samples.intervals
 
 
 def test_combine_of_one_record_fills_its_intervals_and_skipped_stays_skipped():
     one = single("p", 50.0, seed=4)
-    merged = stats.combine([one])
+    merged = combine([one])
     assert merged.metrics == one.metrics and merged.samples.rounds == one.samples.rounds
     assert merged.samples.intervals["tpot_ms"].method == "single launch"
-    failed = stats.combine([single("p", status="failed")])
+    failed = combine([single("p", status="failed")])
     assert (failed.status, failed.reason) == ("failed", "it failed")
     skipped = single("p", status="skipped")
-    assert stats.combine([skipped, skipped]) is skipped
+    assert combine([skipped, skipped]) is skipped
     with pytest.raises(ValueError, match="records of demo::p expected, got demo::q"):
-        stats.combine([single("p"), single("q")])
+        combine([single("p"), single("q")])
 
 
 # the statistical regression check
@@ -286,7 +287,7 @@ def rerun_from(tpot_by_point, seed=100):
 
     def rerun(records, launches):
         return [
-            stats.combine([r, *(single(r.point_id, tpot_by_point[r.point_id], seed=seed + i) for i in range(launches))])
+            combine([r, *(single(r.point_id, tpot_by_point[r.point_id], seed=seed + i) for i in range(launches))])
             for r in records
         ]
 
@@ -324,7 +325,7 @@ def test_confirm_turns_an_underpowered_change_into_a_verdict():
     assert [f.kind for f in final.findings] == ["regression"]
 
     def crashed(records, launches):
-        return [stats.combine([records[0], single("p", status="failed")])]
+        return [combine([records[0], single("p", status="failed")])]
 
     failing = confirm(first, base, new, DEFAULT, crashed, 1)
     assert [(f.kind, f.message) for f in failing.findings] == [("failed", "failed: it failed")]

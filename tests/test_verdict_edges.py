@@ -9,8 +9,9 @@ import pytest
 
 from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
+from harness.correctness.outcome import GateConfig, PromptResult
 from harness.correctness.reference import PromptReference, Reference
-from harness.records.record import GatePhase
+from harness.records.correctness import GatePhase
 
 # --- KL tiers and phases --------------------------------------------------------------------------
 
@@ -105,12 +106,12 @@ def _reference(noise_floor: dict, prompts: int = 4) -> Reference:
     )
 
 
-def _prompt(i, **fields) -> gate.PromptResult:
-    return gate.PromptResult(prompt=i, kind="plain", **fields)
+def _prompt(i, **fields) -> PromptResult:
+    return PromptResult(prompt=i, kind="plain", **fields)
 
 
 def _conclude(prompts, floor=0.01, mode="both", **config):
-    return gate._conclude(prompts, _reference({"kl_mean": floor}), gate.GateConfig(k=2, **config), mode)
+    return gate._conclude(prompts, _reference({"kl_mean": floor}), GateConfig(k=2, **config), mode)
 
 
 def test_the_gate_concludes_pass_with_the_pooled_figures():

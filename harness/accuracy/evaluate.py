@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from harness.accuracy.outcomes import flat_metrics, outcomes
-from harness.records.record import TaskOutcomes
+from harness.records.accuracy import TaskOutcomes
 
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 DEFAULT_BOOTSTRAP = 200  # perplexity's stderr is bootstrapped; lm-eval's 100000 takes minutes

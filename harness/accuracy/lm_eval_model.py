@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import numpy as np
 from lm_eval.api.model import LM
 
-from harness.correctness.reference import forced_logprobs, log_softmax
+from harness.correctness.logprobs import forced_logprobs, log_softmax
 from harness.errors import Unsupported
 
 MAX_GEN_TOKENS = 64  # generate_until's cap when a task sets none

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 from typing import Optional
 
-from harness.records.record import TaskOutcomes
+from harness.records.accuracy import TaskOutcomes
 
 
 def flat_metrics(values: dict) -> dict[str, float]:

@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-from harness.records.record import PairedDelta, TaskOutcomes
+from harness.records.accuracy import PairedDelta, TaskOutcomes
 
 RESAMPLES = 2000  # bootstrap and permutation resamples: p-values resolve to 1/2001
 SEED = 0  # fixed, so the same outcomes give the same interval and p-value on every run

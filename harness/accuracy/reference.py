@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from harness.accuracy.evaluate import TASKS_DIR, Evaluation, evaluate
-from harness.records.record import TaskOutcomes
+from harness.records.accuracy import TaskOutcomes
 
 
 class Reference(NamedTuple):

@@ -1,7 +1,7 @@
 """The adapter protocol: what every engine implements so that a new engine is one file.
 
 The capability flags live in ``harness.adapters.capabilities``, the timed result of ``generate`` and the
-clock in ``harness.adapters.trace`` (both re-exported here).
+clock in ``harness.adapters.trace``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
 from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
-from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns  # noqa: F401 - re-exported
+from harness.adapters.trace import GenerationTrace
 from harness.errors import Unsupported
 
 if TYPE_CHECKING:

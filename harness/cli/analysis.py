@@ -43,12 +43,12 @@ def lm_eval(args: list[str]) -> int:
 
         print(f"wrote {lm_eval_hook.write_pth(sysconfig.get_paths()['purelib'])}")
         return 0
-    from harness.accuracy import evaluate as accuracy
+    from harness.accuracy import evaluate
 
-    accuracy._offline()
+    evaluate._offline()
     lm_eval_hook.register()
     if not any(a == "--include_path" or a.startswith("--include_path=") for a in args):
-        args = [*args, "--include_path", str(accuracy.TASKS_DIR)]
+        args = [*args, "--include_path", str(evaluate.TASKS_DIR)]
     from lm_eval.__main__ import cli_evaluate
 
     sys.argv = ["lm_eval", *args]

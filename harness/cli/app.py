@@ -14,13 +14,8 @@ from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
-from harness.cli.options import (
-    add_plan_options,
-    add_run_options,
-    add_unknown_option,
-    runner_from,
-    unknown_exit,
-)
+from harness.cli.options import add_plan_options, add_run_options, runner_from
+from harness.cli.regression_options import add_unknown_option, unknown_exit
 from harness.cli.sweeps import interruptible, load_all
 from harness.errors import HarnessError, WriteFailed, writing
 

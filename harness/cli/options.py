@@ -8,17 +8,6 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from harness.cli.regression_options import (  # noqa: F401 - re-exported: callers import them from here
-    accepted_differences,
-    add_accept_option,
-    add_baseline_options,
-    add_regression_options,
-    add_unknown_option,
-    gate_json_flag,
-    gate_json_path,
-    regression_fdr,
-    unknown_exit,
-)
 from harness.run.launchers import LAUNCHERS
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
@@ -71,7 +60,7 @@ def add_plan_options(add, prefix: str = "") -> None:
 def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``).
     ``results_help``: ``--results`` has no default (None: write no records) and this help (``harness verify``)."""
-    from harness.scenario.schema import MAX_LAUNCHES
+    from harness.scenario.fields import MAX_LAUNCHES
 
     add_plan_options(add, prefix)
     add(
@@ -162,7 +151,7 @@ def runner_from(options, check: bool = True, log=lambda message: None, **overrid
     object), ``overrides`` replacing some (``RunSettings`` fields). ``check``: refuse unwritable output
     directories now (the pytest plugin checks once points are collected, so a session that runs no point
     never needs them)."""
-    from harness.records.store import REFERENCE_DIR
+    from harness.io import REFERENCE_DIR
     from harness.run.runner import Runner
     from harness.run.settings import Limits, RunSettings
 

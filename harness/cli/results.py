@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.options import (
+from harness.cli.regression_options import (
     accepted_differences,
     add_accept_option,
     add_baseline_options,
@@ -14,6 +14,7 @@ from harness.cli.options import (
 )
 from harness.cli.regression_output import regression_report
 from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
+from harness.records.record import STATUSES
 from harness.regression.confirm import confirm
 
 
@@ -96,21 +97,21 @@ def _report(args) -> int:
 
 
 def _summary(args) -> int:
-    from harness.records import store as results
+    from harness.records import store
     from harness.report.summary import summarize
 
-    records = results.timing_records(record for _, record in results.iter_records(args.sources))
+    records = store.timing_records(record for _, record in store.iter_records(args.sources))
     print(summarize(records, report=args.report))
     return 0
 
 
 def _export(args) -> int:
     from harness.io import check_writable_file
-    from harness.records import store as results
+    from harness.records import store as store
     from harness.report import export
 
     check_writable_file(args.output, "export -o")
-    records = [record for _, record in results.iter_records(args.sources)]
+    records = [record for _, record in store.iter_records(args.sources)]
     with writing(args.output, kept="nothing exported"):  # written atomically: the old file stays whole
         count = export.write(records, args.output, args.format)
     print(f"wrote {count} rows to {args.output}")
@@ -175,11 +176,11 @@ def _compare(args) -> int:
 
 def _merge(args) -> int:
     from harness.io import check_writable_dir
-    from harness.records import store as results
+    from harness.records import store as store
     from harness.run.shard import merge
 
     check_writable_dir(args.output, "merge -o")
-    merged, conflicts = merge(results.iter_records(args.sources))
+    merged, conflicts = merge(store.iter_records(args.sources))
     if not merged:
         print(f"ERROR no result records under {', '.join(args.sources)}", file=sys.stderr)
         return 2
@@ -191,8 +192,8 @@ def _merge(args) -> int:
     written: list = []
     with writing(args.output, kept=lambda: f"{len(written)} of {len(merged)} point(s) merged into {args.output}/"):
         for record in merged:
-            written.append(results.write(record, args.output))
-    statuses = {s: sum(r.status == s for r in merged) for s in results.STATUSES}
+            written.append(store.write(record, args.output))
+    statuses = {s: sum(r.status == s for r in merged) for s in STATUSES}
     print(
         f"merged {len(merged)} points into {args.output}/ ({', '.join(f'{n} {s}' for s, n in statuses.items() if n)})"
     )
@@ -201,10 +202,11 @@ def _merge(args) -> int:
 
 def _regression_check(args) -> int:
     """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
-    from harness.cli.options import accepted_differences, gate_json_path, regression_fdr
+    from harness.cli.regression_options import accepted_differences, gate_json_path, regression_fdr
     from harness.cli.regression_output import save_regression_json
     from harness.regression import baseline
-    from harness.regression.check import check, key, parse_thresholds
+    from harness.regression.check import check, key
+    from harness.regression.thresholds import parse_thresholds
 
     thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
     fdr = regression_fdr(args)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness.cli import output as cli_output
-from harness.cli.options import VERIFY_RESULTS_HELP, add_run_options, add_unknown_option, runner_from, unknown_exit
+from harness.cli.options import VERIFY_RESULTS_HELP, add_run_options, runner_from
+from harness.cli.regression_options import add_unknown_option, unknown_exit
 from harness.cli.sweeps import interruptible, load_all
 from harness.errors import HarnessError
 from harness.run import lifecycle

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from harness.correctness.reference import log_softmax
+from harness.correctness.logprobs import log_softmax
 from harness.records.text_path import BatchInvariance
 
 KL_LIMIT = 1e-2

@@ -28,7 +28,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from harness.models.stored_weights import Tensor
-    from harness.records.record import DequantizedAudit
+    from harness.records.correctness import DequantizedAudit
 
 FAIL_FACTOR = 5.0  # worst row error over its format's median; measured clean: Q8_0 1.9x, Q4_0 2.1x (tiny-llama)
 MIN_FLOOR = 1e-3  # relative row error of an f16 copy is ~3e-4; exact F32 copies would give a floor of 0
@@ -109,7 +109,7 @@ def audit_artefact(hf_dir: Path, read_weights: Callable[[dict[str, tuple[int, ..
 
 def _audit(hf_dir: Path, twin) -> DequantizedAudit:
     from harness.models.stored_weights import UnsupportedLayout
-    from harness.records.record import DequantizedAudit
+    from harness.records.correctness import DequantizedAudit
 
     try:
         found = audit_artefact(hf_dir, twin.read_weights)
@@ -145,7 +145,7 @@ def check(root: Path, model, twin, refresh: bool = False) -> Optional[Dequantize
     of contents and stored beside the references (reading back Gemma's 262k-row embedding takes minutes
     on two busy cores)."""
     from harness.io import compute_once, read_json, write_json_atomic
-    from harness.records.record import DequantizedAudit
+    from harness.records.correctness import DequantizedAudit
 
     if twin.read_weights is None:
         return None

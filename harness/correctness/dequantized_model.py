@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:
     from harness.adapters.base import ActivationRounding, Twin
-    from harness.correctness.gate import GateResult
+    from harness.correctness.outcome import GateResult
     from harness.correctness.reference import Reference
-    from harness.records.record import DequantizedModel
+    from harness.records.correctness import DequantizedModel
 
 ENGINE = "HF transformers fp32 running the artefact's dequantized weights"
 BF16_FLOOR = "teacher-forced KL(HF fp32 || HF bf16), both running the artefact's dequantized weights"
@@ -99,7 +99,7 @@ def twin_of(model, twin: Twin, threads: Optional[int]) -> Optional[Twin]:
 
 
 def summary(result: GateResult, reference: Reference, drift_fails: bool) -> DequantizedModel:
-    from harness.records.record import DequantizedModel
+    from harness.records.correctness import DequantizedModel
 
     reasons = [f"against its dequantized weights in transformers: {r}" for r in result.reasons]
     if result.verdict == "drift" and not drift_fails:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from harness.correctness.gate import GateResult
+    from harness.correctness.outcome import GateResult
     from harness.correctness.reference import Reference
 
 

@@ -29,19 +29,17 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
-from harness.correctness.outcome import (  # noqa: F401 - re-exported: the gate's public names
-    NOT_JUDGED,
-    Divergence,
+from harness.correctness.outcome import (
     GateConfig,
     GateResult,
     NotRun,
     PromptResult,
     decide,
-    format_failures,
 )
 from harness.correctness.reference import Reference
 from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
 from harness.errors import Unsupported
+from harness.records.correctness import NOT_JUDGED
 
 
 def unsupported_reason(adapter) -> Optional[str]:

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness import power
-from harness.records.record import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
+from harness.records.correctness import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
 PHASES = ("prefill", "decode")

@@ -1,5 +1,5 @@
 """The gate's typed results (its settings, each prompt's comparison, the verdict) and the readable failure
-table; the checks that produce them live in ``harness.correctness.gate``, which re-exports these names."""
+table; the checks that produce them live in ``harness.correctness.gate``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING, Optional
 from harness.correctness import kl as kl_stats
 from harness.correctness import positions
 from harness.correctness.lengths import is_long
-from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED, PASS, PositionBucket
-from harness.records.record import GatePhases, KLDistribution, PairedTest
+from harness.records.correctness import (
+    DRIFT,
+    FAIL,
+    NOT_JUDGED,
+    PASS,
+    GatePhases,
+    KLDistribution,
+    PairedTest,
+    PositionBucket,
+)
 
 if TYPE_CHECKING:
     from harness.correctness.reference import Reference

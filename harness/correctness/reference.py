@@ -15,7 +15,7 @@ A stored reference is found by model name, prompt texts and settings, then check
 model checksum, the tokenizer and the prompt token ids; a mismatch is refused, never silently used.
 One stored in an older format (``schema_version``) is stale: it is recomputed in place. The step-wise
 math (log-softmax, top-M, the coarse KLs, greedy and teacher-forced stepping) lives in
-``harness.correctness.logprobs`` and is re-exported here.
+``harness.correctness.logprobs``.
 """
 
 from __future__ import annotations
@@ -34,19 +34,15 @@ import numpy as np
 from harness.correctness import lengths, positions, prefill
 from harness.correctness.kl import phase_floors, position_floors
 from harness.correctness.lengths import is_long
-from harness.correctness.logprobs import (  # noqa: F401 - re-exported: the reference's step-wise math
+from harness.correctness.logprobs import (
     coarse_kl,
-    coarse_kl_reverse,
-    forced_logprobs,
     forced_steps,
     greedy_steps,
     iter_forced_logprobs,
-    log_softmax,
-    top_ids,
 )
 from harness.errors import HarnessError
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
-from harness.scenario.schema import Gate
+from harness.scenario.gate import Gate
 
 # 2: prefill positions (``PromptReference.prefill_*``, ``noise_floor.prefill_positions``); a stored version-1
 # reference still loads (same-weights ones have none), and the HF store recomputes it in place.

@@ -33,22 +33,15 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from harness.correctness import prefill
-from harness.correctness.reference import (
-    SCHEMA_VERSION,
-    PromptReference,
-    Reference,
-    ReferenceMismatch,
-    coarse_kl,
-    forced_logprobs,
-    greedy_steps,
-)
+from harness.correctness.logprobs import coarse_kl, forced_logprobs, greedy_steps
+from harness.correctness.reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
 from harness.records.correctness import NOT_JUDGED, PASS
 
 if TYPE_CHECKING:
     from harness.adapters.base import Adapter, Twin
-    from harness.correctness.gate import GateConfig, GateResult, NotRun
-    from harness.records.record import Correctness, SameWeights
+    from harness.correctness.outcome import GateConfig, GateResult, NotRun
+    from harness.records.correctness import Correctness, SameWeights
     from harness.scenario.sweep import Point
 
 # Identical weights on two paths of one engine can agree to the last bit (a bf16 hint ignored by a CPU
@@ -237,7 +230,7 @@ def combine(
 
 
 def summary(result: GateResult, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:
-    from harness.records.record import SameWeights
+    from harness.records.correctness import SameWeights
 
     return SameWeights(
         verdict=result.verdict,

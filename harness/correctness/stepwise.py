@@ -12,17 +12,17 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.correctness.logprobs import topk_miss
-from harness.correctness.logprobs import topk_pairs as _topk_pairs
-from harness.correctness.outcome import Divergence, PromptResult
-from harness.correctness.reference import (
-    PromptReference,
+from harness.correctness.logprobs import (
     coarse_kl,
     coarse_kl_reverse,
     iter_forced_logprobs,
     log_softmax,
     top_ids,
+    topk_miss,
 )
+from harness.correctness.logprobs import topk_pairs as _topk_pairs
+from harness.correctness.outcome import Divergence, PromptResult
+from harness.correctness.reference import PromptReference
 
 
 def free_running(

@@ -145,7 +145,7 @@ def input_ids_of(adapter, reference: Reference, template: Optional[str]) -> Opti
 def _greedy(adapter, prompt_ids: list[int], n: int, stop: Sequence[int]) -> list[int]:
     """The engine's greedy continuation, cut after the first stop id: its timed ``generate`` where that
     returns ids, else its step-wise logits."""
-    from harness.correctness.reference import greedy_steps
+    from harness.correctness.logprobs import greedy_steps
 
     trace = adapter.generate([prompt_ids], n)
     if trace.output_ids is not None:

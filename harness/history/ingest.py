@@ -118,8 +118,8 @@ def _rows(record) -> PointRows:
     launch-level metric's median over the launches the regression check counts where that differs."""
     import statistics
 
+    from harness.records.columns import round_values
     from harness.records.record import launch_values
-    from harness.records.store import round_values
 
     adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
     device = adapter.get("device") or point.get("device")

@@ -14,16 +14,8 @@ from typing import Optional, Sequence
 
 from harness.measure.drift import drift
 from harness.records.metrics import LAUNCH
-from harness.records.record import (  # noqa: F401 - launch_values, disturbed_throughout re-exported
-    CanaryReading,
-    Interval,
-    Launch,
-    Record,
-    TimeSplit,
-    disturbed_throughout,
-    launch_values,
-    recorded_launches,
-)
+from harness.records.record import Record, recorded_launches
+from harness.records.samples import CanaryReading, Interval, Launch, TimeSplit
 
 CONFIDENCE = 0.95
 SEED = 0  # resampling is seeded: the same launches give the same interval every time

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
-from harness.adapters.base import GenerationTrace
+from harness.adapters.trace import GenerationTrace
 
 
 @dataclass(frozen=True)

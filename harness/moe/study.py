@@ -32,21 +32,20 @@ def run(
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from harness.models import prompts
-    from harness.models import sources as models
-    from harness.moe import routing as moe
+    from harness.models import prompts, sources
+    from harness.moe import routing
     from harness.scenario.schema import ModelSpec
 
     hf_logging.disable_progress_bar()
-    resolved = models.resolve(ModelSpec(source=model_source), models.cache_dir(cache_dir))
+    resolved = sources.resolve(ModelSpec(source=model_source), sources.cache_dir(cache_dir))
     model = AutoModelForCausalLM.from_pretrained(str(resolved.hf_dir), dtype=torch.float32).eval()
-    moe.expert_config(model.config)  # a dense model fails here, with its model type
+    routing.expert_config(model.config)  # a dense model fails here, with its model type
     # disjoint windows of the corpus: the first half calibrates, the second half evaluates
     both = prompts.synthetic(resolved.tokenizer(), prompt_len, 2 * prompts_per_set)
-    calibration = moe.capture(model, both[:prompts_per_set])
-    evaluation = moe.capture(model, both[prompts_per_set:])
+    calibration = routing.capture(model, both[:prompts_per_set])
+    evaluation = routing.capture(model, both[prompts_per_set:])
     calib_counts, eval_counts = calibration.counts(), evaluation.counts()
-    calib_rank, eval_rank = moe.popularity(calib_counts), moe.popularity(eval_counts)
+    calib_rank, eval_rank = routing.popularity(calib_counts), routing.popularity(eval_counts)
     k = min(overlap_k, calibration.n_experts)
     experts = pd.DataFrame(
         [
@@ -65,12 +64,12 @@ def run(
     layers = pd.DataFrame(
         {
             "layer": range(calibration.n_layers),
-            "imbalance_calibration": moe.imbalance(calib_counts),
-            "imbalance_evaluation": moe.imbalance(eval_counts),
-            f"overlap_at_{k}": moe.overlap_at_k(calib_rank, eval_rank, k),
+            "imbalance_calibration": routing.imbalance(calib_counts),
+            "imbalance_evaluation": routing.imbalance(eval_counts),
+            f"overlap_at_{k}": routing.overlap_at_k(calib_rank, eval_rank, k),
         }
     )
-    grid = moe.capacity_grid(evaluation, chunk, capacities, group_sizes, calibration=calibration)
+    grid = routing.capacity_grid(evaluation, chunk, capacities, group_sizes, calibration=calibration)
     return Study(experts, layers, grid)
 
 

@@ -14,13 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.options import (
-    add_baseline_options,
-    add_regression_options,
-    add_run_options,
-    check_outputs,
-    runner_from,
-)
+from harness.cli.options import add_run_options, check_outputs, runner_from
+from harness.cli.regression_options import add_baseline_options, add_regression_options
 from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
 from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_gate
 
@@ -148,8 +143,8 @@ def pytest_sessionfinish(session, exitstatus):
         config.stash[HELD].close()  # the results directory is free for the next run
     if SESSION not in config.stash:
         return
-    from harness.cli.options import unknown_exit
     from harness.cli.output import not_judged_lines
+    from harness.cli.regression_options import unknown_exit
 
     state = config.stash[SESSION]
     state.not_judged_lines = not_judged_lines(state.records)

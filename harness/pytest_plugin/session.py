@@ -42,9 +42,9 @@ PREFIX = "harness-"  # the plugin's options are the command line's with this pre
 
 def check_options(options) -> SessionRecords:
     """Every option the session's end reads, parsed before anything runs: a bad one is a UsageError."""
-    from harness.cli.options import accepted_differences, gate_json_path, regression_fdr
+    from harness.cli.regression_options import accepted_differences, gate_json_path, regression_fdr
     from harness.errors import UsageError
-    from harness.regression.check import parse_thresholds
+    from harness.regression.thresholds import parse_thresholds
     from harness.run.shard import parse_shard
 
     thresholds = parse_thresholds(options.harness_max_regression)
@@ -64,7 +64,7 @@ def regression_gate(state: SessionRecords, options) -> int:
     report lines and write ``--harness-gate-json``. Returns the exit status ``harness gate`` would give: 0
     passed, 1 failed, 3 incomparable, 4 inconclusive under ``--harness-fail-on-unknown``. An unreadable,
     empty or unrelated baseline raises (HarnessError, ValueError, FileNotFoundError): never a pass."""
-    from harness.cli.options import accepted_differences, regression_fdr
+    from harness.cli.regression_options import accepted_differences, regression_fdr
     from harness.cli.regression_output import regression_report, save_regression_json
     from harness.regression import baseline
     from harness.regression.check import check, key

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness.records.columns import round_values
-from harness.records.record import Record, Samples
+from harness.records.record import Record
+from harness.records.samples import Samples
 
 KEY = "harness_record"
 

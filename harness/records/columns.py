@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.records import metrics
+from harness.records.accuracy import Accuracy
+from harness.records.correctness import Correctness
 from harness.records.precision import is_quantized
-from harness.records.record import Accuracy, Correctness, Interval, Launch, Record, TimeSplit
+from harness.records.record import Record
+from harness.records.samples import Interval, Launch, TimeSplit
 
 # Where a point's wall time went (record.time_split), in the order the parts happen; the timed part is
 # what the figures measure, so the tables and the plot single it out.

@@ -11,32 +11,16 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.records.accuracy import Accuracy, PairedDelta, TaskOutcomes  # noqa: F401 - re-exported
-from harness.records.base import Number, Part  # noqa: F401 - re-exported
-from harness.records.correctness import (  # noqa: F401 - re-exported
+from harness.records.accuracy import Accuracy
+from harness.records.base import Number, Part
+from harness.records.correctness import (
     NOT_JUDGED,
     Correctness,
-    DequantizedAudit,
-    DequantizedModel,
-    GatePath,
-    GatePhase,
-    GatePhases,
-    GatePower,
-    KLDistribution,
-    KLSpread,
-    PairedTest,
-    ReferenceInfo,
-    SameWeights,
 )
 from harness.records.metrics import LAUNCH
 from harness.records.migration import SCHEMA_VERSION, migrate
-from harness.records.samples import (  # noqa: F401 - re-exported
-    CanaryCalibration,
-    CanaryReading,
-    Drift,
-    Interval,
+from harness.records.samples import (
     Launch,
-    RoundSample,
     Samples,
     TimeSplit,
 )

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional, TypeVar
 
 from harness.io import REFERENCE_DIR, read_json, safe_name, write_json_atomic
-from harness.records.columns import accuracy_columns, flatten, round_values  # noqa: F401
-from harness.records.migration import SCHEMA_VERSION, migrate  # noqa: F401
-from harness.records.record import STATUSES, Record  # noqa: F401
+from harness.records.columns import flatten
+from harness.records.migration import SCHEMA_VERSION
+from harness.records.record import Record
 
 GATE_ONLY_SUFFIX = ".verify"  # a gate-only record's file: <point id>.verify.json, beside the run's <point id>.json
 

@@ -1,6 +1,6 @@
 """Named baselines: a frozen copy of result records that later runs are compared and checked against.
 
-A baseline is a directory ``<baselines>/<name>/`` holding the records (same layout as a results
+A baseline is a directory ``<baselines>/<name>/`` holding the records (same layout as a store
 directory) and ``baseline.json`` describing where they came from.
 """
 
@@ -14,7 +14,8 @@ from typing import Iterable
 
 from harness.errors import UsageError, writing
 from harness.io import make_dir_like_mkdir, safe_name, write_json_atomic
-from harness.records import store as results
+from harness.records import store
+from harness.records.record import STATUSES, Record
 
 MANIFEST = "baseline.json"
 DEFAULT_DIR = Path("baselines")
@@ -33,7 +34,7 @@ def save(sources: Iterable[str | Path], name: str, baselines_dir: Path = DEFAULT
     """
     _check_name(name)
     sources = [Path(s) for s in sources]
-    pairs = list(results.iter_records(sources))
+    pairs = list(store.iter_records(sources))
     if not pairs:
         raise UsageError(f"no result records under {', '.join(map(str, sources))}")
     from harness.regression.check import index
@@ -56,14 +57,14 @@ def _write(pairs: list, sources: Iterable[str | Path], name: str, target: Path) 
     try:
         make_dir_like_mkdir(staging)  # mkdtemp's 0700 would hide a shared baseline from the team
         for _, record in pairs:
-            results.write(record, staging)
+            store.write(record, staging)
         manifest = {
             "kind": "harness-baseline",
             "name": name,
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "sources": [str(s) for s in sources],
             "points": len(pairs),
-            "statuses": {s: sum(r.status == s for _, r in pairs) for s in results.STATUSES},
+            "statuses": {s: sum(r.status == s for _, r in pairs) for s in STATUSES},
         }
         write_json_atomic(staging / MANIFEST, manifest)
         if target.exists():
@@ -97,5 +98,5 @@ def resolve(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> Path:
     )
 
 
-def load(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> list[results.Record]:
-    return [record for _, record in results.iter_records(resolve(name_or_path, baselines_dir))]
+def load(name_or_path: str, baselines_dir: Path = DEFAULT_DIR) -> list[Record]:
+    return [record for _, record in store.iter_records(resolve(name_or_path, baselines_dir))]

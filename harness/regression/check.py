@@ -27,21 +27,21 @@ import statistics
 from typing import Iterable, Optional
 
 from harness.errors import UsageError
-from harness.measure import launches as stats
 from harness.records import metrics
 from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
-from harness.records.store import Record, timing_records
+from harness.records.record import Record, disturbed_throughout, launch_values
+from harness.records.store import timing_records
 from harness.regression import significance, verdicts
-from harness.regression.outcome import (  # noqa: F401 - re-exported
+from harness.regression.outcome import (
     Finding,
     MetricTest,
     Point,
     RegressionOutcome,
     VerdictChange,
 )
-from harness.regression.spread_rule import metric_check  # noqa: F401 - re-exported: the one-launch rule
-from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, Threshold, parse_thresholds  # noqa: F401 - re-exported
+from harness.regression.spread_rule import metric_check
+from harness.regression.thresholds import DEFAULT_FDR, Threshold
 
 
 def key(record: Record) -> Point:
@@ -65,8 +65,8 @@ def index(records: Iterable[Record], label: str) -> dict[Point, Record]:
 def launch_test(threshold: Threshold, base: Record, new: Record) -> Optional[MetricTest]:
     """The launch-level test of one metric (its p-value still to come, see ``_decide``), or None when a
     side has fewer than two ok launches with it."""
-    before_values = stats.launch_values(base, threshold.metric)
-    after_values = stats.launch_values(new, threshold.metric)
+    before_values = launch_values(base, threshold.metric)
+    after_values = launch_values(new, threshold.metric)
     if len(before_values) < 2 or len(after_values) < 2:
         return None
     before, after = statistics.median(before_values), statistics.median(after_values)
@@ -190,7 +190,7 @@ def check(
             f"{scenario}::{pid}: {side}: under two undisturbed launches, so the significance test counts the "
             "disturbed ones too; its figures may be the machine's, not the build's — rerun on a quiet machine"
             for side, record in (("baseline", before), ("new", after))
-            if stats.disturbed_throughout(record)
+            if disturbed_throughout(record)
         ]
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")

@@ -27,7 +27,7 @@ def confirm(
     apart from ``rerun``."""
     from dataclasses import replace
 
-    from harness.measure import launches as stats
+    from harness.measure.launches import since
     from harness.records.record import recorded_launches
     from harness.regression.check import check, index, key
     from harness.regression.outcome import RegressionOutcome
@@ -41,7 +41,7 @@ def confirm(
     fresh = {}
     for record in rerun(targets, launches):
         if key(record) in before and len(recorded_launches(record)) > before[key(record)]:
-            fresh[key(record)] = stats.since(record, before[key(record)])
+            fresh[key(record)] = since(record, before[key(record)])
     if not fresh:
         return replace(
             outcome,

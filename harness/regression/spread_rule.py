@@ -7,7 +7,8 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
-from harness.records.store import Record, round_values
+from harness.records.columns import round_values
+from harness.records.record import Record
 from harness.regression.thresholds import Threshold
 
 

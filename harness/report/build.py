@@ -18,12 +18,11 @@ import pandas as pd
 from harness import __version__
 from harness.errors import writing
 from harness.io import write_bytes_atomic
-from harness.records import store as results
+from harness.records import store
 from harness.report import render
 from harness.report.plots import Plot
 from harness.report.sections import SECTIONS
 from harness.report.sections.base import Context, Figure, Page, SectionOutput
-from harness.report.sections.points import POINT_COLUMNS  # noqa: F401  (the page's point columns, named here too)
 
 
 @dataclass
@@ -41,7 +40,7 @@ def build(
     """The report of ``sources``; with ``history`` (a results-history URL) also trend plots of the
     points that moved and the table of open change points."""
     paths = [Path(s) for s in sources]
-    pairs = list(results.iter_records(paths))
+    pairs = list(store.iter_records(paths))
     if not pairs:
         from harness.errors import UsageError
 
@@ -53,10 +52,10 @@ def build(
 
 def _write(pairs, paths: list[Path], out: Path, title: str | None, history: str | None) -> Written:
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    timed = results.timing_view(pairs)  # one record per point: the run's where it also has a verify record
+    timed = store.timing_view(pairs)  # one record per point: the run's where it also has a verify record
     kept = {id(record) for _, record in timed}
-    verified = results.frame(pair for pair in pairs if id(pair[1]) not in kept)
-    ctx = Context(df=results.frame(timed), pairs=timed, out=out, history=history, verified=verified)
+    verified = store.frame(pair for pair in pairs if id(pair[1]) not in kept)
+    ctx = Context(df=store.frame(timed), pairs=timed, out=out, history=history, verified=verified)
     parts = {section.NAME: section.build(ctx) for section in SECTIONS}
     figures = [_figure(plot, out) for part in parts.values() for plot in part.plots]
     page = Page(

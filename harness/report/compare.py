@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 
 from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches
-from harness.records.store import Record
+from harness.records.record import Record
 from harness.regression.check import index
 from harness.report.readable import plus_minus
 

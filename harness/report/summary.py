@@ -7,7 +7,8 @@ from typing import Iterable, Optional
 
 from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches, warnings
-from harness.records.record import NOT_JUDGED, Record
+from harness.records.correctness import NOT_JUDGED
+from harness.records.record import Record
 from harness.report.readable import number, plus_minus, times_floor
 
 ENERGY_REASONS = ("energy_per_token_mj", "energy_j", "energy_cpu_package_j")  # the first one that says why

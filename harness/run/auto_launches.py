@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from harness.records import store as results
+from harness.records import store
 from harness.records.record import Record
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
@@ -48,9 +48,9 @@ def impossible(scenario: Scenario) -> Optional[str]:
 def previous(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Optional[Record]:
     if results_dir is None:
         return None
-    path = results.record_path(results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok"))
+    path = store.record_path(results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok"))
     try:
-        record = results.read(path)
+        record = store.read(path)
     except (OSError, ValueError):
         return None
     return record if record.status == "ok" else None

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from harness.adapters import registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
-from harness.models import sources as models
+from harness.models import sources
 from harness.scenario.file import line_of, parse, read
 from harness.scenario.schema import AXES, Scenario
 from harness.scenario.sweep import DEFAULT_MAX_POINTS, Point, count, expand
@@ -129,7 +129,7 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
                         ".".join(map(str, (*loc, key))),
                     )
                 )
-    problem = models.check_source(scenario.model)
+    problem = sources.check_source(scenario.model)
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
     if not errors:
@@ -211,7 +211,7 @@ def check_against_models(scenarios: Iterable[Scenario], cache_dir: Optional[Path
         if scenario.gate is None:
             continue
         try:
-            vocabulary = models.resolve(scenario.model, models.cache_dir(cache_dir)).tokenizer().get_vocab_size()
+            vocabulary = sources.resolve(scenario.model, sources.cache_dir(cache_dir)).tokenizer().get_vocab_size()
         except (HarnessError, OSError, ValueError):
             continue  # a model that does not resolve fails its points with its own reason, as before
         if scenario.gate.k > vocabulary:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from harness.errors import HarnessError, writing
-from harness.measure import launches as stats
-from harness.models import sources as models
-from harness.records import store as results
+from harness.measure.launches import combine
+from harness.models import sources
+from harness.records import store
 from harness.records.record import Record
 from harness.run import lifecycle
 from harness.run.launchers import launcher_for
@@ -108,11 +108,11 @@ class Runner:
         )
 
     def _merged(self, launches: list[Record]) -> Record:
-        record = stats.combine(launches)
+        record = combine(launches)
         if self.settings.gate_only:  # `harness verify`: the gate's record, beside (never over) the point's run record
             record = record.as_gate_only()
         if self.settings.results_dir is not None:
-            results.write(record, self.settings.results_dir)
+            store.write(record, self.settings.results_dir)
         return record
 
     # --- sweeps ----------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class Runner:
             for scenario, point in work:
                 where = Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
                 where = where.as_gate_only() if self.settings.gate_only else where  # the file this run would write
-                results.refuse_newer(results.record_path(results_dir, where))
+                store.refuse_newer(store.record_path(results_dir, where))
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
         order = sorted(
@@ -172,7 +172,7 @@ class Runner:
             key=lambda i: groups.setdefault(_group(*work[i]), len(groups)),
         )
         if results_dir is not None:  # room for the records of the points to run, before any runs
-            results.check_free_space(results_dir, len(order))
+            store.check_free_space(results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)
         try:
@@ -253,11 +253,11 @@ class Runner:
         configuration matches."""
         if self.settings.results_dir is None:
             return None
-        path = results.record_path(
+        path = store.record_path(
             self.settings.results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
         )
         try:
-            record = results.read(path)
+            record = store.read(path)
         except (OSError, ValueError):
             return None
         same = record.point == point.axes() and same_scenario_settings(record.settings, scenario)
@@ -270,7 +270,7 @@ class Runner:
 
 def _group(scenario: Scenario, point: Point) -> tuple:
     """Points that share a worker: same engine and model (and so the conversion artefacts)."""
-    return models.spec_key(scenario.model), point.adapter
+    return sources.spec_key(scenario.model), point.adapter
 
 
 def _on_bar(bar, name: str) -> Callable[[str], None]:

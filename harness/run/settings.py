@@ -41,6 +41,6 @@ class RunSettings:
 
     @property
     def reference_store(self) -> Path:
-        from harness.records.store import REFERENCE_DIR
+        from harness.io import REFERENCE_DIR
 
         return self.reference_dir or Path("results") / REFERENCE_DIR

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from harness.errors import UsageError
-from harness.records.store import Record
+from harness.records.record import Record
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from harness.measure import launches as stats
+from harness.measure.launches import combine, rel_half_width
 from harness.records.record import Record
 from harness.scenario.measurement import Measurement
 
@@ -24,5 +24,5 @@ def wants_launch(m: Measurement, launches: Sequence[Record], gate_only: bool, pl
         return True
     if m.target_rel_ci is None or len(launches) >= (m.max_launches or 0):
         return False
-    width = stats.rel_half_width(stats.combine(launches))
+    width = rel_half_width(combine(launches))
     return width is None or width > m.target_rel_ci

@@ -4,7 +4,7 @@ A scenario names a model, prompts, generation and measurement settings, and the 
 ``harness.scenario.sweep`` expands it into points; ``harness.run.planning`` loads a file and runs the checks that
 need the adapter registry, the model sources or the points (this module needs none of them). The ``gate``
 and ``measurement`` sections have their own modules (``gate.py``, ``measurement.py``), the shared base and
-bounds theirs (``fields.py``); this module re-exports them.
+bounds theirs (``fields.py``).
 """
 
 from __future__ import annotations
@@ -23,11 +23,8 @@ from pydantic import (
 
 from harness.io import STORE_NAMES
 from harness.scenario.axes import Axis, AxisFacts, Capability, axes_of
-from harness.scenario.fields import (  # noqa: F401 - re-exported
-    MAX_LAUNCHES,
+from harness.scenario.fields import (
     MAX_OPTIONS_BYTES,
-    MAX_THREADS,
-    MAX_TOKENS,
     SAFE_NAME,
     Strict,
     Tokens,

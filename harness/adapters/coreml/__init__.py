@@ -18,7 +18,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 TORCH_STATIC = "torch-static"

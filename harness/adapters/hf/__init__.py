@@ -12,8 +12,9 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.hf import activations, torch_device
+from harness.adapters.trace import GenerationTrace, now_ns
 from harness.errors import Unsupported
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}

@@ -27,9 +27,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
+from harness.adapters.trace import GenerationTrace, now_ns
 
 FTYPES = {
     "int8_sym": ("MOSTLY_Q8_0", "Q8_0"),

@@ -19,13 +19,14 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, now_ns
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.openvino import export, twin
 from harness.adapters.openvino.description import Description
 from harness.adapters.openvino.export import NNCF_MODES
 from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
 from harness.adapters.openvino.steps import STATIC as _STATIC
 from harness.adapters.openvino.text import GenAITextPath
+from harness.adapters.trace import GenerationTrace, now_ns
 
 _PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 

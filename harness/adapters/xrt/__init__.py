@@ -26,7 +26,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, GenerationTrace, LoadSettings, PointSkipped, greedy_trace, now_ns
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 
 SYSFS_ROOT = Path("/sys")  # tests point this at a fake tree
 XRT_ROOT = Path("/opt/xilinx/xrt")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from harness.models import sources as models
+from harness.models import sources
 from harness.run.launchers.launcher import Launcher
 from harness.run.launchers.worker_process import WorkerProcess
 from harness.run.launchers.worker_serve import WorkerSetup
@@ -36,7 +36,7 @@ class WorkerLauncher(Launcher):
         on_round: Optional[Callable[[int], None]] = None,
     ):
         """The launch's record from the group's worker (a fresh one when the group changed)."""
-        key = (models.spec_key(scenario.model), point.adapter)
+        key = (sources.spec_key(scenario.model), point.adapter)
         if not self.keeps_worker or key != self.key:
             self.close()
         if self.worker is None:

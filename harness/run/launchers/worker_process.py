@@ -176,9 +176,9 @@ class WorkerProcess:
             relay.poll()
 
     def _record(self, index: int):
-        from harness.records.store import read
+        from harness.records import store
 
-        record = read(self.work / f"record-{index}.json")
+        record = store.read(self.work / f"record-{index}.json")
         for message in record.log:  # the worker's progress lines, in order
             self.log(message)
         record.log = []

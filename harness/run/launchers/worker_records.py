@@ -42,7 +42,7 @@ def lost(record: Record, outcome: str, code: int, limits: Limits, output_path: P
 def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed: float) -> None:
     """Add what the worker could not see to the record's time split: its own start (``startup``: process
     start s, imports s; first point only) and the hand-over of the job and the record."""
-    from harness.records.record import TimeSplit
+    from harness.records.samples import TimeSplit
 
     split = record.time_split or TimeSplit()
     inside = sum(split.model_dump().values())

@@ -19,10 +19,10 @@ from typing import Callable, Optional
 
 from harness.adapters.base import PointSkipped
 from harness.errors import HarnessError
-from harness.measure import canary
-from harness.measure import launches as stats
+from harness.measure import canary, launches
 from harness.records import metrics
-from harness.records.record import Failure, Record, TimeSplit
+from harness.records.record import Failure, Record
+from harness.records.samples import TimeSplit
 from harness.run.settings import RunSettings
 from harness.run.steps import finite
 from harness.run.steps.caches import Caches
@@ -130,7 +130,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
             wall_s = round(time.perf_counter() - clock.start, 3)
             tolerance = scenario.measurement.canary_tolerance
             record.samples.launches = [
-                stats.launch(
+                launches.launch(
                     record.metrics,
                     timed.rounds,
                     machine=timed.machine,

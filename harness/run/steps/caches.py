@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from harness.models import sources as models
+from harness.models import sources
 from harness.records import environment
 from harness.records.samples import CanaryCalibration
 from harness.scenario.schema import Scenario
@@ -24,7 +24,7 @@ class Caches:
     canary: Optional[CanaryCalibration] = None
     kept_engine: Any = field(default=None, repr=False)
     refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
-    _models: dict[str, models.ResolvedModel] = field(default_factory=dict, repr=False)
+    _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
@@ -44,15 +44,15 @@ class Caches:
             self.canary = canary.calibrate()
 
     def has_model(self, scenario: Scenario) -> bool:
-        return models.spec_key(scenario.model) in self._models
+        return sources.spec_key(scenario.model) in self._models
 
-    def model(self, scenario: Scenario, cache_dir: Optional[Path]) -> models.ResolvedModel:
-        key = models.spec_key(scenario.model)
+    def model(self, scenario: Scenario, cache_dir: Optional[Path]) -> sources.ResolvedModel:
+        key = sources.spec_key(scenario.model)
         if key not in self._models:
-            self._models[key] = models.resolve(scenario.model, cache_dir)
+            self._models[key] = sources.resolve(scenario.model, cache_dir)
             return self._models[key]  # only the first point pays (and reports) conversion
         cached = self._models[key]
-        return models.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
+        return sources.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
 
     def reference(self, path: Path, compute: Callable[[], Any]) -> Any:
         if path not in self._references:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from harness.adapters.base import Adapter, now_ns
+from harness.adapters.base import Adapter
+from harness.adapters.trace import now_ns
 from harness.errors import Unsupported
-from harness.records.record import Accuracy
+from harness.records.accuracy import Accuracy
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
@@ -20,10 +21,10 @@ def accuracy_reference(ctx: LaunchContext, scenario, model) -> Optional[Referenc
     spec = scenario.accuracy
     if spec is None or not spec.reference or not ctx.timing:
         return None
-    from harness.accuracy import evaluate as accuracy
+    from harness.accuracy import evaluate
     from harness.accuracy.reference import reference
 
-    if accuracy.unavailable():
+    if evaluate.unavailable():
         return None
     dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
     key = (model.name, model.checksum, tuple(spec.tasks), spec.limit, spec.num_fewshot, dtype)
@@ -47,11 +48,12 @@ def check_accuracy(
 ) -> Contribution:
     """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference.Reference``)
     the delta, its paired test and interval, and the non-inferiority verdict."""
-    from harness.accuracy import evaluate as tasks
+    from harness.accuracy.evaluate import evaluate as evaluate_tasks
+    from harness.accuracy.evaluate import unavailable
     from harness.correctness.reference import eos_ids
 
     spec = resolved.scenario.accuracy
-    reason = tasks.unavailable()
+    reason = unavailable()
     if reason:  # timing and the gate still stand; the record says why accuracy is missing
         return Contribution(updates={"accuracy": Accuracy(skipped=reason)})
     from harness.accuracy.lm_eval_model import HarnessLM
@@ -60,7 +62,7 @@ def check_accuracy(
     start = now_ns()
     lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), model.engine_name(point_id))
     try:
-        scores, outcomes = tasks.evaluate(lm, spec.tasks, spec.limit, spec.num_fewshot)
+        scores, outcomes = evaluate_tasks(lm, spec.tasks, spec.limit, spec.num_fewshot)
     except Unsupported as exc:  # an engine with neither logits nor generation to score
         return Contribution(updates={"accuracy": Accuracy(skipped=str(exc))})
     part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)

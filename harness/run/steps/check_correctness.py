@@ -3,10 +3,11 @@ with diagnosis where it fails (``harness verify`` runs this step alone)."""
 
 from __future__ import annotations
 
-from harness.adapters.base import Adapter, now_ns
+from harness.adapters.base import Adapter
+from harness.adapters.trace import now_ns
+from harness.correctness.outcome import GateConfig, NotRun, format_failures
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL
-from harness.records.record import Correctness, GatePath, ReferenceInfo
+from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
@@ -72,7 +73,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
     spec = resolved.scenario.gate
     point = resolved.point
     fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
-    config = gate.GateConfig(
+    config = GateConfig(
         k=spec.k,
         mode=spec.mode,
         drift_factor=spec.drift_factor,
@@ -86,7 +87,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
         return gate.run(adapter, ref, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: gate prompt {j}/{m}"))
 
     result = run_gate(reference)
-    if isinstance(result, gate.NotRun):  # the engine exposes neither logits nor forced tokens here
+    if isinstance(result, NotRun):  # the engine exposes neither logits nor forced tokens here
         return Contribution(updates={"correctness": Correctness(skipped=result.why)})
     found_power = None
     if spec.power is not None:
@@ -112,7 +113,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
     )
     part.power = found_power
     part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
-    part.report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+    part.report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found.to_dict()

@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import Optional
 
 from harness.adapters.base import Adapter
-from harness.records.correctness import FAIL, NOT_JUDGED
-from harness.records.record import Correctness
+from harness.correctness.outcome import GateConfig, NotRun, format_failures
+from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
@@ -23,9 +23,9 @@ def check_same_weights(
     the twin's artefact against the HF checkpoint (``harness.correctness.dequantized``) and the point against
     transformers running those dequantized weights (``harness.correctness.dequantized_model``); the point's
     verdict becomes ``same_weights.combine`` of the four."""
-    from harness.correctness import dequantized, gate
+    from harness.correctness import dequantized
     from harness.correctness import same_weights as sw
-    from harness.records.record import SameWeights
+    from harness.records.correctness import SameWeights
 
     if correctness is None:
         return Contribution()
@@ -55,7 +55,7 @@ def check_same_weights(
 
     reference = stored(twin, "same-weights")
     spec = resolved.scenario.gate
-    config = gate.GateConfig(
+    config = GateConfig(
         k=spec.k,
         mode=spec.mode,
         drift_factor=spec.drift_factor,
@@ -65,10 +65,10 @@ def check_same_weights(
     result = sw.compare(
         adapter, reference, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: same-weights prompt {j}/{m}")
     )
-    if isinstance(result, gate.NotRun):
+    if isinstance(result, NotRun):
         found = SameWeights(skipped=result.why)
     else:
-        report = gate.format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
+        report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
     audit = dequantized.check(
         ctx.settings.reference_store, resolved.model, twin, refresh=ctx.settings.refresh_reference
@@ -100,7 +100,7 @@ def dequantized_model(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
     from harness.correctness import gate
-    from harness.records.record import DequantizedModel
+    from harness.records.correctness import DequantizedModel
 
     model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
     if model_twin is None or audit is None:
@@ -118,6 +118,6 @@ def dequantized_model(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
         replace(config, fail_on_drift=drift_fails),
         lambda j, m: ctx.on_phase(f"{point.id}: dequantized prompt {j}/{m}"),
     )
-    if isinstance(result, gate.NotRun):
+    if isinstance(result, NotRun):
         return DequantizedModel(skipped=result.why)
     return dm.summary(result, reference, drift_fails)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.models import prompts
-from harness.records.record import NOT_JUDGED, Correctness
+from harness.records.correctness import NOT_JUDGED, Correctness
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext

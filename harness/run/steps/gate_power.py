@@ -19,7 +19,7 @@ from typing import Callable
 from harness.correctness import power
 from harness.correctness.lengths import is_long
 from harness.models import prompts
-from harness.records.record import GatePower
+from harness.records.correctness import GatePower
 
 ROUNDS = 3
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.adapters.base import Adapter
-from harness.models import sources as models
+from harness.models import sources
 from harness.records.record import Routing
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
@@ -40,7 +40,7 @@ def probes(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, timed:
     }
     config = json.loads((Path(resolved.model.hf_dir) / "config.json").read_text())
     context = statistics.median(r.prompt_tokens + r.n_generated / 2 for r in rounds)
-    bandwidth = roofline.bandwidth(models.cache_dir(ctx.settings.cache_dir))["bytes_per_s"]
+    bandwidth = roofline.bandwidth(sources.cache_dir(ctx.settings.cache_dir))["bytes_per_s"]
     weights = adapter.weight_bytes()
     figures.update(
         roofline.decode_bound(weights, config, context, bandwidth, timed.contribution.metrics.get("tpot_ms"))

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from harness.adapters import registry
-from harness.adapters.base import Adapter, LoadSettings, now_ns
-from harness.models import prompts
-from harness.models import sources as models
+from harness.adapters.base import Adapter, LoadSettings
+from harness.adapters.trace import now_ns
+from harness.models import prompts, sources
 from harness.records.record import ModelInfo
 from harness.run.settings import RunSettings
 from harness.run.steps.caches import Caches
@@ -26,7 +26,7 @@ class ResolvedPoint:
     scenario: Scenario
     point: Point
     adapter_cls: type[Adapter]
-    model: models.ResolvedModel
+    model: sources.ResolvedModel
     tokenizer: Any
     prompt_ids: list[list[int]]
     settings: LoadSettings
@@ -105,7 +105,7 @@ def load(resolved: ResolvedPoint, caches: Optional[Caches] = None) -> tuple[Adap
     if kept is not None:
         caches.kept_engine = None
         if (
-            kept.model_key == models.spec_key(resolved.scenario.model)
+            kept.model_key == sources.spec_key(resolved.scenario.model)
             and kept.settings == resolved.settings
             and type(kept.adapter) is resolved.adapter_cls
             and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)
@@ -129,7 +129,7 @@ def release(caches: Caches, resolved: ResolvedPoint, adapter: Adapter, healthy: 
     ended well (an engine that raised may be in any state), else close it."""
     if caches.keep_engines and healthy:
         caches.kept_engine = KeptEngine(
-            adapter, resolved.point, models.spec_key(resolved.scenario.model), resolved.settings
+            adapter, resolved.point, sources.spec_key(resolved.scenario.model), resolved.settings
         )
     else:
         adapter.close()

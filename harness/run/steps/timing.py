@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from harness.adapters.base import Adapter
 from harness.measure import canary, machine_state
-from harness.measure import rounds as measure
-from harness.records.record import CanaryReading, Samples
+from harness.measure.rounds import Round, Stopping, run_rounds, summarize, summarize_engine
+from harness.records.samples import CanaryReading, Samples
 from harness.run.steps import finite
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
@@ -19,7 +19,7 @@ from harness.run.steps.resolve import ResolvedPoint
 @dataclass
 class Timed:
     contribution: Contribution
-    rounds: list[measure.Round]
+    rounds: list[Round]
     meter: Any = None  # the energy meter, when energy is measured
     window: Any = None  # the meter's reading over the timed rounds
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
@@ -52,7 +52,7 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
         engine_figures.append(trace.engine_metrics)
         return trace
 
-    stopping = measure.Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
+    stopping = Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
     windows: dict = {}
     meter = ctx.caches.energy_meter() if ctx.settings.energy else None
 
@@ -85,10 +85,10 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
             windows["generation"] = meter.end("generation")
             windows["cycles"] = (cycles.end(), cycles.reason)
 
-    warmups, rounds = measure.run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
+    warmups, rounds = run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
     figures = {
-        **measure.summarize(rounds),
-        **measure.summarize_engine(engine_figures[len(warmups) :]),
+        **summarize(rounds),
+        **summarize_engine(engine_figures[len(warmups) :]),
         "first_call_s": warmups[0] if warmups else None,
     }
     machine = windows["machine"].result().to_dict() if "machine" in windows else {}
