@@ -1,6 +1,6 @@
 """How long `harness report` and `harness gate` take on many records (default 10,000).
 
-Writes synthetic records with the real schema (rounds of per-token gaps, gate store, generated text)
+Writes synthetic records with the real schema (rounds of per-token gaps, gate results, generated text)
 into a temporary directory, then times the report and the regression check the way a user runs them (through
 ``harness.cli.app.main``), several times each, and prints medians.
 """

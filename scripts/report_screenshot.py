@@ -1,4 +1,4 @@
-"""Screenshot a rendered report with the browser test's code path (headless Chromium, tests/test_report.py).
+"""Screenshot a rendered report with the browser test's code path (headless Chromium, tests/report/test_report.py).
 
 python scripts/report_screenshot.py reports/quickstart/index.html docs/quickstart-report.png
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_report import screenshot, screenshot_is_plotted  # noqa: E402
+from tests.report.test_report import screenshot, screenshot_is_plotted  # noqa: E402
 
 MAX_BYTES = 500_000  # kept in the repository: a palette PNG when the full-colour one is larger
 

@@ -12,6 +12,7 @@ import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft th
 from harness.models import sources
 from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
 from harness.scenario.schema import ModelSpec
+from tests import tiers
 
 pytest_plugins = ["pytester"]
 
@@ -77,6 +78,76 @@ def registered(classes):
 @pytest.fixture
 def fake_adapters(tiny_llama):
     """Register the fake adapters for one test."""
-    from .fakes import ALL
+    from tests.fakes import ALL
 
     yield from registered(ALL)
+
+
+# Tiers: tests/tiers.py holds the table; here it is applied and the unit tier's guard is put around each
+# unit test file's import and each unit test's setup and call. Not its teardown: the last test of a run also
+# tears down the session's fixtures (a database server, workers), which other tiers' tests started.
+TESTS = Path(__file__).parent
+
+
+def _tier_entry(path: Path) -> tiers.Tier | None:
+    return tiers.TABLE.get(path.relative_to(TESTS).as_posix()) if path.is_relative_to(TESTS) else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        entry = _tier_entry(item.path)
+        if entry is None:  # not a file of this suite, or not in the table (tests/project/test_tiers.py fails)
+            continue
+        function = getattr(item, "originalname", item.name)
+        item.add_marker(entry.of(function))
+        if entry.is_slow(function):
+            item.add_marker("slow")
+
+
+def _guarded(item_or_file: str, unit: bool):
+    if not unit:
+        return (yield)
+    violations: list[str] = []
+    try:
+        with tiers.guard(violations):
+            result = yield
+    except BaseException as error:
+        if violations:
+            raise tiers.TierViolation(_moved(item_or_file, violations)) from error
+        raise
+    if violations:
+        raise tiers.TierViolation(_moved(item_or_file, violations))
+    return result
+
+
+def _moved(where: str, violations: list[str]) -> str:
+    return f"{where} is in the unit tier but {'; '.join(dict.fromkeys(violations))}: give it the engine or acceptance tier in tests/tiers.py"
+
+
+def _is_unit(item) -> bool:
+    return item.get_closest_marker("unit") is not None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _guarded(item.nodeid, _is_unit(item)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _guarded(item.nodeid, _is_unit(item)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """A unit file's own imports are guarded too: an engine imported at its top fails its collection."""
+    entry = _tier_entry(collector.path) if isinstance(collector, pytest.Module) else None
+    if entry is None or entry.default != "unit":
+        return (yield)
+    violations: list[str] = []
+    with tiers.guard(violations):
+        report = yield
+    if violations and report.passed:  # the import was refused but something swallowed the refusal
+        report.outcome, report.longrepr = "failed", _moved(collector.nodeid, violations)
+    return report

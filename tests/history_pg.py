@@ -3,7 +3,7 @@ with apt-get when missing and possible), ``initdb`` and ``postgres`` on a tempor
 on localhost only, run as the ``postgres`` user when the tests run as root (the server refuses root),
 and tied to the test session so a killed session leaves no server behind. Tests skip, with the reason,
 only when no server can be had. Test modules import the fixtures:
-``from .history_pg import pg_url, postgres_server  # noqa: F401``."""
+``from tests.history_pg import pg_url, postgres_server  # noqa: F401``."""
 
 from __future__ import annotations
 

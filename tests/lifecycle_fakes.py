@@ -1,4 +1,4 @@
-"""Fake engines that start a helper process and then hang or crash, for tests/test_lifecycle.py.
+"""Fake engines that start a helper process and then hang or crash, for tests/run/test_lifecycle.py.
 
 Module-level classes, so an isolated worker can register them too (``harness.run.launchers.worker_serve`` passes
 ``module:qualname``). They report through files in ``$HARNESS_LIFECYCLE_TEST_DIR``: ``worker.pid`` and

@@ -1,7 +1,14 @@
 """The regression check's options (``harness gate`` and the pytest plugin's ``--harness-baseline``), the
-baseline store's, and ``--fail-on-unknown`` / ``--accept-difference`` with the helpers that read them."""
+baseline store's, and ``--fail-on-unknown`` / ``--accept-difference``, with the one parser that turns them into
+``RegressionSettings`` for both front ends (``regression_settings``)."""
 
 from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:
+    from harness.regression.settings import RegressionSettings
 
 
 def add_baseline_options(add, prefix: str = "") -> None:
@@ -44,31 +51,77 @@ def add_regression_options(add, prefix: str = "", required: bool = True) -> None
         metavar="Q",
         help=f"false discovery rate over all of a run's launch-level tests (default {DEFAULT_FDR:g})",
     )
+    from harness.regression import launch_test
+
+    add(
+        f"--{prefix}launch-test",
+        dest="harness_launch_test",
+        metavar="NAME",
+        default=launch_test.DEFAULT,
+        help=f"the launch-level test of each metric (default {launch_test.DEFAULT}; "
+        f"registered: {', '.join(launch_test.names())})",
+    )
     add_accept_option(add, prefix)
     add_unknown_option(add, prefix)
     add(
-        gate_json_flag(prefix),
-        dest="harness_gate_json",
+        regression_json_flag(prefix),
+        dest="harness_regression_json",
         metavar="FILE",
         default=None,
         help="also write the outcome as JSON: verdict, exit code, problems, and every test's verdict, "
         "change, 95 %% interval and detectable change",
     )
+    if prefix:  # pytest's old spelling, hidden, for one release: regression_settings warns and reads it
+        add(f"--{prefix}gate-json", dest="harness_gate_json", default=None, help=argparse.SUPPRESS)
 
 
-def gate_json_flag(prefix: str = "") -> str:
-    """``harness gate --json``; under pytest ``--harness-gate-json`` (it says which of pytest's outputs it is)."""
-    return f"--{prefix}gate-json" if prefix else "--json"
+def regression_json_flag(prefix: str = "") -> str:
+    """``harness gate --json``; under pytest ``--harness-regression-json`` (which of pytest's outputs it is)."""
+    return f"--{prefix}regression-json" if prefix else "--json"
 
 
-def gate_json_path(options, prefix: str = ""):
-    """The regression check's ``--json`` file, checked writable before anything runs; None when not asked."""
-    path = options.harness_gate_json
-    if path:
+def regression_settings(options, prefix: str = "", warn: Optional[Callable[[str], None]] = None) -> RegressionSettings:
+    """Every option the regression check reads, parsed once into ``RegressionSettings`` (``harness gate`` and
+    the pytest plugin alike, before anything runs): a bad value is a UsageError naming the option as the
+    front end spells it. An old spelling still given is read, and ``warn`` gets one line naming the new one."""
+    from pathlib import Path
+
+    from harness.errors import UsageError
+    from harness.regression import launch_test
+    from harness.regression.settings import RegressionSettings
+    from harness.regression.thresholds import parse_thresholds
+
+    json_path = options.harness_regression_json
+    old = getattr(options, "harness_gate_json", None)  # only the pytest plugin defines the old spelling
+    if old:
+        new_flag = regression_json_flag(prefix)
+        if warn is not None:
+            warn(f"--{prefix}gate-json is deprecated and will be removed in the next release; use {new_flag}")
+        if json_path and json_path != old:
+            raise UsageError(f"--{prefix}gate-json {old} and {new_flag} {json_path}: give one ({new_flag})")
+        json_path = old
+    thresholds = parse_thresholds(options.harness_max_regression)
+    fdr = regression_fdr(options, prefix)
+    accept = accepted_differences(options, prefix)
+    launch_test.get(options.harness_launch_test, f"--{prefix}launch-test")  # an unknown name fails here
+    if json_path:
+        if not options.harness_baseline:
+            raise UsageError(
+                f"{regression_json_flag(prefix)} {json_path}: needs --{prefix}baseline NAME (the check it reports)"
+            )
         from harness.io import check_writable_file
 
-        check_writable_file(path, gate_json_flag(prefix))
-    return path
+        check_writable_file(json_path, regression_json_flag(prefix))
+    return RegressionSettings(
+        thresholds,
+        fdr=fdr,
+        accept=accept,
+        fail_on_unknown=options.harness_fail_on_unknown,
+        launch_test=options.harness_launch_test,
+        baseline=options.harness_baseline,
+        baselines_dir=Path(options.harness_baselines_dir),
+        json_path=json_path,
+    )
 
 
 def add_accept_option(add, prefix: str = "") -> None:

@@ -1,13 +1,20 @@
-"""What the regression check (``harness gate``, and the pytest plugin's end-of-session gate) prints and writes:
-its lines point by point and its JSON (``--json``)."""
+"""What the regression check (``harness gate``, and the pytest plugin's end-of-session check) prints and
+writes from its result (``harness.regression.entry.RegressionResult``): its lines point by point and its JSON
+(``--json``; pytest ``--harness-regression-json``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "--fail-on-unknown") -> list[str]:
-    """Lines explaining a regression-check outcome, point by point (the flag named as the front-end spells it)."""
+if TYPE_CHECKING:
+    from harness.regression.entry import RegressionResult
+
+
+def regression_report(result: RegressionResult, fail_on_unknown_flag: str = "--fail-on-unknown") -> list[str]:
+    """Lines explaining a regression-check result, point by point (the flag named as the front-end spells it)."""
     from harness.regression import verdicts
 
+    outcome, baseline_name = result.outcome, result.baseline
     lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable, *outcome.not_judged]]
     lines += [str(change) for change in outcome.verdict_changes]
     lines += [verdicts.line(test) for test in outcome.tests]
@@ -35,12 +42,12 @@ def regression_report(outcome, baseline_name: str, fail_on_unknown_flag: str = "
         if outcome.tests
         else ""
     )
-    lines.append(f"regression gate vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
+    lines.append(f"regression check vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
     return lines
 
 
-def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
-    """``harness gate --json``: the outcome as data — the overall verdict and exit status, every problem,
+def regression_json(result: RegressionResult) -> dict:
+    """``harness gate --json``: the result as data — the overall verdict and exit status, every problem,
     every launch-level test with its three-outcome verdict, interval and detectable change, and the notes."""
     import math
     from dataclasses import asdict
@@ -52,13 +59,15 @@ def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
         row = {k: finite(v) for k, v in asdict(test).items() if k not in ("base_values", "new_values")}
         return {**row, "base_values": list(test.base_values), "new_values": list(test.new_values)}
 
+    outcome = result.outcome
     verdict = "fail" if outcome.findings else "incomparable" if outcome.incomparable else "pass"
     return {
-        "baseline": baseline_name,
+        "baseline": result.baseline,
         "verdict": verdict,
-        "exit_code": exit_code,
+        "exit_code": result.exit_code,
         "compared": outcome.compared,
         "fdr": outcome.fdr,
+        "launch_test": result.settings.launch_test,
         "findings": [
             {"scenario": f.scenario, "point_id": f.point_id, "kind": f.kind, "metric": f.metric, "message": f.message}
             for f in [*outcome.findings, *outcome.incomparable]
@@ -73,8 +82,8 @@ def regression_json(outcome, baseline_name: str, exit_code: int) -> dict:
     }
 
 
-def save_regression_json(path, outcome, baseline_name: str, exit_code: int) -> None:
-    """Write ``regression_json`` atomically: ``harness gate --json`` and pytest's ``--harness-gate-json``."""
+def save_regression_json(path, result: RegressionResult) -> None:
+    """Write ``regression_json`` atomically: ``harness gate --json`` and pytest's ``--harness-regression-json``."""
     from harness.io import write_json_atomic
 
-    write_json_atomic(path, regression_json(outcome, baseline_name, exit_code))
+    write_json_atomic(path, regression_json(result))

@@ -15,7 +15,6 @@ from harness.cli.regression_options import (
 from harness.cli.regression_output import regression_report
 from harness.errors import EXIT_INCOMPARABLE, UsageError, writing
 from harness.records.record import STATUSES
-from harness.regression.confirm import confirm
 
 
 def add_parsers(commands) -> None:
@@ -107,7 +106,7 @@ def _summary(args) -> int:
 
 def _export(args) -> int:
     from harness.io import check_writable_file
-    from harness.records import store as store
+    from harness.records import store
     from harness.report import export
 
     check_writable_file(args.output, "export -o")
@@ -176,7 +175,7 @@ def _compare(args) -> int:
 
 def _merge(args) -> int:
     from harness.io import check_writable_dir
-    from harness.records import store as store
+    from harness.records import store
     from harness.run.shard import merge
 
     check_writable_dir(args.output, "merge -o")
@@ -202,30 +201,24 @@ def _merge(args) -> int:
 
 def _regression_check(args) -> int:
     """``harness gate``: the regression check against a baseline (the command keeps its short name)."""
-    from harness.cli.regression_options import accepted_differences, gate_json_path, regression_fdr
+    from harness.cli.regression_options import regression_settings
     from harness.cli.regression_output import save_regression_json
     from harness.regression import baseline
-    from harness.regression.check import check, key
-    from harness.regression.thresholds import parse_thresholds
+    from harness.regression.check import key
+    from harness.regression.entry import Confirmation, run_check
 
-    thresholds = parse_thresholds(args.harness_max_regression)  # before reading anything
-    fdr = regression_fdr(args)
-    accept = accepted_differences(args)
-    json_path = gate_json_path(args)
+    settings = regression_settings(args)  # every option checked before anything is read
     if args.confirm < 0:
         raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
-    rerun = _relaunch(args.sources) if args.confirm else None
-    base = baseline.load(args.harness_baseline, Path(args.harness_baselines_dir))
+    confirmation = Confirmation(args.confirm, _relaunch(args.sources)) if args.confirm else None
+    base = baseline.load(args.harness_baseline, settings.baselines_dir)
     current = _records(args.sources)
     scope = {key(r) for r in current} if args.present_only else None
-    outcome = check(base, current, thresholds, scope=scope, fdr=fdr, accept=accept)
-    if rerun is not None and outcome.flagged:
-        outcome = confirm(outcome, base, current, thresholds, rerun, args.confirm, accept=accept)
-    print("\n".join(regression_report(outcome, args.harness_baseline)))
-    code = outcome.exit_status(fail_on_unknown=args.harness_fail_on_unknown)
-    if json_path:
-        save_regression_json(json_path, outcome, args.harness_baseline, code)
-    return code
+    result = run_check(settings, base, current, scope=scope, confirmation=confirmation)
+    print("\n".join(regression_report(result)))
+    if settings.json_path:
+        save_regression_json(settings.json_path, result)
+    return result.exit_code
 
 
 def _relaunch(sources):

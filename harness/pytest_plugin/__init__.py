@@ -17,7 +17,7 @@ import pytest
 from harness.cli.options import add_run_options, check_outputs, runner_from
 from harness.cli.regression_options import add_baseline_options, add_regression_options
 from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
-from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_gate
+from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_check
 
 
 def pytest_addoption(parser):
@@ -37,8 +37,11 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     from harness.errors import UsageError
 
-    try:  # thresholds, the shard and the gate's output are checked before anything runs
-        config.stash[SESSION] = check_options(config.option)
+    def warn(message: str) -> None:  # an old option spelling: one line in pytest's warnings summary
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(message), stacklevel=2)
+
+    try:  # the regression check's settings and the shard are checked before anything runs
+        config.stash[SESSION] = check_options(config.option, warn)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[RUNNER] = runner_from(config.option, check=False)  # outputs: pytest_collection_finish
@@ -135,7 +138,7 @@ def pytest_deselected(items):
 
 def pytest_sessionfinish(session, exitstatus):
     """``--harness-baseline NAME``: check this session's records against a saved baseline, as ``harness
-    gate`` does (``session.regression_gate``). A session whose tests passed exits with the gate's status."""
+    gate`` does (``session.regression_check``). A session whose tests passed exits with the check's status."""
     config = session.config
     if RUNNER in config.stash:
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
@@ -150,12 +153,12 @@ def pytest_sessionfinish(session, exitstatus):
     state.not_judged_lines = not_judged_lines(state.records)
     if session.exitstatus == pytest.ExitCode.OK:  # 4 (as `harness run`) when a point is not judged
         session.exitstatus = unknown_exit(state.records, config.option.harness_fail_on_unknown)
-    if not config.option.harness_baseline:
+    if not state.regression.baseline:
         return
     from harness.errors import EXIT_INCONCLUSIVE, HarnessError
 
     try:
-        code = regression_gate(state, config.option)
+        code = regression_check(state)
     except (HarnessError, ValueError, FileNotFoundError) as exc:  # never a pass
         state.regression_lines = [*state.regression_lines, f"ERROR {exc}"]
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -171,6 +174,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for line in state.not_judged_lines:
             terminalreporter.line(line, yellow=True)
     if state is not None and state.regression_lines:
-        terminalreporter.section("harness regression gate")
+        terminalreporter.section("harness regression check")
         for line in state.regression_lines:
             terminalreporter.line(line, red=line.startswith(("FAIL", "ERROR")), green="PASS" in line)

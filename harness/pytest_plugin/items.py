@@ -108,7 +108,7 @@ def report_to_benchmark(benchmark, record, scenario) -> None:
     pytest-benchmark times callables itself; our samples come from the engine's own token stream, so
     they go in through the fixture's stats object (one sample = one decode step). That uses two
     private members of the fixture (``_mode``, ``_make_stats``), pinned by the version range in
-    pyproject.toml and covered by tests/test_pytest_plugin.py.
+    pyproject.toml and covered by tests/pytest_plugin/test_points_as_tests.py.
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
     from harness.records import benchmark_json

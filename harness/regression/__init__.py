@@ -1,1 +1,2 @@
-"""The regression check behind ``harness gate``: thresholds, significance, baselines and confirmation."""
+"""The regression check behind ``harness gate`` and the pytest plugin's ``--harness-baseline``: settings, one entry
+(``entry.run_check``), thresholds, the launch test, significance, baselines and confirmation."""

@@ -1,6 +1,6 @@
 """Named baselines: a frozen copy of result records that later runs are compared and checked against.
 
-A baseline is a directory ``<baselines>/<name>/`` holding the records (same layout as a store
+A baseline is a directory ``<baselines>/<name>/`` holding the records (same layout as a results
 directory) and ``baseline.json`` describing where they came from.
 """
 

@@ -7,17 +7,16 @@ from typing import TYPE_CHECKING, Callable, Iterable
 if TYPE_CHECKING:
     from harness.records.record import Record
     from harness.regression.outcome import RegressionOutcome
-    from harness.regression.thresholds import Threshold
+    from harness.regression.settings import RegressionSettings
 
 
 def confirm(
     outcome: RegressionOutcome,
     baseline: Iterable[Record],
     current: Iterable[Record],
-    thresholds: list[Threshold],
+    settings: RegressionSettings,
     rerun: Callable[[list[Record], int], list[Record]],
     launches: int,
-    accept: frozenset[str] = frozenset(),
 ) -> RegressionOutcome:
     """``harness gate --confirm K``: rerun the flagged points (``RegressionOutcome.flagged``) ``launches`` more
     times with ``rerun(records, launches)`` (``Runner.relaunch``: each record comes back with the new
@@ -50,7 +49,7 @@ def confirm(
                 f"--confirm {launches}: the rerun returned no new launches, so nothing was confirmed",
             ],
         )
-    second = check(baseline, fresh.values(), thresholds, scope=set(fresh), fdr=outcome.fdr, accept=accept)
+    second = check(baseline, fresh.values(), settings, scope=set(fresh))
     kept = [f for f in outcome.findings if f.kind != "regression" or (f.scenario, f.point_id) not in fresh]
     verdicts = {
         (f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind for f in second.findings

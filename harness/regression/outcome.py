@@ -25,14 +25,14 @@ class MetricTest:
     after: float
     change: float  # relative worsening: +0.2 is 20 % worse, whatever the metric's direction
     min_p: float  # the smallest p these launch counts can reach
-    p_value: Optional[float] = None  # one-sided Mann-Whitney U, in the worse direction
+    p_value: Optional[float] = None  # the launch test's one-sided p (Mann-Whitney U by default), worse direction
     q_value: Optional[float] = None  # Benjamini-Hochberg adjusted over every launch-level test of the run
     ratio_low: Optional[float] = None  # 95 % bootstrap interval of after / before
     ratio_high: Optional[float] = None
     higher_is_better: bool = False
     # The three-outcome verdict (harness.regression.verdicts): different | same | unknown.
     verdict: Optional[str] = None
-    better_p: Optional[float] = None  # one-sided Mann-Whitney U in the better direction ...
+    better_p: Optional[float] = None  # the launch test's one-sided p in the better direction ...
     better_q: Optional[float] = None  # ... Benjamini-Hochberg adjusted over the run's tests
     equivalence_p: Optional[float] = None  # TOST on log values within +-limit (<= 0.05: same)
     cv: Optional[float] = None  # launch-to-launch CV, both sides pooled

@@ -1,54 +1,13 @@
-"""The launch-level tests behind the regression check (``harness.regression.check``): one-sided
-Mann-Whitney U on launch values, Benjamini-Hochberg across tests, and a bootstrap interval of the change."""
+"""What the regression check (``harness.regression.check``) computes around its launch test
+(``harness.regression.launch_test``): Benjamini-Hochberg across the run's tests, a bootstrap interval of the
+change, and the equivalence test behind the verdict *same*."""
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, cast
+from typing import Optional, Sequence
 
 from harness.measure.launches import CONFIDENCE, SEED
-
-
-def worse_p_values(cases: Sequence[tuple[Sequence[float], Sequence[float], bool]]) -> list[float]:
-    """One-sided Mann-Whitney U p-values (asv's test on launch values) that each case's new values are
-    worse than its baseline values; a case is (base, new, higher_is_better). Exact without ties, and an
-    exact permutation test (small samples enumerate every split) with them. Cases of the same sizes and
-    direction go to scipy as one array: a nightly regression check runs hundreds of tests."""
-    import numpy as np
-    from scipy.stats import PermutationMethod, mannwhitneyu
-
-    out: list[Optional[float]] = [None] * len(cases)
-    groups: dict[tuple, list[int]] = {}
-    for i, (base, new, higher) in enumerate(cases):
-        alternative = "less" if higher else "greater"
-        if len(set(base) | set(new)) < len(base) + len(new):  # tied values
-            method = PermutationMethod(n_resamples=9999, rng=np.random.default_rng(SEED))
-            out[i] = float(mannwhitneyu(new, base, alternative=alternative, method=method).pvalue)
-        else:
-            groups.setdefault((len(base), len(new), alternative), []).append(i)
-    for (_, _, alternative), members in groups.items():
-        new_values = np.array([cases[i][1] for i in members], dtype=float)
-        base_values = np.array([cases[i][0] for i in members], dtype=float)
-        found = np.atleast_1d(
-            mannwhitneyu(new_values, base_values, alternative=alternative, method="exact", axis=1).pvalue
-        )
-        for i, p_value in zip(members, found):
-            out[i] = float(p_value)
-    return cast("list[float]", out)  # every case was filled above
-
-
-def min_p_value(n_base: int, n_new: int) -> float:
-    """The smallest one-sided Mann-Whitney p-value two samples of these sizes can reach: every new
-    value beyond every baseline value, one split among C(n_base + n_new, n_new)."""
-    return 1 / math.comb(n_base + n_new, n_new)
-
-
-def launches_needed(p: float) -> int:
-    """Launches a side (equal on both) for the one-sided Mann-Whitney test to be able to reach ``p``."""
-    n = 2
-    while min_p_value(n, n) > p:
-        n += 1
-    return n
 
 
 def fdr_adjust(p_values: Sequence[float], q: float) -> list[float]:

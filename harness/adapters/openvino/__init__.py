@@ -20,7 +20,7 @@ from importlib.util import find_spec
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.adapters.openvino import export, twin
+from harness.adapters.openvino import compile_probe, export, twin
 from harness.adapters.openvino.description import Description
 from harness.adapters.openvino.export import NNCF_MODES
 from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
@@ -157,6 +157,10 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         # The plugin properties the pipeline compiles with: the gate's step-wise request compiles with them too.
         self.plugin_device = device
         self.plugin_config = {k: v for k, v in config.items() if k not in _PIPELINE_ONLY}
+        if compile_probe.at_risk(device, self.plugin_config, export.inference_precision(device)):
+            crash = compile_probe.crash_reason(self.ir_dir / "openvino_model.xml", device, self.plugin_config)
+            if crash:
+                raise PointSkipped(crash)
         from harness.adapters.openvino.text import tokenizer_dir
 
         # The IR directory's own tokenizer IRs, as a deployment loads them; converted here where it has none.

@@ -1,0 +1,68 @@
+"""Acceptance: what `harness run --launches N --history DB` leaves in the history, read back through
+`harness history export` and `harness history show` — on a real tiny engine (transformers, tiny-llama)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness import cli
+
+pytest.importorskip("torch")
+pytest.importorskip("sqlalchemy")
+
+SCENARIO = """
+model: tiny-llama
+prompts: ["The river"]
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}  # 2: OpenVINO 2026.4.1 dies compiling bf16 at 1 thread on AMX CPUs (compile_probe)
+sweep:
+  adapter: [hf]
+  device: [cpu]
+"""
+
+
+@pytest.fixture(scope="module")
+def history_of_a_three_launch_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("history")
+    scenario = root / "scenario.yaml"
+    scenario.write_text(SCENARIO.lstrip())
+    db = f"sqlite:///{root / 'h.sqlite'}"
+    argv = ["run", str(scenario), "--results", str(root / "results"), "--launches", "3", "--isolation", "none"]
+    assert cli.main([*argv, "--no-progress", "--no-energy", "--history", db]) == 0
+    return root, db
+
+
+def test_export_keeps_every_launch_and_the_interval(history_of_a_three_launch_run):
+    root, db = history_of_a_three_launch_run
+    out = root / "export.parquet"
+    assert cli.main(["history", "export", "--db", db, "-o", str(out)]) == 0
+    table = pd.read_parquet(out)
+    tpot = table[table.metric == "tpot_ms"].iloc[0]
+    assert len(tpot.launches) == 3  # one median per launch, as the record has them
+    assert tpot.ci_low is not None and tpot.ci_high is not None and tpot.ci_low <= tpot.value <= tpot.ci_high
+
+
+def test_show_spreads_over_launches_not_rounds(history_of_a_three_launch_run, capsys):
+    _, db = history_of_a_three_launch_run
+    capsys.readouterr()
+    assert cli.main(["history", "show", "scenario::hf-cpu-bf16", "--db", db, "--metric", "tpot"]) == 0
+    out = capsys.readouterr().out
+    assert "(launches)" in out and "(rounds)" not in out, out
+
+
+def test_the_series_fingerprint_names_the_device_plugin(tmp_path, capsys):
+    """A driver (here OpenVINO's CPU plugin build) is part of the fingerprint, so an upgrade starts a new
+    series instead of continuing the old one and reading as a regression."""
+    pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCENARIO.replace("adapter: [hf]", "adapter: [openvino]").replace("[cpu]", "[CPU]").lstrip())
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
+    assert cli.main([*argv, "--no-energy", "--history", db]) == 0
+    capsys.readouterr()
+    from harness.adapters.openvino.export import inference_precision
+
+    point = f"scenario::openvino-CPU-{inference_precision('CPU')}"  # the plugin's precision names the point
+    assert cli.main(["history", "show", point, "--db", db, "--metric", "tpot"]) == 0
+    assert "openvino_intel_cpu_plugin 20" in capsys.readouterr().out

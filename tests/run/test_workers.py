@@ -1,0 +1,233 @@
+"""Persistent isolated workers: a worker serves a group of points, a failing point's worker is replaced,
+engines are reused only where the adapter says so and reuse measures what a fresh load measures, and every
+record says where its wall time went."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from harness.run import planning
+from harness.run.runner import Runner
+from harness.run.settings import Limits, RunSettings
+from tests.conftest import registered
+
+
+@pytest.fixture
+def worker_adapters(fake_adapters):
+    from tests.fakes import WORKERS
+
+    yield from registered(WORKERS)
+
+
+def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 4}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-picky]
+          batch_size: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
+        """)
+    )
+    runner = Runner(
+        RunSettings(
+            results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
+        )
+    )
+    records = {r.point["batch_size"]: r for r in runner.run([loaded], progress=False)}
+
+    assert len(records) == 30
+    healthy = {bs: r for bs, r in records.items() if bs not in (7, 13, 21)}
+    assert all(r.status == "ok" and r.metrics["generated_tokens"] == 4 for r in healthy.values()), {
+        bs: r.reason for bs, r in healthy.items() if r.status != "ok"
+    }
+    crash, hang, hungry = records[7], records[13], records[21]
+    assert crash.status == "failed" and "killed by SIGSEGV" in crash.reason
+    assert crash.failure.signal == "SIGSEGV" and crash.failure.exit_code == -signal.SIGSEGV
+    assert hang.status == "timeout" and hang.reason == "no result within 10 s; the process was killed"
+    assert hungry.status == "failed" and ("MemoryError" in hungry.reason or "memory limit" in hungry.reason)
+    # One worker for the group, replaced after each of the three failures: not a process per point.
+    assert runner.launcher.started == 4
+    # Healthy points after a failure ran in the replacement worker: their records say so by their time split.
+    assert healthy[8].time_split.process_start_s > 0 and healthy[9].time_split.process_start_s == 0
+
+
+def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 3}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake]
+          batch_size: [1, 2, 3]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="point", energy=False))
+    records = runner.run([loaded], progress=False)
+    assert [r.status for r in records] == ["ok"] * 3
+    assert runner.launcher.started == 3
+    assert all(r.time_split.process_start_s > 0 and r.time_split.imports_s > 0 for r in records)
+
+
+SWEEP = """
+model: tiny-llama
+generation: {max_new_tokens: 5}
+measurement: {warmup_rounds: 2, min_rounds: 2}
+sweep:
+  adapter: [fake-reusable, fake]
+  prompt_len: [8, 12, 16]
+"""
+
+
+def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(write_scenario(SWEEP))
+    reused = {
+        r.point_id: r
+        for r in Runner(RunSettings(results_dir=tmp_path / "worker", isolation="worker", energy=False)).run(
+            [loaded], progress=False
+        )
+    }
+    fresh = {
+        r.point_id: r
+        for r in Runner(RunSettings(results_dir=tmp_path / "point", isolation="point", energy=False)).run(
+            [loaded], progress=False
+        )
+    }
+    assert all(r.status == "ok" for r in [*reused.values(), *fresh.values()])
+    loads = {pid: r.adapter["load"] for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"}
+    assert len(set(loads.values())) == 1, loads  # one load served the three prompt lengths
+    reused_points = [r for r in reused.values() if "load_s" in r.unavailable]
+    assert len(reused_points) == 2 and all("engine reused" in r.unavailable["load_s"] for r in reused_points)
+    assert all(r.metrics.get("load_s") is not None for r in reused.values() if r.point["adapter"] == "fake")
+    for pid, record in reused.items():  # reuse measures what a fresh load measures
+        twin = fresh[pid]
+        assert record.outputs == twin.outputs
+        assert len(record.samples.warmup_s) == len(twin.samples.warmup_s) == 2  # the same warm-up
+        assert len(record.samples.rounds) == len(twin.samples.rounds)
+        assert record.metrics["generated_tokens"] == twin.metrics["generated_tokens"]
+    later = [r for r in reused.values() if r.point["adapter"] == "fake-reusable" and "load_s" in r.unavailable]
+    assert all(r.adapter["calls"] > 4 for r in later)  # the kept engine had served the earlier point's calls
+
+
+def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(write_scenario(SWEEP))
+    records = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False)).run([loaded], progress=False)
+    first, *rest = [r for r in records if r.point["adapter"] == "fake-reusable"]
+    split = first.time_split
+    assert split.process_start_s > 0 and split.imports_s > 0  # the group's first point started the worker
+    assert split.timed_s == pytest.approx(sum(r.e2e_s for r in first.samples.rounds))
+    assert split.warmup_s == pytest.approx(sum(first.samples.warmup_s))
+    assert all(r.time_split.process_start_s == 0 and r.time_split.imports_s == 0 for r in rest)
+    assert all(value >= 0 for r in records for value in r.time_split.model_dump().values())
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux's clear_refs")
+def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 3}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-bulky]
+          batch_size: [1, 2]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
+    bulky, lean = runner.run([loaded], progress=False)
+    assert runner.launcher.started == 1  # both points in one worker
+    # The second point never held the first one's 300 MB: its peak starts at its own start.
+    assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
+    # The device's peak too (CUDA keeps one per process): reset when each point starts.
+    assert (bulky.metrics["device_memory_peak_mb"], lean.metrics["device_memory_peak_mb"]) == (300.0, 0.0)
+
+
+@pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])
+def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
+    write_scenario, tmp_path, worker_adapters, target, launches
+):
+    loaded = planning.load(
+        write_scenario(f"""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {{max_new_tokens: 4}}
+        measurement: {{warmup_rounds: 0, min_rounds: 2, launches: 2, target_rel_ci: {target}, max_launches: 4}}
+        sweep:
+          adapter: [fake]
+          batch_size: [1, 2]
+        """)
+    )
+    records = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False)).run([loaded], progress=False)
+    # A +-1000 % target is met by the first interval; an impossible one runs to max_launches.
+    assert [len(r.samples.launches) for r in records] == [launches, launches]
+    assert all(r.samples.intervals["tpot_ms"].launches == launches for r in records)
+
+
+def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, worker_adapters):
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 3}
+        measurement: {warmup_rounds: 0, min_rounds: 1, launches: 3}
+        sweep:
+          adapter: [fake]
+          batch_size: [1, 2]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
+    phases: list[str] = []
+    records = runner.run([loaded], progress=False, on_phase=phases.append)
+    loads = [phase.split(":")[0] for phase in phases if "loading" in phase]
+    # Round-robin: launch k of every point before launch k+1 of any.
+    assert loads == ["fake-cpu-bf16-bs1", "fake-cpu-bf16-bs2"] * 3
+    assert all(r.status == "ok" and len(r.samples.launches) == 3 for r in records)
+
+
+def test_a_lost_workers_record_starts_as_every_record_does(write_scenario, tmp_path, worker_adapters):
+    """The parent builds a crashed worker's record with the function every record starts from
+    (``steps.new_record``): the same settings, environment, scenario file and times as any record."""
+    from harness.run.steps.new_record import scenario_settings
+
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 2}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-picky]
+          batch_size: [7]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=60)))
+    [crash] = runner.run([loaded], progress=False)
+    assert crash.status == "failed" and crash.failure.signal == "SIGSEGV"
+    assert crash.settings == scenario_settings(loaded) and crash.settings["generation"]["max_new_tokens"] == 2
+    assert crash.environment == runner.caches.environment() and crash.environment["python"]
+    assert crash.scenario_path == loaded.source_file and crash.point["batch_size"] == 7
+    assert crash.started_at and crash.finished_at and crash.started_at <= crash.finished_at
+
+
+def test_a_worker_is_started_with_the_run_settings_whole():
+    """The run's settings cross to a worker as one frozen object (pickled), not a dict of some of them."""
+    import dataclasses
+    import pickle
+
+    from harness.run.launchers.worker_serve import WorkerSetup
+
+    settings = RunSettings(
+        results_dir=None, gate_only=True, gate_prompts=3, energy=False, limits=Limits(5, 2048), launches=2
+    )
+    setup = WorkerSetup.of(settings, None, "fake", keep_engines=True)
+    received = pickle.loads(pickle.dumps(setup))
+    assert received == setup and received.settings == settings and received.settings.limits.memory_limit_mb == 2048
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.energy = True  # type: ignore[misc]

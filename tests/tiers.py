@@ -1,0 +1,289 @@
+"""Every test file's tier, in one table, and the guard that makes the ``unit`` tier a checked claim.
+
+Tiers (registered in pyproject.toml, applied by ``tests/conftest.py`` at collection):
+
+- ``unit``: in-process, no engine, no model, no subprocess. A unit test that starts a process or imports
+  an engine (torch, openvino, llama_cpp, transformers) fails, at collection or when it runs (``guard``).
+- ``engine``: real tiny engines or models, or another program (a browser, a database server, worker
+  processes), driven from Python below the user's entry point.
+- ``acceptance``: a command a user or contributor types — ``harness ...``, a pytest run, the static
+  checks and the docs build — on real engines or as a subprocess.
+- ``slow``: also the real Gemma 3 270M model (seconds to minutes); on top of one of the three.
+
+A file's entry is its tier; a file that mixes tiers gives its default and the tests that differ, by
+function name (every parametrization of that function). ``tests/project/test_tiers.py`` fails when a
+test file is missing here or an entry names a file or a test that does not exist.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import multiprocessing.util
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+TIERS = ("unit", "engine", "acceptance")
+ENGINES = ("torch", "openvino", "llama_cpp", "transformers")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A file's tier, the tests that differ from it (function name -> tier) and its slow tests."""
+
+    default: str
+    differ: dict[str, str] = field(default_factory=dict)
+    slow: tuple[str, ...] = ()  # function names, or ("*",) for the whole file
+
+    def of(self, function: str) -> str:
+        return self.differ.get(function, self.default)
+
+    def is_slow(self, function: str) -> bool:
+        return "*" in self.slow or function in self.slow
+
+
+U, E, A = Tier("unit"), Tier("engine"), Tier("acceptance")
+
+# Paths relative to tests/.
+TABLE: dict[str, Tier] = {
+    "accuracy/test_failed_margin_fails_run_and_check.py": A,
+    "accuracy/test_paired_verdicts.py": U,
+    "accuracy/test_task_accuracy.py": E,
+    "adapters/test_capabilities.py": Tier(
+        "unit", {"test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate": "engine"}
+    ),
+    "adapters/test_coreml.py": E,
+    "adapters/test_hf.py": E,
+    "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
+    "adapters/test_openvino.py": E,
+    "adapters/test_openvino_compile_probe.py": Tier(
+        "unit",
+        {
+            "test_a_child_killed_by_a_signal_is_named_and_a_clean_or_raising_one_is_not": "engine",
+            "test_harness_run_survives_a_plugin_that_dies_at_one_thread": "acceptance",
+        },
+    ),
+    "adapters/test_registry.py": Tier(
+        "unit", {"test_core_import_loads_no_engine": "engine", "test_cli_help_works_without_engines": "acceptance"}
+    ),
+    "adapters/test_sdk.py": U,
+    "adapters/test_third_party_adapter.py": A,
+    "adapters/test_xrt.py": E,
+    "cli/test_bad_values.py": Tier(
+        "unit",
+        {
+            "test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict_json": "engine",
+            "test_concurrent_runners_compute_a_reference_once_and_never_read_half_a_file": "engine",
+            "test_tokens_beyond_the_model_context_skip_the_point_with_the_reason": "engine",
+            "test_pytest_refuses_an_unusable_results_directory_before_any_point": "acceptance",
+            "test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare": "acceptance",
+            "test_pytest_refuses_two_scenario_files_with_one_name": "acceptance",
+        },
+    ),
+    "cli/test_unusable_input_files.py": A,
+    "cli/test_verify_records.py": A,
+    "cli/test_verify_top1_engine.py": A,
+    "cli/test_write_failures.py": A,
+    "correctness/test_bucket_tiers.py": U,
+    "correctness/test_dequantized_check.py": E,
+    "correctness/test_dequantized_model.py": A,
+    "correctness/test_dequantized_model_openvino.py": A,
+    "correctness/test_diagnosis.py": E,
+    "correctness/test_gate.py": Tier(
+        "unit",
+        {
+            "test_reference_is_stored_reused_and_refused_when_stale": "engine",
+            "test_reference_for_another_model_is_refused": "engine",
+            "test_diagnosis_localises_a_skipped_layer": "engine",
+            "test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model": "engine",
+            "test_harness_verify_passes_then_reuses_the_reference": "acceptance",
+            "test_harness_run_records_the_verdict_and_fails_a_broken_engine": "acceptance",
+        },
+    ),
+    "correctness/test_gate_catches_faults.py": Tier("engine", slow=("*",)),
+    "correctness/test_gate_long_prompts.py": A,
+    "correctness/test_gate_prefill.py": A,
+    "correctness/test_gate_timed_path.py": A,
+    "correctness/test_lengths.py": Tier(
+        "unit",
+        {
+            "test_every_shipped_scenario_that_sweeps_a_length_has_a_gate_at_its_length": "engine",
+            "test_harness_reference_computes_each_gate_length_once": "acceptance",
+        },
+    ),
+    "correctness/test_not_judged.py": A,
+    "correctness/test_same_weights.py": E,
+    "correctness/test_stepwise.py": U,
+    "correctness/test_text_path.py": A,
+    "correctness/test_text_path_openvino.py": A,
+    "correctness/test_verdict_arithmetic.py": U,
+    "history/test_changepoint_decisions.py": U,
+    "history/test_changepoints.py": U,
+    "history/test_excluded_launches.py": A,
+    "history/test_history_databases.py": E,
+    "history/test_persist_option.py": U,
+    "history/test_persistence_rule.py": U,
+    "history/test_run_into_history.py": A,
+    "measure/test_busy_machine_flagged.py": A,
+    "measure/test_canary.py": Tier(
+        "unit",
+        {
+            "test_a_real_calibration_and_reading_are_positive": "engine",
+            "test_disturbed_launches_are_rerun_a_bounded_number_of_times": "engine",
+        },
+    ),
+    "measure/test_canary_in_a_run.py": A,
+    "measure/test_energy.py": Tier(
+        "engine",
+        {
+            "test_energy_per_token_reaches_the_benchmark_json": "acceptance",
+            "test_roofline_bound_from_bytes_and_bandwidth": "unit",
+            "test_bandwidth_is_measured_once_per_machine": "unit",
+        },
+    ),
+    "measure/test_launch_intervals.py": U,
+    "measure/test_launch_statistics.py": U,
+    "measure/test_machine_state.py": E,
+    "measure/test_rounds.py": U,
+    "measure/test_variance_components.py": U,
+    "models/test_default_model.py": Tier("acceptance", slow=("*",)),
+    "models/test_sources.py": Tier(
+        "unit",
+        {
+            "test_tiny_models_are_deterministic_per_seed": "engine",
+            "test_a_chat_template_edited_in_place_changes_the_checksum_the_caches_are_keyed_by": "engine",
+        },
+    ),
+    "moe/test_capacity.py": E,
+    "moe/test_routing.py": E,
+    "project/test_claims.py": U,
+    "project/test_docs.py": A,
+    "project/test_imports.py": Tier("unit", {"test_front_doors_import_no_engine": "engine"}),
+    "project/test_nightly_template.py": A,
+    "project/test_one_address.py": U,
+    "project/test_tiers.py": U,
+    "project/test_tooling.py": A,
+    "pytest_plugin/test_baseline_verdict_options.py": A,
+    "pytest_plugin/test_collection_reach.py": A,
+    "pytest_plugin/test_interleaved_launches.py": A,
+    "pytest_plugin/test_points_as_tests.py": A,
+    "record/test_flat_dequantized_columns.py": E,
+    "record/test_llamacpp_precision_in_ids.py": A,
+    "record/test_metric_catalogue.py": Tier("unit", {"test_every_metric_a_real_point_records_is_catalogued": "engine"}),
+    "record/test_precision_in_ids.py": A,
+    "record/test_reader_properties.py": U,
+    "record/test_record_parts.py": U,
+    "record/test_store.py": U,
+    "regression/test_baseline_compare_gate_commands.py": U,
+    "regression/test_check.py": U,
+    "regression/test_check_statistics.py": U,
+    "regression/test_check_texts.py": U,
+    "regression/test_confirm_reruns.py": A,
+    "regression/test_detectable_change.py": U,
+    "regression/test_incomparable_baseline.py": A,
+    "regression/test_launch_test_protocol.py": U,
+    "regression/test_three_outcome_verdicts.py": U,
+    "regression/test_verdict_commands.py": A,
+    "report/test_launch_views.py": Tier(
+        "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
+    ),
+    "report/test_quickstart_outputs.py": Tier(
+        "unit",
+        {
+            "test_steps_report_their_phase": "engine",
+            "test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots": "engine",
+        },
+    ),
+    "report/test_report.py": Tier(
+        "unit",
+        {
+            "test_the_page_loads_in_chromium_without_console_errors_and_shows_its_plots": "engine",
+            "test_the_chromium_check_catches_a_broken_page": "engine",
+        },
+    ),
+    "report/test_report_from_benchmark_json.py": A,
+    "run/test_auto_launches.py": A,
+    "run/test_isolation.py": E,
+    "run/test_launch_record_on_disk.py": A,
+    "run/test_lifecycle.py": A,
+    "run/test_load_point.py": Tier(
+        "unit",
+        {
+            "test_lm_eval_loads_a_point_with_the_settings_harness_run_loads_it_with": "engine",
+            "test_a_point_harness_run_skips_is_refused_by_load_point_with_the_same_reason": "engine",
+        },
+    ),
+    "run/test_resume_settings.py": A,
+    "run/test_runner.py": E,
+    "run/test_shard.py": Tier(
+        "unit",
+        {
+            "test_shards_partition_the_points_and_keep_model_groups_together": "engine",
+            "test_the_split_is_the_same_on_every_machine": "engine",
+        },
+    ),
+    "run/test_workers.py": E,
+    "scenario/test_axes.py": U,
+    "scenario/test_check_refuses_late_failures.py": U,
+    "scenario/test_malformed_yaml.py": U,
+    "scenario/test_sweep.py": Tier("unit", {"test_quantization_replaces_the_dtype_in_ids": "engine"}),
+    "scenario/test_validation.py": Tier(
+        "unit",
+        {
+            "test_an_axis_value_no_point_can_run_is_an_error": "engine",
+            "test_values_some_points_can_run_leave_the_rest_to_skip": "engine",
+        },
+    ),
+}
+
+
+class TierViolation(RuntimeError):
+    """A unit test started a process or imported an engine. Not an ImportError: ``importorskip`` must not
+    turn it into a skip."""
+
+
+@contextmanager
+def guard(violations: list[str]) -> Iterator[list[str]]:
+    """While active, starting a process or importing an engine appends to ``violations`` and raises."""
+
+    def refuse(what: str):
+        violations.append(what)
+        raise TierViolation(f"a unit test {what}")
+
+    real_import, real_import_module = builtins.__import__, importlib.import_module
+
+    def checked_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name.partition(".")[0] in ENGINES:
+            refuse(f"imports {name}")
+        return real_import(name, globals, locals, fromlist, level)
+
+    def checked_import_module(name, package=None):
+        if name.partition(".")[0] in ENGINES:
+            refuse(f"imports {name}")
+        return real_import_module(name, package)
+
+    def no_process(what):
+        return lambda *args, **kwargs: refuse(f"starts a process ({what})")
+
+    patches = [
+        (builtins, "__import__", checked_import),
+        (importlib, "import_module", checked_import_module),
+        (subprocess.Popen, "_execute_child", no_process("subprocess")),
+        (multiprocessing.util, "spawnv_passfds", no_process("multiprocessing")),
+        *[
+            (os, name, no_process(f"os.{name}"))
+            for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system")
+        ],
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches if hasattr(owner, name)]
+    for owner, name, replacement in patches:
+        if hasattr(owner, name):
+            setattr(owner, name, replacement)
+    try:
+        yield violations
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
