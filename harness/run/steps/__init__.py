@@ -17,10 +17,11 @@ import traceback
 from contextlib import contextmanager
 from typing import Callable, Optional
 
-from harness.adapters.base import PointSkipped
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError
 from harness.measure import canary, launches
 from harness.records import metrics
+from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
 from harness.records.samples import TimeSplit
 from harness.run.settings import RunSettings
@@ -34,6 +35,13 @@ from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
 __all__ = ["Caches", "Contribution", "LaunchContext", "Skip", "execute", "new_record"]
+
+
+def engine_info(adapter: Adapter, settings: LoadSettings) -> EngineInfo:
+    """The record's engine part: the adapter's ``describe()`` plus the options its ``load`` received (the
+    scenario's ``adapter_options`` for it, validated, defaults filled in)."""
+    engine = EngineInfo.from_description(adapter.describe())
+    return engine.model_copy(update={"options": settings.options.model_dump(mode="json")})
 
 
 def execute(
@@ -149,7 +157,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))
         apply(record, probes.routing(adapter, resolved.prompt_ids))
-        apply(record, Contribution(updates={"adapter": adapter.describe()}))
+        apply(record, Contribution(updates={"engine": engine_info(adapter, resolved.settings)}))
         healthy = True
     finally:
         resolve.release(ctx.caches, resolved, adapter, healthy)
