@@ -181,3 +181,4 @@ _.diagnosis  # unused attribute (harness/run/steps/check_correctness.py)
 __getattr__  # unused function (harness/sdk.py)
 prefill_violations  # unused variable (harness/correctness/outcome.py): the record's per-prompt count, read by tests
 _.prefill_violations  # unused attribute (harness/correctness/prefill.py)
+_version_text  # unused method (harness/records/engine.py): a pydantic field validator, called by pydantic
