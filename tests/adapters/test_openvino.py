@@ -17,6 +17,7 @@ from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
+from harness.run.settings import RunSettings  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 
 SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128
@@ -151,7 +152,7 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
           max_seq_len: [null, 48]
         """)
     )
-    records = {r.point_id: r for r in Runner(results_dir=tmp_path).run([loaded_scenario], progress=False)}
+    records = {r.point_id: r for r in Runner(RunSettings(results_dir=tmp_path)).run([loaded_scenario], progress=False)}
     rejected = records["openvino-CPU-int4_sym"]
     assert rejected.status == "failed" and "group size" in rejected.reason.lower()  # NNCF's own message
     from tests.machine import openvino_cpu_precision

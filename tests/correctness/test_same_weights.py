@@ -19,6 +19,7 @@ from harness.correctness import same_weights as sw
 from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 needs_openvino = pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
 needs_llamacpp = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")
@@ -51,7 +52,7 @@ def verify(write_scenario, reference_dir, adapters, device, quantizations, class
     for cls in classes:
         registry.register_adapter(cls)
     try:
-        records = Runner(reference_dir=reference_dir, timing=False).run(
+        records = Runner(RunSettings(reference_dir=reference_dir, gate_only=True)).run(
             [planning.load(write_scenario(text))], progress=False
         )
     finally:
