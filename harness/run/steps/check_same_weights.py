@@ -11,13 +11,13 @@ from harness.adapters.base import Adapter
 from harness.correctness.outcome import NotRun, format_failures
 from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
 from harness.scenario.gate import GateSettings
 
 
-def same_weights(
-    session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
+def check_same_weights(
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
 ) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
     ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
@@ -43,16 +43,16 @@ def same_weights(
     def stored(twin, label: str):
         def compute():
             reference, path, reused = sw.get_or_compute(
-                session.reference_store, twin, hf_reference, session.refresh_reference, label
+                ctx.settings.reference_store, twin, hf_reference, ctx.settings.refresh_reference, label
             )
-            session.log(
+            ctx.log(
                 f"{label} reference: reused {path}"
                 if reused
                 else f"{label} reference: computed in {reference.compute_s:.1f} s, stored at {path}"
             )
             return reference
 
-        return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
+        return ctx.caches.reference(sw.path_for(ctx.settings.reference_store, hf_reference, twin, label), compute)
 
     reference = stored(twin, "same-weights")
     # against identical weights drift is a bug, not quantization: it fails here (``sw.compare``) whatever the
@@ -62,15 +62,17 @@ def same_weights(
         adapter,
         reference,
         settings,
-        on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}"),
+        on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: same-weights prompt {j}/{m}"),
     )
     if isinstance(result, NotRun):
         found = SameWeights(skipped=result.why)
     else:
         report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
-    audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
-    model_check = dequantized_model(session, resolved, adapter, twin, audit, settings, stored)
+    audit = dequantized.check(
+        ctx.settings.reference_store, resolved.model, twin, refresh=ctx.settings.refresh_reference
+    )
+    model_check = dequantized_model(ctx, resolved, adapter, twin, audit, settings, stored)
     found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
     verdict, why = sw.combine(
         correctness.verdict,
@@ -93,7 +95,7 @@ def same_weights(
 
 
 def dequantized_model(
-    session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, settings: GateSettings, stored
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, twin, audit, settings: GateSettings, stored
 ):
     """The point against HF transformers running its artefact's dequantized weights
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
@@ -115,7 +117,7 @@ def dequantized_model(
         adapter,
         reference,
         replace(settings, fail_on_drift=drift_fails),
-        lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
+        lambda j, m: ctx.on_phase(f"{point.id}: dequantized prompt {j}/{m}"),
     )
     if isinstance(result, NotRun):
         return DequantizedModel(skipped=result.why)
