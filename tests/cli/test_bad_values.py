@@ -380,7 +380,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     pytest.importorskip("lm_eval")
     import threading
 
-    from harness.accuracy import reference as accuracy_reference
+    from harness.accuracy import reference_scores as accuracy_reference
 
     calls = []
 
