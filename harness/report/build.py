@@ -24,7 +24,6 @@ from harness.report.plots import Plot
 from harness.report.sections import SECTIONS
 from harness.report.sections.base import Context, Figure, Page, SectionOutput
 
-
 # Left in every directory a report is written to: ``harness report -o`` writes again only into a
 # directory that holds it (or an empty one, or with --replace), never over files it did not write.
 MARKER = ".harness-report"
