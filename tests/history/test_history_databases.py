@@ -190,6 +190,31 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys):
         harness_history("check", "--threshold", "lots")
 
 
+@pytest.mark.parametrize("command", ["show", "check", "add", "export", "list"])
+def test_a_database_from_a_newer_harness_is_one_line_naming_it(command, tmp_path, capsys):
+    from harness import cli as harness_cli
+
+    # Before: a 77-line Alembic traceback ending in "Can't locate revision identified by '0099_future'".
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    engine = store.open_db(db)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0099_future'")
+    engine.dispose()
+    argv = {
+        "show": ["show", "demo::p"],
+        "check": ["check"],
+        "add": ["add", str(write_night(tmp_path, 0, {"p": 50.0}))],
+        "export": ["export", "-o", str(tmp_path / "rows.csv")],
+        "list": ["list"],
+    }[command]
+    capsys.readouterr()
+    assert harness_cli.main(["history", *argv, "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"ERROR --db: {db}: written by a newer harness (revision 0099_future;"), err
+    assert "upgrade harness" in err
+
+
 def test_trend_figures_and_the_open_change_points(tmp_path):
     from harness.report.trends import trend_figures
 
