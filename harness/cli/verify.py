@@ -56,7 +56,7 @@ def _verify_all(args) -> int:
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(
         args,
-        gate_only=True,
+        correctness_only=True,
         gate_prompts=_parse_prompts(args.prompts),
         # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
         results_dir=Path(args.harness_results) if args.harness_results else None,

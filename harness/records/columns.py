@@ -66,7 +66,7 @@ def ok_launches(record: Record) -> Optional[int]:
     recorded is one launch); None for a skipped point, where nothing ran, and a gate-only record, which times none."""
     from harness.records.record import recorded_launches
 
-    if record.status == "skipped" or record.gate_only:
+    if record.status == "skipped" or record.correctness_only:
         return None
     return sum(launch.status == "ok" for launch in recorded_launches(record))
 

@@ -110,13 +110,13 @@ class Record(BaseModel):
         return self.correctness.verdict if self.correctness else None
 
     @property
-    def gate_only(self) -> bool:
+    def correctness_only(self) -> bool:
         """A gate-only record (written by ``harness verify``, stored as kind ``verify``): the gate's verdict and
         parts, no timing; timing readers pass over it where the point also has a run record
         (``harness.records.store.timing_view``)."""
         return self.kind == "verify"
 
-    def as_gate_only(self) -> Record:
+    def as_correctness_only(self) -> Record:
         """This record as ``harness verify`` stores it: kind ``verify``, every timing figure left out."""
         cleared = {"metrics": {}, "units": {}, "samples": Samples(), "time_split": None, "unavailable": {}}
         return self.model_copy(update={"kind": "verify", **cleared})

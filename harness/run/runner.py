@@ -64,7 +64,7 @@ class Runner:
 
     def _calibrate_canary(self) -> None:
         """The machine's speed now, once per run, before any point (a gate-only run times nothing)."""
-        if not self.settings.gate_only:
+        if not self.settings.correctness_only:
             self.caches.calibrate_canary()
 
     # --- one point -------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class Runner:
         on_round: Optional[Callable[[int], None]] = None,
     ) -> Record:
         """One launch of the point; the correctness gate and accuracy run in the first launch only."""
-        reason = skip_reason(scenario, point, self.settings.gate_only)
+        reason = skip_reason(scenario, point, self.settings.correctness_only)
         if reason:  # decided without starting a process
             record = new_record(self.caches, scenario, point)
             record.status, record.reason, record.finished_at = "skipped", str(reason), now_iso()
@@ -104,13 +104,18 @@ class Runner:
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
         """Another launch of the point (``harness.run.stopping``)."""
         return wants_launch(
-            scenario.measurement, launches, self.settings.gate_only, lambda: self.planned_launches(scenario, point)
+            scenario.measurement,
+            launches,
+            self.settings.correctness_only,
+            lambda: self.planned_launches(scenario, point),
         )
 
     def _merged(self, launches: list[Record]) -> Record:
         record = combine(launches)
-        if self.settings.gate_only:  # `harness verify`: the gate's record, beside (never over) the point's run record
-            record = record.as_gate_only()
+        if (
+            self.settings.correctness_only
+        ):  # `harness verify`: the gate's record, beside (never over) the point's run record
+            record = record.as_correctness_only()
         if self.settings.results_dir is not None:
             store.write(record, self.settings.results_dir)
         return record
@@ -163,7 +168,9 @@ class Runner:
         if results_dir is not None:  # before any work, not after the first point ran
             for scenario, point in work:
                 where = Record(scenario=scenario.name, point_id=point.id, point={}, status="ok")
-                where = where.as_gate_only() if self.settings.gate_only else where  # the file this run would write
+                where = (
+                    where.as_correctness_only() if self.settings.correctness_only else where
+                )  # the file this run would write
                 store.refuse_newer(store.record_path(results_dir, where))
         done = {i: r for i, (s, p) in enumerate(work) if resume and (r := self.finished(s, p)) is not None}
         groups: dict[tuple, int] = {}
@@ -263,7 +270,9 @@ class Runner:
         same = record.point == point.axes() and same_scenario_settings(record.settings, scenario)
         complete = record.status == "skipped" or (
             record.status == "ok"
-            and (self.settings.gate_only or len(record.samples.launches) >= self.planned_launches(scenario, point))
+            and (
+                self.settings.correctness_only or len(record.samples.launches) >= self.planned_launches(scenario, point)
+            )
         )
         return record if same and complete else None
 

@@ -21,7 +21,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """``gate_only`` runs only the correctness gate (``harness verify``: gate-only records, no timing);
+    """``correctness_only`` runs only the correctness gate (``harness verify``: gate-only records, no timing);
     ``gate_prompts`` overrides the scenarios' gate prompt selection; ``launches`` overrides every scenario's
     ``measurement.launches``; ``isolation`` names the launcher (``harness.run.launchers``): ``worker``
     (persistent isolated workers, one per group of points sharing an engine and a model), ``point`` (a
@@ -30,7 +30,7 @@ class RunSettings:
     results_dir: Optional[Path] = Path("results")  # None: no record is written
     cache_dir: Optional[Path] = None
     reference_dir: Optional[Path] = None  # None: results/references
-    gate_only: bool = False
+    correctness_only: bool = False
     gate_prompts: Union[str, int, None] = None
     refresh_reference: bool = False
     allow_remote_code: bool = False  # the command line's confirmation of model.trust_remote_code

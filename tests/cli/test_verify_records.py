@@ -153,7 +153,7 @@ def test_gate_reports_a_verdict_change_between_two_verify_directories(verified, 
 def test_a_later_run_keeps_both_records_and_the_timing_views_read_the_run(verified, tmp_path, capsys):
     results = tmp_path / "results"
     shutil.copytree(verified.results, results)
-    gate_only = (results / "scenario" / f"{GOOD}.verify.json").read_bytes()
+    correctness_only = (results / "scenario" / f"{GOOD}.verify.json").read_bytes()
     argv = ["run", str(verified.scenario), "--results", str(results), "-k", "hf-cpu"]
     argv += ["--reference-dir", str(verified.references), "--isolation", "none", "--no-progress", "--no-energy"]
     with checked_as(BrokenChecked):  # a point of the scenario, not run here (-k)
@@ -163,7 +163,7 @@ def test_a_later_run_keeps_both_records_and_the_timing_views_read_the_run(verifi
         f"scenario/{GOOD}.json",
         f"scenario/{GOOD}.verify.json",
     ]
-    assert (results / "scenario" / f"{GOOD}.verify.json").read_bytes() == gate_only  # not overwritten
+    assert (results / "scenario" / f"{GOOD}.verify.json").read_bytes() == correctness_only  # not overwritten
     df = store.load(results).set_index("point_id")  # one row per point
     assert df.loc[GOOD, "record_kind"] == "run" and df.loc[GOOD, "tpot_ms"] > 0
     assert df.loc[CHECKED, "record_kind"] == "verify"

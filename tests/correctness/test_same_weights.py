@@ -52,7 +52,7 @@ def verify(write_scenario, reference_dir, adapters, device, quantizations, class
     for cls in classes:
         registry.register_adapter(cls)
     try:
-        records = Runner(RunSettings(reference_dir=reference_dir, gate_only=True)).run(
+        records = Runner(RunSettings(reference_dir=reference_dir, correctness_only=True)).run(
             [planning.load(write_scenario(text))], progress=False
         )
     finally:

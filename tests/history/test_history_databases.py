@@ -196,7 +196,7 @@ def test_a_database_from_a_newer_harness_is_one_line_naming_it(command, tmp_path
 
     # Before: a 77-line Alembic traceback ending in "Can't locate revision identified by '0099_future'".
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    engine = store.open_db(db)
+    engine = database.open_db(db)
     with engine.begin() as connection:
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0099_future'")
     engine.dispose()

@@ -224,7 +224,7 @@ def test_a_worker_is_started_with_the_run_settings_whole():
     from harness.run.launchers.worker_serve import WorkerSetup
 
     settings = RunSettings(
-        results_dir=None, gate_only=True, gate_prompts=3, energy=False, limits=Limits(5, 2048), launches=2
+        results_dir=None, correctness_only=True, gate_prompts=3, energy=False, limits=Limits(5, 2048), launches=2
     )
     setup = WorkerSetup.of(settings, None, "fake", keep_engines=True)
     received = pickle.loads(pickle.dumps(setup))

@@ -29,4 +29,4 @@ class LaunchContext:
     @property
     def timing(self) -> bool:
         """The timed rounds run (not ``harness verify``'s gate-only run)."""
-        return not self.settings.gate_only
+        return not self.settings.correctness_only

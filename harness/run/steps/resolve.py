@@ -68,7 +68,7 @@ def load_settings(
 def resolve(ctx: LaunchContext, scenario: Scenario, point: Point) -> ResolvedPoint:
     """Everything a point's load needs (adapter class, model, tokenizer, prompts, load settings); raises
     ``Skip`` when the point does not run here."""
-    reason = skip_reason(scenario, point, ctx.settings.gate_only)
+    reason = skip_reason(scenario, point, ctx.settings.correctness_only)
     if reason:
         raise Skip(reason)
     adapter_cls = registry.get(point.adapter)
