@@ -1,11 +1,15 @@
-"""Synthetic result records with real structure (rounds of per-token gaps), for report and gate tests."""
+"""Synthetic result records for report and regression-check tests: ``record`` with real structure (rounds
+of per-token gaps), ``launch_record`` with launch entries only (what the regression check reads)."""
 
 from __future__ import annotations
 
 import random
+import statistics
+from collections.abc import Sequence
 
 from harness.measure.rounds import Round, summarize
 from harness.records.record import Record
+from harness.records.samples import Launch, Samples
 
 AXES = dict(
     adapter="hf",
@@ -84,4 +88,39 @@ def record(
         adapter={"engine": "transformers", "engine_version": "5"},
         outputs=outputs or {"0": "a plain output"},
         environment={"hostname": "test-host"},
+    )
+
+
+def launch_record(
+    *values: float,
+    metric: str = "tpot_ms",
+    point_id: str = "p",
+    scenario: str = "demo",
+    excluded: Sequence[int] = (),
+    also: dict[str, Sequence[float]] | None = None,
+    **fields,
+) -> Record:
+    """A point measured by one launch per value of ``metric`` (its launch median; ``also`` gives other
+    metrics' per-launch medians), with launch entries only: the regression check reads launch medians, and
+    simulations build thousands of these. The launches at the indices in ``excluded`` are left out by the
+    canary; the record's metric is the median over its launches, as ``measure.launches.combine`` makes it."""
+    medians = {metric: values, **(also or {})}
+    entries = [
+        Launch(
+            index=i,
+            medians={name: series[i] for name, series in medians.items()},
+            rounds=5,
+            excluded="canary moved" if i in excluded else None,
+        )
+        for i in range(len(values))
+    ]
+    metrics = {name: statistics.median(series) for name, series in medians.items()}
+    return Record(
+        scenario=scenario,
+        point_id=point_id,
+        point={},
+        status="ok",
+        metrics=metrics,
+        samples=Samples(launches=entries),
+        **fields,
     )

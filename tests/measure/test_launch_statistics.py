@@ -11,12 +11,12 @@ import pytest
 from harness.measure import drift, rounds
 from harness.measure.launches import combine, interval, launch, rel_half_width
 from harness.records.record import Failure, Record
-from harness.records.samples import Launch, Samples, TimeSplit
+from harness.records.samples import TimeSplit
 from harness.regression.check import check
 from harness.regression.confirm import confirm
 from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
-from tests.records import record
+from tests.records import launch_record, record
 
 TPOT = parse_thresholds("tpot=5%")
 DEFAULT = parse_thresholds("tpot=5%,ttft=10%,energy_per_token=10%")
@@ -43,18 +43,7 @@ def lognormal(rng, median, cv, n):
 
 
 def fast(point_id, tpots, ttfts) -> Record:
-    """A point with launch entries only: the regression check reads launch medians, and 8,000 of these must be cheap."""
-    launches = [
-        Launch(index=i, medians={"tpot_ms": t, "ttft_ms": f}, rounds=5) for i, (t, f) in enumerate(zip(tpots, ttfts))
-    ]
-    return Record(
-        scenario="demo",
-        point_id=point_id,
-        point={},
-        status="ok",
-        metrics={"tpot_ms": statistics.median(tpots), "ttft_ms": statistics.median(ttfts)},
-        samples=Samples(launches=launches),
-    )
+    return launch_record(*tpots, point_id=point_id, also={"ttft_ms": ttfts})
 
 
 # launch and drift
