@@ -1,8 +1,10 @@
 """Synthetic result records for report and regression-check tests: ``record`` with real structure (rounds
-of per-token gaps), ``launch_record`` with launch entries only (what the regression check reads)."""
+of per-token gaps), ``launch_record`` with launch entries only (what the regression check reads), and
+``noise_night``: the two sides of a night where nothing changed, drawn from those."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -124,3 +126,29 @@ def launch_record(
         samples=Samples(launches=entries),
         **fields,
     )
+
+
+def lognormal(rng: random.Random, median: float, cv: float, n: int) -> list[float]:
+    """``n`` draws around ``median`` with coefficient of variation ``cv`` (launch-to-launch noise)."""
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    return [median * rng.lognormvariate(0, sigma) for _ in range(n)]
+
+
+def noise_night(
+    rng: random.Random, points: int = 10, cv: float = 0.08, launches: int = 5
+) -> tuple[list[Record], list[Record]]:
+    """A baseline and a candidate drawn from the same distributions: ``points`` points, each with TPOT
+    (40 ms + 1 ms per point) and TTFT (200 ms) at launch-to-launch CV ``cv``, ``launches`` launches a side.
+    Any regression the check finds here is a false alarm."""
+
+    def side() -> list[Record]:
+        return [
+            launch_record(
+                *lognormal(rng, 40.0 + i, cv, launches),
+                point_id=f"p{i}",
+                also={"ttft_ms": lognormal(rng, 200.0, cv, launches)},
+            )
+            for i in range(points)
+        ]
+
+    return side(), side()
