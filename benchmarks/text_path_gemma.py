@@ -26,7 +26,7 @@ def main() -> None:
     model = sources.resolve(ModelSpec(source=args.model))
     tokenizer = model.tokenizer()
     adapter = LlamaCppAdapter()
-    options = {"chat_template": args.chat_template} if args.chat_template else {}
+    options = LlamaCppAdapter.Options(chat_template=args.chat_template)
     adapter.load(
         model, Point(adapter="llamacpp", device="cpu", id="text-path"), LoadSettings(threads=2, options=options)
     )

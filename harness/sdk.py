@@ -8,6 +8,11 @@ module: ``examples/numpy_adapter``.
   overrides an optional method without setting the flag gets the flag; ``OPTIONAL_METHODS`` lists
   them). ``LoadSettings``: what ``load`` receives besides the model and the point. ``Point``,
   ``ResolvedModel``: the types of ``load``'s other arguments.
+- ``AdapterOptions``: the base of an adapter's ``Options`` class attribute, a pydantic model of the
+  scenario's ``adapter_options: {<name>: {...}}`` for it (unknown keys are refused by ``harness check``
+  with the closest valid key); ``load`` receives them validated as ``settings.options``.
+- ``EngineInfo``: what ``describe()`` returns, the record's ``engine`` part (name, version, device, driver,
+  precision, threads; engine-specific facts under ``extra``).
 - ``GenerationTrace``, ``now_ns``, ``greedy_trace``: the timed result of ``generate``, the one clock,
   and a timed greedy loop for engines driven step by step.
 - ``PointSkipped``: raise from ``load`` when a point cannot run with this model here.
@@ -26,11 +31,13 @@ from typing import TYPE_CHECKING
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.capabilities import OPTIONAL_METHODS
+from harness.adapters.options import AdapterOptions
 from harness.adapters.registry import register_adapter
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 from harness.errors import Unsupported
 from harness.io import safe_name
 from harness.models.sources import ResolvedModel, build_once, cache_dir
+from harness.records.engine import EngineInfo
 from harness.scenario.sweep import Point
 
 if TYPE_CHECKING:
@@ -39,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = [
     "OPTIONAL_METHODS",
     "Adapter",
+    "AdapterOptions",
+    "EngineInfo",
     "GenerationTrace",
     "LoadSettings",
     "NumpyLlamaRunner",

@@ -7,18 +7,27 @@ import time
 import numpy as np
 
 from harness.adapters.base import Adapter
+from harness.adapters.options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, now_ns
+from harness.records.engine import EngineInfo
+
+
+class FakeOptions(AdapterOptions):
+    token_period: int = 7  # the fake engine emits token ``i % token_period`` at step i
 
 
 class FakeAdapter(Adapter):
-    """Emits token ``i % 7`` at step i; ``fail_at`` raises mid-generation, ``truncate_to`` stops early."""
+    """Emits token ``i % token_period`` at step i (``adapter_options: {fake: {token_period: 7}}``); ``fail_at``
+    raises mid-generation, ``truncate_to`` stops early."""
 
     name = "fake"
+    Options = FakeOptions
     devices = ("cpu", "npu")
     supports_batch = True
     supports_max_seq_len = True
     fail_at: int | None = None
     truncate_to: int | None = None
+    point, period = None, FakeOptions().token_period  # until load sets them
 
     @classmethod
     def available(cls):
@@ -29,7 +38,7 @@ class FakeAdapter(Adapter):
         return None if device == "cpu" else "no fake NPU on this machine"
 
     def load(self, model, point, settings):
-        self.point = point
+        self.point, self.period = point, self.Options.of(settings.options).token_period
 
     def generate(self, prompts, max_new_tokens):
         start = now_ns()
@@ -40,7 +49,7 @@ class FakeAdapter(Adapter):
             time.sleep(0.002)  # a step takes time, as on any engine (energy windows need some)
             times.append(now_ns())
         return GenerationTrace(
-            start, times, len(prompts[0]), len(prompts), [[i % 7 for i in range(len(times))] for _ in prompts]
+            start, times, len(prompts[0]), len(prompts), [[i % self.period for i in range(len(times))] for _ in prompts]
         )
 
     def prefill(self, tokens):
@@ -50,7 +59,9 @@ class FakeAdapter(Adapter):
         return np.zeros(8, dtype=np.float32)
 
     def describe(self):
-        return {"engine": "fake", "engine_version": "0"}
+        return EngineInfo(
+            name="fake", version="0", device=getattr(self.point, "device", None), extra={"token_period": self.period}
+        )
 
 
 class FailingAdapter(FakeAdapter):
@@ -155,7 +166,7 @@ class ReusableAdapter(FakeAdapter):
         return super().generate(prompts, max_new_tokens)
 
     def describe(self):
-        return {"engine": "fake", "engine_version": "0", "load": self.load_id, "calls": self.calls}
+        return EngineInfo(name="fake", version="0", extra={"load": self.load_id, "calls": self.calls})
 
 
 WORKERS = (PickyAdapter, ReusableAdapter)

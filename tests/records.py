@@ -87,7 +87,7 @@ def record(
         samples={"rounds": [r.to_dict() for r in timed]},
         correctness=correctness,
         model={"name": "tiny", "checksum": "abc"},
-        adapter={"engine": "transformers", "engine_version": "5"},
+        engine={"name": "transformers", "version": "5"},
         outputs=outputs or {"0": "a plain output"},
         environment={"hostname": "test-host"},
     )

@@ -226,6 +226,9 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "run/test_workers.py": E,
+    "scenario/test_adapter_options.py": Tier(
+        "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}
+    ),
     "scenario/test_axes.py": U,
     "scenario/test_check_refuses_late_failures.py": U,
     "scenario/test_malformed_yaml.py": U,

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from harness.sdk import Adapter, GenerationTrace, LoadSettings, greedy_trace
+from harness.sdk import Adapter, AdapterOptions, EngineInfo, GenerationTrace, LoadSettings, greedy_trace
+
+
+class NumpyOptions(AdapterOptions):
+    """``adapter_options: {numpy: {context: 1024}}``; any other key is refused by ``harness check``."""
+
+    context: int = 512  # KV cache positions when the point sets no max_seq_len
 
 
 class NumpyAdapter(Adapter):
     name = "numpy"  # must equal the entry point's name
+    Options = NumpyOptions  # the scenario's adapter_options.numpy, validated before any point runs
     devices = ("cpu",)
     supports_max_seq_len = True  # the KV cache is allocated for max_seq_len positions
     supports_logits = True  # prefill()/decode() return fp32 logits: the correctness gate runs on them
@@ -34,7 +41,7 @@ class NumpyAdapter(Adapter):
 
         self.numpy_version = numpy.__version__
         self.runner = NumpyLlamaRunner()
-        context = point.max_seq_len or 512
+        context = point.max_seq_len or self.Options.of(settings.options).context
         # no padding: a fixed "prefill" as long as the context, run on the real tokens only
         self.runner.prepare(model.hf_dir, context, context, eos_token_id=0)
 
@@ -50,5 +57,5 @@ class NumpyAdapter(Adapter):
     def decode(self, token: int):
         return self.runner.decode(int(token))
 
-    def describe(self) -> dict:
-        return {"engine": "numpy", "engine_version": self.numpy_version, "device": "cpu"}
+    def describe(self) -> EngineInfo:
+        return EngineInfo(name="numpy", version=self.numpy_version, device="cpu")

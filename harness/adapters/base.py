@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
 from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
+from harness.adapters.options import AdapterOptions
 from harness.adapters.trace import GenerationTrace
 from harness.errors import Unsupported
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from harness.models.sources import ResolvedModel
+    from harness.records.engine import EngineInfo
     from harness.scenario.sweep import Point
 
 
@@ -31,7 +33,7 @@ class LoadSettings:
     cache_dir: Optional[str] = None
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
     trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
-    options: dict = field(default_factory=dict)  # the scenario's adapter_options for this adapter
+    options: AdapterOptions = field(default_factory=AdapterOptions)  # adapter_options.<name>, as the adapter's Options
 
 
 @dataclass
@@ -105,6 +107,9 @@ class Adapter(Capabilities, ABC):
     # Modules a worker imports once, before its first point, so their import time is paid (and
     # accounted as "imports") once per worker rather than inside a point's load.
     engine_modules: ClassVar[tuple[str, ...]] = ()
+    # The scenario's ``adapter_options.<name>`` for this adapter, checked before any point runs (an unknown
+    # key is refused naming the closest valid one); ``load`` gets them validated as ``settings.options``.
+    Options: ClassVar[type[AdapterOptions]] = AdapterOptions
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -281,8 +286,10 @@ class Adapter(Capabilities, ABC):
         """Wait until the device has finished queued work (no-op for synchronous engines)."""
 
     @abstractmethod
-    def describe(self) -> dict:
-        """Engine and driver versions, device name, precision settings actually in use."""
+    def describe(self) -> EngineInfo:
+        """The engine that ran (``harness.records.engine.EngineInfo``): its name and version, the device, its
+        name and driver, the precision and threads actually in use; engine-specific facts under ``extra``.
+        (A plain dict of the same facts is still read, as an older record's is.)"""
 
     def close(self) -> None:  # noqa: B027 - optional hook: an engine freed by garbage collection needs none
         """Release the model and device memory."""

@@ -1,4 +1,4 @@
-"""The driver under a device, as adapters record it (``describe()["driver"]``). The history keys a series
+"""The driver under a device, as adapters record it (``describe().driver``). The history keys a series
 by it and the regression check compares it, so a driver upgrade starts a new series instead of reading as
 a regression. Each probe returns None where there is no such driver (a CPU point on a CPU engine) and never
 raises: a version we cannot read is left out, not guessed."""

@@ -221,7 +221,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
                 tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
             rows = prefill.reference_rows(engine, ids, settings.prefill_positions, settings.top_m)
             references.append(PromptReference(kind, text, list(ids), tokens, tops, lps, *rows))
-        describe = engine.describe()
+        described = engine.describe()
 
     per_prompt, prefill_floors = [], []
     with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
@@ -237,9 +237,9 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
         settings={**asdict(settings), "eos_ids": stop},
         versions={
             "harness": harness.__version__,
-            "transformers": describe["engine_version"],
-            "torch": describe["torch_version"],
-            "device_name": describe["device_name"],
+            "transformers": described.version,
+            "torch": described.extra["torch_version"],
+            "device_name": described.device_name,
         },
         noise_floor={
             "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),

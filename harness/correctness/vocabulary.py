@@ -70,10 +70,12 @@ def sentencepiece_of(gguf: Path) -> Callable[[str], list[int]]:
 
 def arbiter(adapter, model) -> tuple[Optional[Callable], dict[str, str]]:
     """(text, engine ids, reference ids) -> (right, why), and the vocabulary metadata it reads; (None, {})
-    where the engine names no vocabulary file (its description has no ``gguf``) and no conversion."""
+    where the engine names no vocabulary file (its description's ``extra`` has no ``gguf``) and no conversion."""
+    from harness.records.engine import EngineInfo
+
     if not adapter.supports_tokenize:
         return None, {}
-    description = adapter.describe()
+    description = EngineInfo.from_description(adapter.describe()).extra
     converted = description.get("tokenizer_converted")
     if converted:
         why = f"the engine's tokenizer is {converted}, i.e. derived from the reference's: the conversion is at fault"

@@ -121,15 +121,15 @@ def _rows(record) -> PointRows:
     from harness.records.columns import round_values
     from harness.records.record import launch_values
 
-    adapter, env, point = record.adapter or {}, record.environment or {}, record.point or {}
-    device = adapter.get("device") or point.get("device")
-    name = adapter.get("device_name")
+    engine, env, point = record.engine, record.environment or {}, record.point or {}
+    device = engine.device or point.get("device")
+    name = engine.device_name
     fingerprint = FingerprintKey(
         host=env.get("hostname"),
         device=f"{device} ({name})" if device and name else (device or name),
-        driver=adapter.get("driver"),  # harness.adapters.drivers, through each adapter's describe()
-        engine=adapter.get("engine") or point.get("adapter"),
-        engine_version=None if adapter.get("engine_version") is None else str(adapter.get("engine_version")),
+        driver=engine.driver,  # harness.adapters.drivers, through each adapter's describe()
+        engine=engine.name or point.get("adapter"),
+        engine_version=engine.version,
     )
     rounds = round_values(record) if record.status == "ok" else {}
     launches = [entry for entry in record.samples.launches if entry.status == "ok"]

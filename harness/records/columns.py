@@ -184,12 +184,12 @@ def precision_columns(record: Record) -> dict:
     quantization axis, or the model's dtype at ``none``), and ``quantization``: the axis value, or the
     adapter's precision where the axis says ``none`` but the model file itself is quantized."""
     axis = record.point.get("quantization")
-    ran = record.adapter.get("precision")
+    ran = record.engine.precision
     dtype = (record.settings.get("model") or {}).get("dtype")
     if ran is None:
         ran = axis if axis not in (None, "none") else dtype
     out = {"precision": ran}
-    if axis == "none" and is_quantized(record.adapter.get("precision")):
+    if axis == "none" and is_quantized(record.engine.precision):
         out["quantization"] = ran
     return out
 
@@ -227,9 +227,9 @@ def flatten(record: Record) -> dict:
         **time_split_columns(record.time_split),
         "model": record.model.name,
         "model_checksum": record.model.checksum,
-        "engine": record.adapter.get("engine"),
-        "engine_version": record.adapter.get("engine_version"),
-        "emulated": bool(record.adapter.get("emulated")),
+        "engine": record.engine.name,
+        "engine_version": record.engine.version,
+        "emulated": record.engine.emulated,
         "host": record.environment.get("hostname"),
         "started_at": record.started_at,
     }

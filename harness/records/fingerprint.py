@@ -31,22 +31,21 @@ def _text(value) -> Optional[str]:
 
 def fingerprint(record: Record) -> dict[str, Optional[str]]:
     """The record's value for each of ``FIELDS``; None where the record does not say (an older record)."""
-    env, adapter, settings = record.environment or {}, record.adapter or {}, record.settings or {}
+    env, engine, settings = record.environment or {}, record.engine, record.settings or {}
     model = settings.get("model") or {}
     workload = {part: settings[part] for part in ("prompts", "generation", "measurement") if part in settings}
     if isinstance(workload.get("measurement"), dict):  # launches and stopping rules change the count, not the work
         kept = ("warmup_rounds", "min_rounds", "min_time_s")  # threads: a field of its own
         workload["measurement"] = {k: v for k, v in workload["measurement"].items() if k in kept}
-    threads = adapter.get("threads", adapter.get("n_threads"))
     return {
         "cpu_model": _text(env.get("cpu_model")),
         "logical_cpus": _text(env.get("logical_cpus")),
-        "device_name": _text(adapter.get("device_name")),
-        "driver": _text(adapter.get("driver")),
-        "engine": _text(adapter.get("engine")),
-        "engine_version": _text(adapter.get("engine_version")),
-        "dtype": _text(adapter.get("dtype") or model.get("dtype")),
-        "threads": _text(threads),
+        "device_name": _text(engine.device_name),
+        "driver": _text(engine.driver),
+        "engine": _text(engine.name),
+        "engine_version": _text(engine.version),
+        "dtype": _text(engine.dtype or model.get("dtype")),
+        "threads": _text(engine.threads),
         "workload": json.dumps(workload, sort_keys=True) if workload else None,
     }
 

@@ -1,14 +1,16 @@
 """Reading records written by older versions of the harness: ``migrate`` upgrades a record's JSON to the
-current schema as it loads (version 1's ``details`` grab-bag split into named parts; point ids that named the
-model's dtype renamed to the precision that ran), so older results and baselines keep matching new runs."""
+current schema as it loads (version 1's ``details`` grab-bag split into named parts; version 2's flat
+``adapter`` dict typed as the ``engine`` part; point ids that named the model's dtype renamed to the precision
+that ran), so older results and baselines keep matching new runs."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from harness.records import precision
+from harness.records.engine import from_legacy
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 V1_FIELDS = {
@@ -41,7 +43,17 @@ def migrate(data: dict) -> dict:
         raise ValueError(f"unsupported record schema_version {version!r} (this harness reads 1 to {SCHEMA_VERSION})")
     if version == 1:
         data = _from_v1(data)
+    if data["schema_version"] == 2:
+        data = _engine_part(data)
     return _precision_in_id(data)
+
+
+def _engine_part(data: dict) -> dict:
+    """Version 2 kept the adapter's description as a flat dict under ``adapter`` (``threads`` or ``n_threads``
+    by engine); version 3 types it as ``engine`` (``harness.records.engine.EngineInfo``)."""
+    data = dict(data)
+    adapter = data.pop("adapter", None)
+    return {**data, "schema_version": 3, "engine": from_legacy(adapter) if isinstance(adapter, dict) else {}}
 
 
 def _precision_in_id(data: dict) -> dict:
@@ -49,10 +61,10 @@ def _precision_in_id(data: dict) -> dict:
     llama.cpp point at quantization ``none`` runs its GGUF's own file type (``llamacpp-cpu-bf16`` ->
     ``llamacpp-cpu-q4_k_m``), an OpenVINO CPU point computes in the CPU plugin's inference precision
     (``openvino-CPU-bf16`` -> ``openvino-CPU-f32`` on a CPU without bf16). Such a record gets the new id as it
-    loads (``_ran`` reads what ran from its adapter part), so older results and baselines keep matching the
+    loads (``_ran`` reads what ran from its engine part), so older results and baselines keep matching the
     points of a new run. Idempotent."""
-    adapter, point = data.get("adapter") or {}, data.get("point") or {}
-    pid, ran = data.get("point_id"), _ran(adapter, point)
+    engine, point = data.get("engine") or {}, data.get("point") or {}
+    pid, ran = data.get("point_id"), _ran(engine.get("extra") or {}, point)
     if ran is None or not isinstance(pid, str) or point.get("quantization", "none") != "none":
         return data
     dtype = ((data.get("settings") or {}).get("model") or {}).get("dtype") or "bf16"
@@ -60,13 +72,13 @@ def _precision_in_id(data: dict) -> dict:
     return data if renamed == pid else {**data, "point_id": renamed}
 
 
-def _ran(adapter: dict, point: dict) -> Optional[str]:
-    """What a record's adapter part says its point ran at: a GGUF's ``file_type``; the CPU plugin's
+def _ran(extra: dict, point: dict) -> Optional[str]:
+    """What a record's engine part says its point ran at: a GGUF's ``file_type``; the CPU plugin's
     ``precision_hints`` (read from the CPU plugin, so they say what ran on the CPU device only)."""
-    file_type = adapter.get("file_type")
+    file_type = extra.get("file_type")
     if isinstance(file_type, str):
         return precision.from_gguf_file_type(file_type)
-    hints = adapter.get("precision_hints")
+    hints = extra.get("precision_hints")
     if isinstance(hints, dict) and point.get("device") == "CPU":
         return precision.from_openvino_type(hints.get("INFERENCE_PRECISION_HINT"))
     return None
@@ -92,7 +104,7 @@ def _from_v1(data: dict) -> dict:
     data = {k: v for k, v in data.items() if k in V1_FIELDS}  # version 1 passed unknown keys over
     return {
         **data,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": 2,
         "samples": samples,
         "outputs": details.pop("outputs", {}),
         "prompt_lengths": details.pop("prompt_lengths", []),

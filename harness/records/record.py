@@ -17,6 +17,7 @@ from harness.records.correctness import (
     NOT_JUDGED,
     Correctness,
 )
+from harness.records.engine import EngineInfo
 from harness.records.metrics import LAUNCH
 from harness.records.migration import SCHEMA_VERSION, migrate
 from harness.records.samples import (
@@ -80,7 +81,7 @@ class Record(BaseModel):
     time_split: Optional[TimeSplit] = None
     correctness: Optional[Correctness] = None  # None: the scenario has no gate
     accuracy: Optional[Accuracy] = None  # None: the scenario asks for no task accuracy
-    adapter: dict[str, Any] = Field(default_factory=dict)  # adapter.describe()
+    engine: EngineInfo = Field(default_factory=EngineInfo)  # the adapter's describe(): the engine that ran
     outputs: dict[str, str] = Field(default_factory=dict)  # generated text by prompt index
     prompt_lengths: list[int] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(default_factory=dict)  # metric name -> why it is missing or partial

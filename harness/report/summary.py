@@ -75,13 +75,13 @@ def energy(record: Record) -> str:
 
 
 def _engine(record: Record) -> str:
-    engine = record.adapter.get("engine")
+    engine = record.engine.name
     return f"{record.point.get('adapter', '?')} ({engine})" if engine else str(record.point.get("adapter", "?"))
 
 
 def _device(record: Record) -> str:
     device = str(record.point.get("device", "?"))
-    return f"{device} (emulated)" if record.adapter.get("emulated") and "emulated" not in device else device
+    return f"{device} (emulated)" if record.engine.emulated and "emulated" not in device else device
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -134,7 +134,7 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         if record.status != "ok":
             lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")
         lines += [f"WARNING {record.point_id}: {text}" for text in warnings(record)]
-    if any(r.adapter.get("emulated") for r in ok):
+    if any(r.engine.emulated for r in ok):
         lines.append("emulated devices run the device's code path on the CPU: their timings are not the device's.")
     if report:
         lines += ["", f"report: {report}"]

@@ -7,7 +7,7 @@ import difflib
 from pathlib import Path
 from typing import Iterable, Optional
 
-from harness.adapters import registry
+from harness.adapters import options, registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
 from harness.models import sources
 from harness.scenario.file import line_of, parse, read
@@ -102,6 +102,7 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
                 errors.append(
                     ScenarioError(path, str(exc), line_of(root, ("include", i, "adapter")), f"include.{i}.adapter")
                 )
+    errors += option_errors(scenario, adapter_classes, root, path)
     for i, device in enumerate(scenario.sweep.device):
         if adapter_classes and not any(cls.knows_device(device) for cls in adapter_classes.values()):
             known = sorted({d for cls in adapter_classes.values() for d in cls.devices})
@@ -145,6 +146,20 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
         errors += _contradictions(scenario, points, adapter_classes, root, path)
     if errors:
         raise ScenarioErrors(errors)
+
+
+def option_errors(scenario: Scenario, adapter_classes: dict, root, path: str) -> list[ScenarioError]:
+    """``adapter_options.<adapter>`` checked against that adapter's ``Options``: an unknown key (with the
+    closest valid one), a wrong type; refused before any point runs, never silently ignored."""
+    errors = []
+    for name, given in scenario.adapter_options.items():
+        cls = adapter_classes.get(name)
+        if cls is None:  # an unknown adapter: reported where the sweep names it
+            continue
+        for loc, message in options.problems(name, cls.Options, given):
+            where = ("adapter_options", name, *loc)
+            errors.append(ScenarioError(path, message, line_of(root, where), ".".join(map(str, where))))
+    return errors
 
 
 def native_precisions(scenario: Scenario, adapter_classes: dict) -> dict[tuple[str, str], str]:

@@ -184,7 +184,9 @@ class Scenario(Strict):
     measurement: Measurement = Field(default_factory=Measurement)
     quantization_options: QuantizationOptions = Field(default_factory=QuantizationOptions)
     adapter_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="per adapter name, options only that adapter reads (see its docs)"
+        default_factory=dict,
+        description="per adapter name, options only that adapter reads: checked against its Options model "
+        "(harness.run.planning) before any point runs",
     )
     gate: Optional[Gate] = None
     accuracy: Optional[Accuracy] = None

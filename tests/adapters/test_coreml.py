@@ -116,7 +116,7 @@ def test_the_static_source_passes_the_gate_and_ane_points_skip(write_scenario, t
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
     static, ane = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert static.status == "ok", static.reason
-    assert static.adapter["emulated"] is True
+    assert static.engine.emulated is True
     assert static.correctness.verdict == "pass", static.correctness.report
     assert static.metrics["engine_prefill_padded_tokens"] >= static.metrics["prompt_tokens"]
     assert 0 <= static.metrics["engine_padding_waste"] < 1

@@ -47,7 +47,7 @@ def test_generate_times_every_token(tiny_llama, prompt):
 def test_static_cache_of_max_seq_len_gives_the_same_tokens(tiny_llama, prompt):
     dynamic = loaded(tiny_llama).generate([prompt], 8).output_ids
     adapter = loaded(tiny_llama, max_seq_len=64)
-    assert adapter.describe()["kv_cache"] == "static(64)"
+    assert adapter.describe().extra["kv_cache"] == "static(64)"
     assert adapter.generate([prompt], 8).output_ids == dynamic
 
 
@@ -87,8 +87,8 @@ def test_decode_before_prefill_is_an_error(tiny_llama):
 
 def test_describe_records_versions_and_precision(tiny_llama):
     info = loaded(tiny_llama, dtype="bf16").describe()
-    assert info["engine"] == "transformers" and info["engine_version"]
-    assert info["dtype"] == "bf16" and info["threads"] == 2 and info["kv_cache"] == "dynamic"
+    assert info.name == "transformers" and info.version
+    assert info.dtype == "bf16" and info.threads == 2 and info.extra["kv_cache"] == "dynamic"
 
 
 def test_absent_devices_are_unavailable_with_a_reason():

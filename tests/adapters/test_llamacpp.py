@@ -35,8 +35,10 @@ def tiny_records(tmp_path_factory, cache_dir):
 def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_records):
     record = tiny_records["none"]
     assert record.status == "ok", record.reason
-    assert record.adapter["file_type"] == "MOSTLY_F16"
-    assert record.adapter["quantization_detail"] == {"F16": 16, "F32": 5}
+    assert record.engine.extra["file_type"] == "MOSTLY_F16"
+    assert record.engine.extra["quantization_detail"] == {"F16": 16, "F32": 5}
+    assert record.engine.threads == 2 and "n_threads" not in record.engine.extra  # one spelling, every engine
+    assert record.engine.options == {"chat_template": None, "extra_buffer_types": None}  # the defaults it got
     assert record.correctness.verdict == "pass", record.correctness.report
 
 
@@ -68,8 +70,8 @@ def test_levels_come_from_llama_cpps_quantizer(tiny_records):
     for level, ggml_type in expected.items():
         record = tiny_records[level]
         assert record.status == "ok", record.reason
-        assert ggml_type in record.adapter["quantization_detail"], record.adapter["quantization_detail"]
-        assert record.adapter["file_type"] == f"MOSTLY_{ggml_type}"
+        assert ggml_type in record.engine.extra["quantization_detail"], record.engine.extra["quantization_detail"]
+        assert record.engine.extra["file_type"] == f"MOSTLY_{ggml_type}"
         assert record.correctness.verdict in ("pass", "drift", "fail")
     from harness.adapters.llamacpp import LlamaCppAdapter
     from harness.scenario.sweep import Point
@@ -118,7 +120,7 @@ def test_a_prompt_longer_than_the_default_context_gets_room(cache_dir, tmp_path)
     (point,) = expand(loaded)
     record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
     assert record.status == "ok", record.reason
-    assert record.adapter["n_ctx"] >= 4096 + 4 and record.metrics["prompt_tokens"] == 4096
+    assert record.engine.extra["n_ctx"] >= 4096 + 4 and record.metrics["prompt_tokens"] == 4096
 
 
 def test_extra_buffer_types_are_off_on_amx_cpus_unless_the_scenario_asks():
@@ -135,6 +137,6 @@ def test_extra_buffer_types_are_off_on_amx_cpus_unless_the_scenario_asks():
 def test_the_record_says_which_buffer_types_ran(tiny_records):
     from harness.records.environment import cpu_flags
 
-    adapter = tiny_records["none"].adapter
-    assert adapter["extra_buffer_types"] is ("amx_int8" not in cpu_flags())
-    assert adapter["extra_buffer_types_why"]
+    extra = tiny_records["none"].engine.extra
+    assert extra["extra_buffer_types"] is ("amx_int8" not in cpu_flags())
+    assert extra["extra_buffer_types_why"]

@@ -53,8 +53,9 @@ def test_dynamic_pipeline_times_every_token_and_reports_genai_figures(tiny_llama
     assert all(a < b for a, b in zip([trace.start_ns, *trace.token_ns], trace.token_ns))
     assert trace.engine_metrics["ttft_ms"] > 0 and trace.engine_metrics["tpot_ms"] > 0
     info = adapter.describe()
-    assert info["pipeline"] == "dynamic" and not info["emulated"]
-    assert "INFERENCE_PRECISION_HINT" in info["precision_hints"] and "KV_CACHE_PRECISION" in info["precision_hints"]
+    assert info.extra["pipeline"] == "dynamic" and not info.emulated
+    hints = info.extra["precision_hints"]
+    assert "INFERENCE_PRECISION_HINT" in hints and "KV_CACHE_PRECISION" in hints
 
 
 def test_every_round_pays_its_prefill(tiny_llama, monkeypatch):
@@ -78,7 +79,7 @@ def test_every_round_pays_its_prefill(tiny_llama, monkeypatch):
     scheduler = config.get("scheduler_config")
     assert scheduler is not None, "without a scheduler config GenAI's dynamic pipeline caches prefixes"
     assert scheduler.enable_prefix_caching is False
-    assert adapter.describe()["prefix_caching"] is False
+    assert adapter.describe().extra["prefix_caching"] is False
     rng = np.random.RandomState(0)
     first, second = (rng.randint(10, 500, size=2000).tolist() for _ in range(2))
     for ids in (second, first, second, second):  # repeated prompts run like fresh ones
@@ -101,7 +102,7 @@ def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
 def test_quantization_levels_compress_the_weights(tiny_llama, prompt, level, weight_type):
     adapter = loaded(tiny_llama, quantization=level)
     assert adapter.generate([prompt], 4).n_generated == 4
-    info = adapter.describe()
+    info = adapter.describe().extra
     assert weight_type in info["weights_precision"], info["weights_precision"]
     assert info["quantization"] == level
     if level.startswith("int4"):
@@ -111,8 +112,8 @@ def test_quantization_levels_compress_the_weights(tiny_llama, prompt, level, wei
 def test_emulated_npu_runs_the_static_pipeline_and_detects_truncation(tiny_llama):
     adapter = loaded(tiny_llama, max_new_tokens=4, device=EMULATED_NPU, max_seq_len=64)
     info = adapter.describe()
-    assert info["emulated"] and info["pipeline"] == "static"
-    assert (info["max_prompt_len"], info["min_response_len"]) == (60, 4)
+    assert info.emulated and info.extra["pipeline"] == "static"
+    assert (info.extra["max_prompt_len"], info.extra["min_response_len"]) == (60, 4)
     long_prompt = prompts.synthetic(tiny_llama.tokenizer(), 56, 1)[0]
     assert adapter.generate([long_prompt], 8).n_generated == 8  # 56 + 8 fills the 63-entry cache exactly
     with pytest.raises(TruncatedGeneration, match=r"stopped after 8 of 16 tokens: its KV cache .* = 63\)"):
@@ -157,9 +158,9 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     healthy = records[cpu]
     # top-k agrees; 4 teacher-forced positions are fewer than gate.min_positions: the KL tier is not judged
     assert healthy.status == "ok" and healthy.correctness.verdict == "not judged"
-    assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.adapter["engine"] == "openvino-genai"
+    assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.engine.name == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
-    assert npu.status == "ok" and npu.adapter["emulated"] is True
+    assert npu.status == "ok" and npu.engine.emulated is True
     assert npu.correctness.mode == "forced-top1" and npu.correctness.verdict == "pass"
     # which checks ran where: forced top-1 on the static pipeline itself; full checks on the CPU plugin
     assert npu.correctness.path.device == "NPU-emulated" and npu.correctness.path.checks == ["forced-top1"]
@@ -181,4 +182,4 @@ def test_compile_cache_is_cold_then_warm(tiny_llama, tmp_path):
     first.load(tiny_llama, point(), settings)
     second.load(tiny_llama, point(), settings)
     assert "compile_cold_s" in first.load_figures() and "compile_warm_s" in second.load_figures()
-    assert first.describe()["compile_cache"] == "cold" and second.describe()["compile_cache"] == "warm"
+    assert first.describe().extra["compile_cache"] == "cold" and second.describe().extra["compile_cache"] == "warm"

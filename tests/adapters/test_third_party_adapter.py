@@ -63,6 +63,6 @@ def test_entry_point_adapter_is_listed_and_runs(tmp_path, tiny_llama):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     record = json.loads((tmp_path / "results" / "third_party" / "numpy-cpu-bf16-seq64.json").read_text())
-    assert record["status"] == "ok" and record["adapter"]["engine"] == "numpy"
+    assert record["status"] == "ok" and record["engine"]["name"] == "numpy"
     assert record["metrics"]["generated_tokens"] == 6
     assert record["correctness"]["verdict"] == "pass"

@@ -132,7 +132,7 @@ def test_the_adapter_runs_the_reference_runner_with_the_gate(write_scenario, tmp
     runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
     reference, npu = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert reference.status == "ok", reference.reason
-    assert reference.adapter["emulated"] is True and "not NPU timing" in reference.adapter["prepared"]["runner"]
+    assert reference.engine.emulated is True and "not NPU timing" in reference.engine.extra["prepared"]["runner"]
     assert reference.metrics["engine_prefill_padded_tokens"] == 32
     assert reference.metrics["engine_padding_waste"] == pytest.approx(1 - reference.metrics["prompt_tokens"] / 32)
     assert reference.metrics["engine_call_run_ms"] > 0

@@ -79,14 +79,14 @@ def test_non_finite_values_outside_metrics_are_dropped_and_fail_the_point():
     rec = synthetic.record("p")
     rec.correctness.kl_mean = math.nan
     rec.samples.rounds[0].gaps_s[0] = math.inf
-    rec.adapter["engine_score"] = -math.inf
+    rec.engine.extra["engine_score"] = -math.inf
     fields = finite.scrub(rec)
     assert rec.status == "failed" and rec.reason.startswith(
         "the engine produced a non-finite value (inf) in samples.rounds.0.gaps_s.0"
     )
-    assert {"samples.rounds.0.gaps_s.0", "correctness.kl_mean", "adapter.engine_score"} <= set(fields)
+    assert {"samples.rounds.0.gaps_s.0", "correctness.kl_mean", "engine.extra.engine_score"} <= set(fields)
     assert rec.correctness.kl_mean is None and rec.correctness.verdict == "pass"  # the rest of the part stays
-    assert rec.samples.rounds == [] and "engine_score" not in rec.adapter
+    assert rec.samples.rounds == [] and "engine_score" not in rec.engine.extra
     json.dumps(rec.to_dict(), allow_nan=False)  # strict JSON again
 
 

@@ -165,8 +165,8 @@ def test_a_clean_k_quant_point_sits_at_the_engines_rounding(write_scenario, tmp_
     ((_, record),) = list(iter_records(tmp_path))
     found = record.correctness
     model = found.same_weights.dequantized_model
-    print(found.verdict, found.kl_ratio, model.kl_ratio, model.verdict, record.adapter.get("quantization_detail"))
-    assert set(record.adapter["quantization_detail"]) >= {"Q4_K", "Q6_K"}
+    print(found.verdict, found.kl_ratio, model.kl_ratio, model.verdict, record.engine.extra.get("quantization_detail"))
+    assert set(record.engine.extra["quantization_detail"]) >= {"Q4_K", "Q6_K"}
     assert found.same_weights.dequantized.verdict == "pass"
     assert model.verdict == "pass" and model.fail_on_drift and model.kl_ratio < 5, model
 

@@ -17,6 +17,7 @@ from harness.cli import history as cli
 from harness.history import queries, store
 from harness.history.ingest import read_run
 from harness.records import store as record_store
+from harness.records.engine import EngineInfo
 from tests.history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
 from tests.records import record
 from tests.tiny_scenario import tiny
@@ -42,7 +43,7 @@ def write_night(
         r = record(point_id=point, tpot_ms=value, seed=night, jitter=0.002, verdict=verdict)
         r.started_at = (START + timedelta(days=night)).isoformat()
         r.environment = {"hostname": host, "git": {"commit": commit(night), "dirty": False}}
-        r.adapter = {"engine": "transformers", "engine_version": engine_version, "device": "cpu"}
+        r.engine = EngineInfo(name="transformers", version=engine_version, device="cpu")
         record_store.write(r, out)
     return out
 

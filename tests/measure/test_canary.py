@@ -80,6 +80,8 @@ def test_old_llamacpp_ids_are_renamed_as_records_load():
         data = record(pid, adapter="llamacpp", device=device).to_dict()
         data["point"]["quantization"] = quantization
         data["settings"] = {"model": {"dtype": "bf16"}}
+        del data["engine"]  # version 2: the adapter's description, a flat dict
+        data["schema_version"] = 2
         data["adapter"] = {"engine": "llama.cpp"} | ({"file_type": file_type} if file_type else {})
         return data
 

@@ -194,6 +194,6 @@ def test_shipped_moe_chunks_scenario_records_every_chunk_size(pytester, cache_di
     assert hf.moe_imbalance_max.notna().all()
     for _, record in store.iter_records([pytester.path / "results"]):
         if record.point["adapter"] == "openvino":  # GenAI's split-fuse budget is the chunk
-            assert record.adapter["prefill_chunk"] == record.point["moe_chunk_size"]
+            assert record.engine.extra["prefill_chunk"] == record.point["moe_chunk_size"]
         if record.point["adapter"] == "llamacpp":
-            assert record.adapter["n_batch"] == record.point["moe_chunk_size"]
+            assert record.engine.extra["n_batch"] == record.point["moe_chunk_size"]

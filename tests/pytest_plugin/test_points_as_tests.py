@@ -140,12 +140,13 @@ sweep:
 
 def save_baseline(pytester, tpot_ms, point_ids):
     from harness.records import store
+    from harness.records.engine import EngineInfo
     from harness.regression import baseline
     from tests.records import record
 
     for pid in point_ids:
         made = record(pid, scenario="sweep", adapter="fake", tpot_ms=tpot_ms, ttft_ms=50.0, verdict=None)
-        made.adapter = {"engine": "fake", "engine_version": "0"}  # the engine the session runs: comparable
+        made.engine = EngineInfo(name="fake", version="0")  # the engine the session runs: comparable
         store.write(made, pytester.path / "base-records")
     baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
 

@@ -37,7 +37,7 @@ def test_the_default_llamacpp_point_is_named_by_its_gguf_file_type(tmp_path, cap
     ((path, record),) = list(store.iter_records([results]))
     assert record.status == "ok", record.reason
     assert record.point_id == "llamacpp-cpu-q4_k_m" and path.stem == "llamacpp-cpu-q4_k_m"
-    assert record.adapter["file_type"] == "MOSTLY_Q4_K_M" and record.adapter["precision"] == "q4_k_m"
+    assert record.engine.extra["file_type"] == "MOSTLY_Q4_K_M" and record.engine.precision == "q4_k_m"
 
     assert cli.main(["report", str(results), "-o", str(tmp_path / "report")]) == 0
     overview = pd.read_csv(tmp_path / "report" / "overview.csv")
@@ -47,8 +47,9 @@ def test_the_default_llamacpp_point_is_named_by_its_gguf_file_type(tmp_path, cap
     assert "Metrics and their sources" in (tmp_path / "report" / "summary.md").read_text()
 
     # A baseline saved before ids named the GGUF: its record said llamacpp-cpu-bf16 and no precision.
-    old = record.to_dict() | {"point_id": "llamacpp-cpu-bf16"}
-    old["adapter"] = {k: v for k, v in old["adapter"].items() if k != "precision"}
+    old = record.to_dict() | {"point_id": "llamacpp-cpu-bf16", "schema_version": 2}
+    engine = old.pop("engine")  # version 2's flat adapter part, without the precision
+    old["adapter"] = {"engine": engine["name"], "engine_version": engine["version"], **engine["extra"]}
     old_dir = tmp_path / "old" / "honest"
     old_dir.mkdir(parents=True)
     (old_dir / "llamacpp-cpu-bf16.json").write_text(json.dumps(old, default=str))

@@ -57,14 +57,15 @@ def test_the_openvino_cpu_point_is_named_by_the_plugins_inference_precision(tmp_
     path, record = _run(tmp_path, "openvino", "CPU")
     assert record.point_id == f"openvino-CPU-{ran}" and path.stem == record.point_id
     assert f"honest::openvino-CPU-{ran}" in capsys.readouterr().out  # the run table
-    assert record.adapter["precision"] == ran
-    assert from_openvino_type(record.adapter["precision_hints"]["INFERENCE_PRECISION_HINT"]) == ran
+    assert record.engine.precision == ran
+    assert from_openvino_type(record.engine.extra["precision_hints"]["INFERENCE_PRECISION_HINT"]) == ran
     (row,) = store.load(tmp_path / "results").to_dict("records")  # the columns of the report, CSV and pandas
     assert row["precision"] == ran and row["quantization"] == "none", row
 
     # A baseline saved before ids named the plugin's precision: its record said openvino-CPU-bf16.
-    old = record.to_dict() | {"point_id": "openvino-CPU-bf16"}
-    old["adapter"] = {k: v for k, v in old["adapter"].items() if k != "precision"}
+    old = record.to_dict() | {"point_id": "openvino-CPU-bf16", "schema_version": 2}
+    engine = old.pop("engine")  # version 2's flat adapter part, without the precision
+    old["adapter"] = {"engine": engine["name"], "engine_version": engine["version"], **engine["extra"]}
     (tmp_path / "old" / "honest").mkdir(parents=True)
     (tmp_path / "old" / "honest" / "openvino-CPU-bf16.json").write_text(json.dumps(old, default=str))
     saved = ["baseline", "save", str(tmp_path / "old"), "--name", "before", "--baselines-dir", str(tmp_path / "b")]
@@ -81,4 +82,4 @@ def test_a_transformers_point_runs_the_dtype_its_id_names(tmp_path, tiny_llama, 
     pytest.importorskip("torch")
     _, record = _run(tmp_path, "hf", "cpu", dtype)
     assert record.point_id == f"hf-cpu-{dtype}"
-    assert record.adapter["weights_dtype"] == torch_dtype  # read from the loaded model, not the setting
+    assert record.engine.extra["weights_dtype"] == torch_dtype  # read from the loaded model, not the setting

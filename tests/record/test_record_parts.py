@@ -13,17 +13,20 @@ from harness.cli.app import main
 from harness.records import store
 from harness.records.columns import flatten
 from harness.records.correctness import Correctness
+from harness.records.engine import EngineInfo
+from harness.records.fingerprint import fingerprint
 from harness.records.migration import SCHEMA_VERSION
 from harness.records.record import Record
 from tests.records import record
 
 V1 = Path(__file__).parents[1] / "data" / "records_v1"
+V2 = Path(__file__).parents[1] / "data" / "records_v2"
 
 
 def test_version_1_records_load_with_details_split_into_named_parts():
     loaded = {r.point_id: r for _, r in store.iter_records(V1)}
     ok, failed = loaded["openvino-npu-int8_sym"], loaded["fake-segfault-cpu-bf16"]
-    assert ok.schema_version == failed.schema_version == SCHEMA_VERSION == 2
+    assert ok.schema_version == failed.schema_version == SCHEMA_VERSION == 3
     assert ok.outputs["0"] == "The river runs" and ok.prompt_lengths == [4, 6]
     assert ok.routing.imbalance == [3.0, 2.0] and ok.routing.counts[0] == [3, 1, 0, 0]
     assert ok.unavailable["energy_gpu_j"] == "no GPU visible to Zeus (NVML / AMDSMI)"
@@ -39,13 +42,42 @@ def test_version_1_records_load_with_details_split_into_named_parts():
     assert set(store.load(V1).point_id) == set(loaded)
 
 
-def test_a_migrated_record_writes_and_reads_back_as_version_2(tmp_path):
+def test_a_migrated_record_writes_and_reads_back_as_the_current_version(tmp_path):
     ((_, old),) = [pair for pair in store.iter_records(V1) if pair[1].status == "ok"]
     path = store.write(old, tmp_path)
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and "details" not in data
+    assert data["schema_version"] == 3 and "details" not in data and "adapter" not in data
     assert data["unavailable"]["energy_gpu_j"] and data["routing"]["counts"]
     assert store.read(path) == old
+
+
+def test_version_2_records_load_with_a_typed_engine_part_and_one_spelling_of_threads(tmp_path):
+    loaded = {r.point_id: r for _, r in store.iter_records(V2)}
+    llama, hf = loaded["llamacpp-cpu-q4_k_m"], loaded["hf-cpu-bf16"]  # the old id renamed by its GGUF's file type
+    assert llama.schema_version == hf.schema_version == 3
+    assert (llama.engine.name, llama.engine.version, llama.engine.device) == ("llama.cpp", "0.3.36", "cpu")
+    assert llama.engine.threads == 2 and llama.engine.precision == "q4_k_m"  # n_threads in version 2
+    assert llama.engine.extra["file_type"] == "MOSTLY_Q4_K_M" and llama.engine.extra["n_ctx"] == 4096
+    assert not {"engine", "engine_version", "n_threads", "threads", "precision"} & set(llama.engine.extra)
+    assert hf.engine.threads == 2 and hf.engine.dtype == "bf16" and hf.engine.device_name == "AMD EPYC"
+    assert hf.engine.extra == {
+        "torch_version": "2.13.0",
+        "weights_dtype": "torch.bfloat16",
+        "attn_implementation": "sdpa",
+        "kv_cache": "dynamic",
+    }
+    assert fingerprint(llama)["threads"] == fingerprint(hf)["threads"] == "2"
+    assert flatten(llama)["engine"] == "llama.cpp" and flatten(llama)["precision"] == "q4_k_m"
+    data = json.loads(store.write(llama, tmp_path).read_text())
+    assert "adapter" not in data and data["engine"]["threads"] == 2
+    assert store.read(store.record_path(tmp_path, llama)) == llama
+
+
+def test_a_plain_dict_description_is_read_as_an_older_records_adapter_part():
+    engine = EngineInfo.from_description({"engine": "x", "engine_version": 1, "n_threads": 4, "blocks": 8})
+    assert (engine.name, engine.version, engine.threads, engine.extra) == ("x", "1", 4, {"blocks": 8})
+    with pytest.raises(TypeError, match="expected an EngineInfo"):
+        EngineInfo.from_description(["x"])
 
 
 @pytest.mark.parametrize(
@@ -125,5 +157,5 @@ def test_baselines_and_merges_read_version_1_records(tmp_path):
         == 0
     )
     saved = json.loads(next((tmp_path / "baselines" / "v1" / "demo").glob("openvino*.json")).read_text())
-    assert saved["schema_version"] == 2
+    assert saved["schema_version"] == 3
     assert json.loads((tmp_path / "baselines" / "v1" / "baseline.json").read_text())["points"] == 2

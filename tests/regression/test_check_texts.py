@@ -150,7 +150,7 @@ def test_points_lost_or_skipped_since_the_baseline_fail_and_those_that_did_not_r
 
 def test_a_point_whose_fingerprint_differs_is_incomparable_unless_the_difference_is_accepted():
     def side(engine, dtype, point_id="p"):
-        return _record(point_id, adapter={"engine": engine, "dtype": dtype})
+        return _record(point_id, engine={"name": engine, "dtype": dtype})
 
     base, new = [side("cpu", "f32"), side("cpu", "f32", "q")], [side("gpu", "f16"), side("cpu", "f32", "q")]
     outcome = check(base, new, RegressionSettings([TPOT]))

@@ -39,7 +39,7 @@ prompts: ["The river"]
 generation: {max_new_tokens: 6}
 measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
 quantization_options: {ratio: 0.5}
-adapter_options: {fake-recording: {knob: 3}}
+adapter_options: {fake-recording: {token_period: 3}}
 sweep:
   adapter: [fake-recording]
   device: [cpu, npu]
@@ -71,7 +71,7 @@ def test_lm_eval_loads_a_point_with_the_settings_harness_run_loads_it_with(
     assert lm_settings == run_settings and lm_point == run_point
     assert run_settings.max_new_tokens == 6 and run_settings.trust_remote_code is True
     assert run_settings.dtype == "fp32" and run_settings.threads == 2
-    assert run_settings.quantization["ratio"] == 0.5 and run_settings.options == {"knob": 3}
+    assert run_settings.quantization["ratio"] == 0.5 and run_settings.options.token_period == 3
     assert lm.name == f"{record.model.name}:fake-recording-cpu-fp32"
 
 

@@ -85,7 +85,7 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
     assert len(record.samples.rounds) == m["rounds"] >= 2
     assert all(len(r.gaps_s) == 5 for r in record.samples.rounds)
     assert record.model.checksum == tiny_llama.checksum
-    assert record.adapter["engine"] == "transformers"
+    assert record.engine.name == "transformers"
     assert record.environment["harness_version"] and record.environment["python"]
     assert set(record.outputs) == {"0", "1"}
     assert store.read(tmp_path / "scenario" / "hf-cpu-bf16.json") == record

@@ -73,7 +73,7 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
         for r in Runner(results_dir=tmp_path / "point", isolation="point", energy=False).run([loaded], progress=False)
     }
     assert all(r.status == "ok" for r in [*reused.values(), *fresh.values()])
-    loads = {pid: r.adapter["load"] for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"}
+    loads = {pid: r.engine.extra["load"] for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"}
     assert len(set(loads.values())) == 1, loads  # one load served the three prompt lengths
     reused_points = [r for r in reused.values() if "load_s" in r.unavailable]
     assert len(reused_points) == 2 and all("engine reused" in r.unavailable["load_s"] for r in reused_points)
@@ -85,7 +85,7 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
         assert len(record.samples.rounds) == len(twin.samples.rounds)
         assert record.metrics["generated_tokens"] == twin.metrics["generated_tokens"]
     later = [r for r in reused.values() if r.point["adapter"] == "fake-reusable" and "load_s" in r.unavailable]
-    assert all(r.adapter["calls"] > 4 for r in later)  # the kept engine had served the earlier point's calls
+    assert all(r.engine.extra["calls"] > 4 for r in later)  # the kept engine had served the earlier point's calls
 
 
 def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapters):

@@ -235,21 +235,24 @@ class CoreMLAdapter(Adapter):
     def load_figures(self) -> dict:
         return {"compile_s": self._load_s}
 
-    def describe(self) -> dict:
+    def describe(self):
         import coremltools
 
         from harness.adapters import drivers
+        from harness.records.engine import EngineInfo
 
         static = self.point.device == TORCH_STATIC
-        return {
-            "engine": "torch (static Core ML source)" if static else "coreml",
-            "engine_version": coremltools.__version__,
-            "device": self.point.device,
-            "compute_units": None if static else COMPUTE_UNITS[self.point.device],
-            "driver": None if static else drivers.macos(),
-            "emulated": static,
-            "package": str(self.package) if self.package else None,
-            "prefill_chunk": self.chunk,
-            "max_seq_len": self.point.max_seq_len,
-            "precision": "fp32 (PyTorch)" if static else "fp16",
-        }
+        return EngineInfo(
+            name="torch (static Core ML source)" if static else "coreml",
+            version=coremltools.__version__,
+            device=self.point.device,
+            driver=None if static else drivers.macos(),
+            emulated=static,
+            precision="fp32 (PyTorch)" if static else "fp16",
+            extra={
+                "compute_units": None if static else COMPUTE_UNITS[self.point.device],
+                "package": str(self.package) if self.package else None,
+                "prefill_chunk": self.chunk,
+                "max_seq_len": self.point.max_seq_len,
+            },
+        )

@@ -274,23 +274,27 @@ class HFAdapter(Adapter):
     def synchronize(self) -> None:
         torch_device.synchronize(self._torch, self.device)
 
-    def describe(self) -> dict:
+    def describe(self):
         import torch
         import transformers
 
-        return {
-            "engine": "transformers",
-            "engine_version": transformers.__version__,
-            "torch_version": torch.__version__,
-            "device": self.point.device,
-            "device_name": torch_device.name(torch, self.device),
-            "driver": torch_device.driver(self.device),
-            "dtype": self.settings.dtype,
-            "weights_dtype": str(self.model.dtype),  # what the loaded model holds: the id's dtype, checked
-            "attn_implementation": self.model.config._attn_implementation,
-            "threads": torch.get_num_threads(),
-            "kv_cache": f"static({self.point.max_seq_len})" if self.point.max_seq_len else "dynamic",
-        }
+        from harness.records.engine import EngineInfo
+
+        return EngineInfo(
+            name="transformers",
+            version=transformers.__version__,
+            device=self.point.device,
+            device_name=torch_device.name(torch, self.device),
+            driver=torch_device.driver(self.device),
+            dtype=self.settings.dtype,
+            threads=torch.get_num_threads(),
+            extra={
+                "torch_version": torch.__version__,
+                "weights_dtype": str(self.model.dtype),  # what the loaded model holds: the id's dtype, checked
+                "attn_implementation": self.model.config._attn_implementation,
+                "kv_cache": f"static({self.point.max_seq_len})" if self.point.max_seq_len else "dynamic",
+            },
+        )
 
     def close(self) -> None:
         self.model = None

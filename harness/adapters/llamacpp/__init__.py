@@ -27,9 +27,12 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
+from pydantic import Field
+
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
+from harness.adapters.options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, now_ns
 
 FTYPES = {
@@ -40,8 +43,20 @@ FTYPES = {
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
 
 
+class LlamaCppOptions(AdapterOptions):
+    """``adapter_options: {llamacpp: {...}}``."""
+
+    chat_template: Optional[str] = Field(
+        None, description="the chat API's template: checkpoint (the checkpoint's own) or a llama-cpp-python format"
+    )
+    extra_buffer_types: Optional[bool] = Field(
+        None, description="llama.cpp's extra CPU buffer types (AMX, weight repacking); default: off on AMX CPUs"
+    )
+
+
 class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
     name = "llamacpp"
+    Options = LlamaCppOptions
     devices = ("cpu", "gpu")
     quantizations = frozenset({"none", *FTYPES})
     supports_max_seq_len = True
@@ -147,6 +162,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         from harness.models.sources import cache_dir
 
         self._figures: dict = {}
+        options = self.Options.of(settings.options)
         cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
         path = self._source_gguf(model, cache)
         if point.quantization != "none":
@@ -155,7 +171,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         batch = point.moe_chunk_size or 512
         from harness.records.environment import cpu_flags
 
-        self.extra_buffer_types = extra_buffer_types(settings.options.get("extra_buffer_types"), cpu_flags())
+        self.extra_buffer_types = extra_buffer_types(options.extra_buffer_types, cpu_flags())
         start = now_ns()
         with model_params(self.extra_buffer_types[0]):
             self.llm = llama_cpp.Llama(
@@ -171,12 +187,12 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             )
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._chat_source = None
-        if settings.options.get("chat_template"):  # the chat path a deployment would configure
+        if options.chat_template:  # the chat path a deployment would configure
             from harness.adapters.llamacpp import chat
             from harness.models.prompts import chat_template
 
             template = chat_template(model.hf_dir)
-            self._chat_source = chat.configure(self.llm, str(settings.options["chat_template"]), template)
+            self._chat_source = chat.configure(self.llm, options.chat_template, template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
@@ -244,29 +260,32 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def load_figures(self) -> dict:
         return dict(self._figures)
 
-    def describe(self) -> dict:
+    def describe(self):
         import llama_cpp
 
         from harness.adapters import drivers
         from harness.adapters.llamacpp import gguf_export
+        from harness.records.engine import EngineInfo
 
-        return {
-            "engine": "llama.cpp",
-            "engine_version": llama_cpp.__version__,
-            "device": self.point.device,
-            "gguf": str(self.path),
-            "file_type": gguf_export.file_type(self.path),
-            "precision": gguf_export.precision(self.path),  # what the point id and the report say it ran at
-            "quantization_detail": gguf_export.tensor_types(self.path),
-            "n_ctx": self.llm.n_ctx(),
-            "n_batch": self.llm.n_batch,
-            "n_threads": self.llm.context_params.n_threads,
-            "gpu_offload": self.point.device == "gpu",
-            "driver": drivers.nvidia() if self.point.device == "gpu" else None,
-            "extra_buffer_types": self.extra_buffer_types[0],
-            "extra_buffer_types_why": self.extra_buffer_types[1],
-            "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
-        }
+        return EngineInfo(
+            name="llama.cpp",
+            version=llama_cpp.__version__,
+            device=self.point.device,
+            driver=drivers.nvidia() if self.point.device == "gpu" else None,
+            precision=gguf_export.precision(self.path),  # what the point id and the report say it ran at
+            threads=self.llm.context_params.n_threads,
+            extra={
+                "gguf": str(self.path),
+                "file_type": gguf_export.file_type(self.path),
+                "quantization_detail": gguf_export.tensor_types(self.path),
+                "n_ctx": self.llm.n_ctx(),
+                "n_batch": self.llm.n_batch,
+                "gpu_offload": self.point.device == "gpu",
+                "extra_buffer_types": self.extra_buffer_types[0],
+                "extra_buffer_types_why": self.extra_buffer_types[1],
+                "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
+            },
+        )
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)

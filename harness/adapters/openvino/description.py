@@ -1,6 +1,6 @@
 """What the ``openvino`` adapter says about a loaded point: ``describe()`` (engine and OpenVINO versions, the
 device, the pipeline and its compile cache, the weights' and the CPU plugin's precisions) for the record's
-adapter part, and ``gate_path()`` (the device path the gate read and how) for the gate's."""
+engine part, and ``gate_path()`` (the device path the gate read and how) for the gate's."""
 
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ class Description:
             "notes": [note],
         }
 
-    def describe(self) -> dict:
+    def describe(self):
         from harness.adapters import drivers
+        from harness.records.engine import EngineInfo
 
         ov = self._ov
         core = ov.Core()
@@ -44,33 +45,35 @@ class Description:
                 hints[key] = str(core.get_property("CPU", key))
             except Exception:  # noqa: BLE001 - a property this plugin version lacks is simply absent
                 pass
-        return {
-            "engine": "openvino-genai",
-            "engine_version": self._genai.__version__,
-            "openvino_version": ov.__version__,
-            "device": self.point.device,
-            "emulated": self.point.device == EMULATED_NPU,
-            "device_name": _device_name(core, self.point.device),
-            "driver": drivers.openvino_plugin(core, "CPU" if self.point.device == EMULATED_NPU else self.point.device),
-            "pipeline": "static" if self.point.device in _STATIC else "dynamic",
-            "prefix_caching": False,  # every round pays its prefill
-            "prefill_chunk": getattr(self, "prefill_chunk", None),
-            "quantization": self.point.quantization,
-            "compression": self.compression,
-            "weights_precision": dict(weight_types(self.ir_dir / "openvino_model.xml")),
-            "precision_hints": hints,
+        return EngineInfo(
+            name="openvino-genai",
+            version=self._genai.__version__,
+            device=self.point.device,
+            emulated=self.point.device == EMULATED_NPU,
+            device_name=_device_name(core, self.point.device),
+            driver=drivers.openvino_plugin(core, "CPU" if self.point.device == EMULATED_NPU else self.point.device),
             # what the point id says it ran at (quantization none): the plugin's inference precision
-            **({"precision": self.precision} if self.precision else {}),
-            "compile_s": self.compile_s,
-            "compile_cache": self.compile_state,
-            "convert_s": self.convert_s,
-            "tokenizer_converted": self.tokenizer_origin,  # GenAI's tokenizer: converted from the checkpoint's
-            **(
-                {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
-                if self.point.device in _STATIC
-                else {}
-            ),
-        }
+            precision=self.precision or None,
+            extra={
+                "openvino_version": ov.__version__,
+                "pipeline": "static" if self.point.device in _STATIC else "dynamic",
+                "prefix_caching": False,  # every round pays its prefill
+                "prefill_chunk": getattr(self, "prefill_chunk", None),
+                "quantization": self.point.quantization,
+                "compression": self.compression,
+                "weights_precision": dict(weight_types(self.ir_dir / "openvino_model.xml")),
+                "precision_hints": hints,
+                "compile_s": self.compile_s,
+                "compile_cache": self.compile_state,
+                "convert_s": self.convert_s,
+                "tokenizer_converted": self.tokenizer_origin,  # GenAI's tokenizer: converted from the checkpoint's
+                **(
+                    {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
+                    if self.point.device in _STATIC
+                    else {}
+                ),
+            },
+        )
 
 
 def _device_name(core, device: str) -> str:

@@ -26,7 +26,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
+from pydantic import Field, PositiveInt
+
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 
 SYSFS_ROOT = Path("/sys")  # tests point this at a fake tree
@@ -79,8 +82,18 @@ def load_runner(path: str):
     return target()
 
 
+class XRTOptions(AdapterOptions):
+    """``adapter_options: {xrt: {...}}``."""
+
+    runner: Optional[str] = Field(None, description="the NPU runner, 'module:Class' (needed for device npu)")
+    prefill_len: Optional[PositiveInt] = Field(
+        None, description="the runner's fixed prefill length (default: max_seq_len - max_new_tokens)"
+    )
+
+
 class XRTAdapter(Adapter):
     name = "xrt"
+    Options = XRTOptions
     devices = ("npu", CPU_REFERENCE)
     supports_max_seq_len = True
     supports_logits = True
@@ -107,8 +120,8 @@ class XRTAdapter(Adapter):
         return super().capability_reason(point)
 
     def load(self, model, point, settings: LoadSettings) -> None:
-        options = dict(settings.options)
-        runner_path = options.get("runner")
+        options = self.Options.of(settings.options)
+        runner_path = options.runner
         if point.device == "npu" and not runner_path:
             raise PointSkipped(
                 "no NPU runner named: set adapter_options.xrt.runner to 'module:Class' "
@@ -116,7 +129,7 @@ class XRTAdapter(Adapter):
             )
         self.point = point
         self.runner_path = runner_path or REFERENCE_RUNNER
-        self.prefill_len = int(options.get("prefill_len") or point.max_seq_len - settings.max_new_tokens)
+        self.prefill_len = options.prefill_len or point.max_seq_len - settings.max_new_tokens
         eos = model.eos_token_ids()
         self.runner = load_runner(self.runner_path)
         start = now_ns()
@@ -160,19 +173,21 @@ class XRTAdapter(Adapter):
     def load_figures(self) -> dict:
         return {"compile_s": self._prepare_s}
 
-    def describe(self) -> dict:
+    def describe(self):
         from harness.adapters import drivers
+        from harness.records.engine import EngineInfo
 
-        npus = amd_npus()
-        return {
-            "engine": "xrt" if self.point.device == "npu" else "numpy (NPU dataflow reference)",
-            "engine_version": xrt_version() if self.point.device == "npu" else __import__("numpy").__version__,
-            "device": self.point.device,
-            "emulated": self.point.device == CPU_REFERENCE,
-            "runner": self.runner_path,
-            "prepared": self.prepared,
-            "prefill_len": self.prefill_len,
-            "npus": npus,
-            "xrt_version": xrt_version(),
-            "driver": drivers.kernel_module("amdxdna") if self.point.device == "npu" else None,
-        }
+        return EngineInfo(
+            name="xrt" if self.point.device == "npu" else "numpy (NPU dataflow reference)",
+            version=xrt_version() if self.point.device == "npu" else __import__("numpy").__version__,
+            device=self.point.device,
+            emulated=self.point.device == CPU_REFERENCE,
+            driver=drivers.kernel_module("amdxdna") if self.point.device == "npu" else None,
+            extra={
+                "runner": self.runner_path,
+                "prepared": self.prepared,
+                "prefill_len": self.prefill_len,
+                "npus": amd_npus(),
+                "xrt_version": xrt_version(),
+            },
+        )

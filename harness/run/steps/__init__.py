@@ -13,10 +13,11 @@ import traceback
 from contextlib import contextmanager
 from typing import Callable, Optional
 
-from harness.adapters.base import PointSkipped
+from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError
 from harness.measure import canary, launches
 from harness.records import metrics
+from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
 from harness.records.samples import TimeSplit
 from harness.run.steps import finite
@@ -40,6 +41,13 @@ def new_record(session: Session, scenario: Scenario, point: Point) -> Record:
         scenario_path=scenario.source_file,
         started_at=now_iso(),
     )
+
+
+def engine_info(adapter: Adapter, settings: LoadSettings) -> EngineInfo:
+    """The record's engine part: the adapter's ``describe()`` plus the options its ``load`` received (the
+    scenario's ``adapter_options`` for it, validated, defaults filled in)."""
+    engine = EngineInfo.from_description(adapter.describe())
+    return engine.model_copy(update={"options": settings.options.model_dump(mode="json")})
 
 
 def execute(
@@ -144,7 +152,7 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             with clock("accuracy"):
                 apply(record, verify.accuracy(resolved, adapter, accuracy_reference, record.point_id))
         apply(record, probes.routing(adapter, resolved.prompt_ids))
-        apply(record, Contribution(updates={"adapter": adapter.describe()}))
+        apply(record, Contribution(updates={"engine": engine_info(adapter, resolved.settings)}))
         healthy = True
     finally:
         resolve.release(session, resolved, adapter, healthy)

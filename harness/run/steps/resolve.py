@@ -44,16 +44,21 @@ class ResolvedPoint:
         )
 
 
-def load_settings(session: Session, scenario: Scenario, point: Point) -> LoadSettings:
+def load_settings(
+    session: Session, scenario: Scenario, point: Point, adapter_cls: type[Adapter] | None = None
+) -> LoadSettings:
     """What the adapter's ``load`` receives besides the model and the point: the one place a run, a
-    worker and lm-eval's ``--model harness`` build it, so all three load the same engine."""
+    worker and lm-eval's ``--model harness`` build it, so all three load the same engine. The scenario's
+    ``adapter_options`` for the point's adapter arrive validated as its ``Options`` (the scenario's loader,
+    ``harness.run.planning``, has refused any it does not declare)."""
+    adapter_cls = adapter_cls or registry.get(point.adapter)
     return LoadSettings(
         dtype=scenario.model.dtype,
         threads=scenario.measurement.threads,
         max_new_tokens=scenario.generation.max_new_tokens,
         cache_dir=str(session.cache_dir) if session.cache_dir else None,
         quantization=scenario.quantization_options.model_dump(),
-        options=dict(scenario.adapter_options.get(point.adapter, {})),
+        options=adapter_cls.Options.model_validate(scenario.adapter_options.get(point.adapter, {})),
         trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code,
     )
 
@@ -80,7 +85,7 @@ def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint
     if reason:
         raise Skip(reason)
     return ResolvedPoint(
-        scenario, point, adapter_cls, model, tokenizer, prompt_ids, load_settings(session, scenario, point)
+        scenario, point, adapter_cls, model, tokenizer, prompt_ids, load_settings(session, scenario, point, adapter_cls)
     )
 
 
