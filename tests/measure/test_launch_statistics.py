@@ -38,10 +38,6 @@ def launched(point_id, tpots, seed=0, **kwargs) -> Record:
     return combine([single(point_id, tpot, seed=seed + i, **kwargs) for i, tpot in enumerate(tpots)])
 
 
-def fast(point_id, tpots, ttfts) -> Record:
-    return launch_record(*tpots, point_id=point_id, also={"ttft_ms": ttfts})
-
-
 # launch and drift
 
 
@@ -246,9 +242,9 @@ def test_a_change_too_few_launches_cannot_show_is_noted_not_passed_silently():
 
 def test_many_tests_raise_the_bar_and_the_power_note_says_by_how_much():
     points = [f"p{i}" for i in range(13)]
-    base = [fast(p, [50.0, 50.5, 49.5, 50.2, 49.8], [200.0] * 5) for p in points]
-    new = [fast(p, [50.0, 50.5, 49.5, 50.2, 49.8], [200.0] * 5) for p in points[:-1]]
-    new.append(fast(points[-1], [60.0, 60.5, 59.5, 60.2, 59.8], [200.0] * 5))
+    base = [launch_record(50.0, 50.5, 49.5, 50.2, 49.8, point_id=p, also={"ttft_ms": [200.0] * 5}) for p in points]
+    new = [launch_record(50.0, 50.5, 49.5, 50.2, 49.8, point_id=p, also={"ttft_ms": [200.0] * 5}) for p in points[:-1]]
+    new.append(launch_record(60.0, 60.5, 59.5, 60.2, 59.8, point_id=points[-1], also={"ttft_ms": [200.0] * 5}))
     outcome = check(base, new, RegressionSettings(TPOT))
     assert outcome.passed  # p = 1/252 > 0.05 / 13: a lone regression among 13 tests cannot show
     assert any(
