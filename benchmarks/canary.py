@@ -22,6 +22,7 @@ import time
 
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 
 SPIN = "import time\nend = time.time() + 600\nwhile time.time() < end: pass"
@@ -66,7 +67,7 @@ def main() -> None:
     from scipy import stats
 
     loaded, point = scenario(args.model, args.adapter, args.tokens, args.rounds)
-    runner = Runner(results_dir=None, isolation="worker", energy=False)
+    runner = Runner(RunSettings(results_dir=None, isolation="worker", energy=False))
     rows = []
     try:
         for i in range(args.launches):
@@ -78,7 +79,7 @@ def main() -> None:
                 for loop in loops:
                     loop.kill()
                     loop.wait()
-                runner.pool.close()  # the next launch: a fresh worker, a fresh load
+                runner.launcher.close()  # the next launch: a fresh worker, a fresh load
             if record.status != "ok" or not record.samples.launches:
                 print(f"launch {i}: {record.status}: {record.reason} (left out)", flush=True)
                 continue
@@ -100,7 +101,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     finally:
         runner.close()
-    calibration = runner.session.canary
+    calibration = runner.caches.canary
     tpot = [r["tpot_ms"] for r in rows]
     ratio = [r["canary_ratio"] for r in rows]
     quiet = [r for r in rows if not r["busy_loops"]]

@@ -14,6 +14,7 @@ import statistics
 from common import single_point
 
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 
 def main() -> None:
@@ -22,7 +23,10 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
     loaded, point = single_point(args.model)
-    tracked, bare = Runner(results_dir=None, energy=True), Runner(results_dir=None, energy=False)
+    tracked, bare = (
+        Runner(RunSettings(results_dir=None, energy=True)),
+        Runner(RunSettings(results_dir=None, energy=False)),
+    )
     tpot = {"on": [], "off": []}
     for _ in range(args.pairs):
         for name, runner in (("on", tracked), ("off", bare)):

@@ -17,6 +17,7 @@ import time
 from common import single_point
 
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 
 def main() -> None:
@@ -26,7 +27,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     loaded, point = single_point(args.model, args.adapter, max_new_tokens=8, min_rounds=2)
-    runners = {mode: Runner(results_dir=None, isolation=mode) for mode in ("none", "worker", "point")}
+    runners = {mode: Runner(RunSettings(results_dir=None, isolation=mode)) for mode in ("none", "worker", "point")}
     for runner in runners.values():  # first use pays conversions, imports and the worker's start; not counted
         runner.run_point(loaded, point)
     times: dict[str, list[float]] = {mode: [] for mode in runners}

@@ -30,11 +30,12 @@ from pathlib import Path
 from harness.adapters import registry
 from harness.measure import launches as launch_stats
 from harness.records import store
-from harness.records.record import Record, launch_values, launches_of
+from harness.records.record import Record, launch_values, recorded_launches
 from harness.regression import check
 from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import expand
 
@@ -79,7 +80,7 @@ def quick_scenarios(launches: int) -> list[Scenario]:
 
 def subset(record: Record, chosen: list[int]) -> Record:
     """The record as if only the ``chosen`` launches had run."""
-    kept = [launches_of(record)[i].model_copy(update={"index": n}) for n, i in enumerate(chosen)]
+    kept = [recorded_launches(record)[i].model_copy(update={"index": n}) for n, i in enumerate(chosen)]
     remap = {i: n for n, i in enumerate(chosen)}
     rounds = [r.model_copy(update={"launch": remap[r.launch]}) for r in record.samples.rounds if r.launch in remap]
     return with_launches(record, kept, rounds)
@@ -121,12 +122,12 @@ def night(pool: dict, build: str, launches: int, rng: random.Random, fdr: float)
     base, new = [], []
     for builds in pool.values():
         a, b = builds["slow0"], builds[build]
-        drawn = rng.sample(range(len(launches_of(a))), 2 * launches if build == "slow0" else launches)
+        drawn = rng.sample(range(len(recorded_launches(a))), 2 * launches if build == "slow0" else launches)
         base.append(subset(a, drawn[:launches]))
         if build == "slow0":  # A/A: the candidate is A's other launches
             new.append(subset(a, drawn[launches:]))
         else:
-            new.append(as_build(subset(b, rng.sample(range(len(launches_of(b))), launches)), build))
+            new.append(as_build(subset(b, rng.sample(range(len(recorded_launches(b))), launches)), build))
     outcome = check.check(base, new, thresholds, fdr=fdr)
     words = {"different (worse)": 0, "different (better)": 0, "same": 0, "unknown": 0}
     for test in outcome.tests:
@@ -260,7 +261,7 @@ def main() -> None:
     else:
         with tempfile.TemporaryDirectory() as tmp:
             isolation = "none" if args.quick else "worker"
-            runner = Runner(results_dir=args.results or Path(tmp), isolation=isolation, energy=False)
+            runner = Runner(RunSettings(results_dir=args.results or Path(tmp), isolation=isolation, energy=False))
             records = runner.run(quick_scenarios(args.launches) if args.quick else scenarios(args.launches, args.long))
     wall = time.perf_counter() - start
     bad = [f"{r.point_id}: {r.reason}" for r in records if r.status != "ok"]
@@ -274,11 +275,11 @@ def main() -> None:
     rng = random.Random(args.seed)
     # Device time of one side of a night: every point's mean launch cost (all of it: start, load, rounds).
     per_launch = sum(
-        sum(builds["slow0"].time_split.model_dump().values()) / len(launches_of(builds["slow0"]))
+        sum(builds["slow0"].time_split.model_dump().values()) / len(recorded_launches(builds["slow0"]))
         for builds in pool.values()
     )
     # A/A nights take two disjoint halves of A's launches: a partial pool (an interrupted run) gives fewer.
-    fewest = min(len(launches_of(r)) for builds in pool.values() for r in builds.values())
+    fewest = min(len(recorded_launches(r)) for builds in pool.values() for r in builds.values())
     per_side = min(NIGHT_LAUNCHES, fewest // 2)
     if per_side < 1:
         sys.exit(f"A/A nights need at least 2 launches of every build and point; the pool has {fewest}")
@@ -340,7 +341,7 @@ def scaled(record: Record, factor: float) -> Record:
                 "excluded": None,
             }
         )
-        for launch in launches_of(record)
+        for launch in recorded_launches(record)
     ]
     return with_launches(record, kept)
 
@@ -360,7 +361,7 @@ def scaled_rows(pool: dict, per_side: int, nights: int, rng: random.Random, fdr:
             base, new = [], []
             for builds in pool.values():
                 a = builds["slow0"]
-                drawn = rng.sample(range(len(launches_of(a))), 2 * per_side)
+                drawn = rng.sample(range(len(recorded_launches(a))), 2 * per_side)
                 base.append(scaled(subset(a, drawn[:per_side]), 1.0))
                 new.append(scaled(subset(a, drawn[per_side:]), 1 + scale))
             outcome = check.check(base, new, thresholds, fdr=fdr)
@@ -402,7 +403,7 @@ def canary_rows(pool: dict, builds: tuple) -> None:
     for builds_of_point in pool.values():
         for build in builds:
             record = builds_of_point[build]
-            launches = [x for x in launches_of(record) if x.status == "ok" and x.medians.get("tpot_ms")]
+            launches = [x for x in recorded_launches(record) if x.status == "ok" and x.medians.get("tpot_ms")]
             if not launches:
                 continue
             middle = statistics.median(launch.medians["tpot_ms"] for launch in launches)

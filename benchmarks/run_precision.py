@@ -14,6 +14,7 @@ import statistics
 from common import single_point
 
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 
 def main() -> None:
@@ -23,7 +24,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=6)
     args = parser.parse_args()
     loaded, point = single_point(args.model, args.adapter, max_new_tokens=32, min_rounds=3)
-    runner = Runner(results_dir=None, isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=None, energy=False))
     tpots = []
     for _ in range(args.runs):
         record = runner.run_point(loaded, point)

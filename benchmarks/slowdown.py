@@ -53,7 +53,7 @@ def _variant(base: type, engine: str, percent: int, tag: str = "") -> type:
 
 
 # The unchanged build (0 %: same code path, no delay) and the +5 % and +10 % builds, per engine.
-# Module-level, so an isolated worker can register them too (harness.run.isolation passes in-process
+# Module-level, so an isolated worker can register them too (harness.run.launchers.worker_serve passes in-process
 # adapters by module:name).
 VARIANTS = {
     cls.name: cls

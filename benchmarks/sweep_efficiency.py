@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 SWEEP = """
 model: gemma3-270m
@@ -45,7 +46,7 @@ include:
 def sweep(cache: Path, results: Path, isolation: str, rounds: int = 2) -> tuple[float, float, int, dict]:
     text = SWEEP.replace("min_rounds: 2", f"min_rounds: {rounds}")
     loaded = planning.loads(text, "<sweep-efficiency>", "sweep_efficiency")
-    runner = Runner(results_dir=results, cache_dir=cache, isolation=isolation, energy=False)
+    runner = Runner(RunSettings(results_dir=results, cache_dir=cache, isolation=isolation, energy=False))
     start = time.perf_counter()
     records = runner.run([loaded], progress=False)
     wall = time.perf_counter() - start

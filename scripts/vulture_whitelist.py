@@ -145,6 +145,9 @@ PointLM  # unused class (harness/run/point_lm.py)
 _.create_from_arg_string  # unused method (harness/run/point_lm.py)
 additional_config  # unused variable (harness/run/point_lm.py)
 _.create_from_arg_obj  # unused method (harness/run/point_lm.py)
+# launchers named by module:class in LAUNCHERS (harness/run/launchers/__init__.py), imported when chosen
+InProcessLauncher  # unused class (harness/run/launchers/in_process.py)
+PointLauncher  # unused class (harness/run/launchers/isolated.py)
 
 # entry points and hooks: pytest hooks, the adapters' entry points (pyproject.toml), the lm-eval .pth hook, module __getattr__, report sections
 install  # unused function (harness/lm_eval_hook.py)
@@ -174,7 +177,8 @@ TEMPLATE  # unused variable (harness/report/sections/points.py)
 TEMPLATE  # unused variable (harness/report/sections/spread.py)
 TEMPLATE  # unused variable (harness/report/sections/time_split.py)
 TEMPLATE  # unused variable (harness/report/sections/warnings.py)
-_.diagnosis  # unused attribute (harness/run/steps/verify.py)
+_.diagnosis  # unused attribute (harness/run/steps/check_correctness.py)
 __getattr__  # unused function (harness/sdk.py)
 prefill_violations  # unused variable (harness/correctness/outcome.py): the record's per-prompt count, read by tests
 _.prefill_violations  # unused attribute (harness/correctness/prefill.py)
+_version_text  # unused method (harness/records/engine.py): a pydantic field validator, called by pydantic

@@ -6,7 +6,7 @@ trusted twin (``harness.adapters.openvino.twin``) compiles the IR file afresh, s
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from harness.adapters.openvino import OpenVINOAdapter, twin
 
@@ -56,7 +56,9 @@ class ZeroedHead(OpenVINOAdapter):
             masked = ops.multiply(source, ops.convert(ops.constant(mask), source.get_element_type()))
             o_proj.input(0).replace_source_output(masked.output(0))
             model.validate_nodes_and_infer_types()
-            compiled = core.compile_model(model, "CPU")
+            # The clean point's plugin properties (its inference precision included), not its compile cache.
+            plugin = {k: v for k, v in self.plugin_config.items() if k != "CACHE_DIR"}
+            compiled = core.compile_model(model, self.plugin_device, plugin)
             self._request = compiled.create_infer_request()
             self._inputs = {i.get_any_name() for i in compiled.inputs}
         return self._request
@@ -182,17 +184,45 @@ class NoTokenizerIR(PatchedArtefact):
             (out / name).unlink()
 
 
-def run_with_fault(base: type, scenario, results) -> tuple[int, dict]:
+# Plugin properties a test pins to run one CPU's precision path on any CPU: f32 with dynamic quantization
+# (a CPU with int8 dot products, AVX512-VNNI or AVX-VNNI, and no bf16), f32 without it (an AVX2-only CPU).
+PINNED = {
+    "f32": {"INFERENCE_PRECISION_HINT": "f32"},
+    "f32-nodq": {"INFERENCE_PRECISION_HINT": "f32", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0},
+}
+
+
+def pinned(cls: type, label: str) -> type:
+    """``cls`` with the plugin properties ``PINNED[label]`` in those its gate's step-wise requests compile
+    with (the path every comparison reads, and the rounding model is read from), named ``<cls.name>-<label>``."""
+
+    class Pinned(cls):
+        name = f"{cls.name}-{label}"
+
+        def load(self, model, point, settings):
+            super().load(model, point, settings)
+            self.plugin_config = {**self.plugin_config, **PINNED[label]}
+
+    Pinned.__name__ = Pinned.__qualname__ = f"{cls.__name__}Pinned{label.replace('-', '').upper()}"
+    return Pinned
+
+
+def run_with_fault(base: type, scenario, results, pin: Optional[str] = None) -> tuple[int, dict]:
     """``harness run`` of ``scenario`` with the fault ``base`` registered as ``openvino-<its name>``: the exit
-    code and each point's correctness record by adapter name."""
+    code and each point's correctness record by adapter name. With ``pin`` (a ``PINNED`` label), the clean
+    adapter and the fault run with those plugin properties (``pinned``), as ``openvino-<pin>`` and
+    ``openvino-<its name>-<pin>``."""
     from harness.adapters import registry
     from harness.cli import main
     from harness.records.store import iter_records
 
     fault = type(base.__name__, (base,), {"name": f"openvino-{base.__name__.lower()}"})
-    registry.register_adapter(fault)
+    added = [fault] if pin is None else [pinned(c, pin) for c in (OpenVINOAdapter, fault)]
+    for cls in added:
+        registry.register_adapter(cls)
     try:
         code = main(["run", str(scenario), "--results", str(results), "--isolation", "none"])
     finally:
-        registry.unregister_adapter(fault.name)
+        for cls in added:
+            registry.unregister_adapter(cls.name)
     return code, {r.point["adapter"]: r.correctness for _, r in iter_records(results)}

@@ -1,6 +1,6 @@
 """Fake engines that start a helper process and then hang or crash, for tests/run/test_lifecycle.py.
 
-Module-level classes, so an isolated worker can register them too (``harness.run.isolation`` passes
+Module-level classes, so an isolated worker can register them too (``harness.run.launchers.worker_serve`` passes
 ``module:qualname``). They report through files in ``$HARNESS_LIFECYCLE_TEST_DIR``: ``worker.pid`` and
 ``helper.pid`` once the helper runs; ``hung`` marks that the one hang has happened, so a resumed sweep
 completes. ``cli(argv)`` is ``harness.cli.app.main`` with these adapters registered.

@@ -90,7 +90,16 @@ TABLE: dict[str, Tier] = {
     "correctness/test_bucket_tiers.py": U,
     "correctness/test_dequantized_check.py": E,
     "correctness/test_dequantized_model.py": A,
-    "correctness/test_dequantized_model_openvino.py": A,
+    "correctness/test_dequantized_model_openvino.py": Tier(
+        "acceptance",
+        {
+            "test_settings_the_model_does_not_cover_keep_the_comparison_report_only": "unit",
+            "test_an_f32_run_rounds_the_kv_cache_only": "unit",
+            "test_a_bf16_run_rounds_every_weight_and_activation": "unit",
+            "test_an_f32_run_with_dynamic_quantization_rounds_each_compressed_matmuls_input_to_int8_groups": "engine",
+            "test_the_bf16_model_rounds_weights_and_the_tensors_between_ops": "engine",
+        },
+    ),
     "correctness/test_diagnosis.py": E,
     "correctness/test_gate.py": Tier(
         "unit",

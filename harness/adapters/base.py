@@ -63,12 +63,17 @@ class ActivationRounding:
     artefact's dequantized weights (the dequantized-model floor, ``harness.correctness.dequantized_model``).
     ``inputs(stored_type)``: the rounding of a matmul's input whose weight the artefact stores as
     ``stored_type`` (a ``stored_weights.Tensor.stored_type``), None for none; ``attention``: the rounding of
-    the attention's Q, K and V (the KV cache's storage type), None for none. Both map a torch tensor to one
-    of the same shape and dtype. ``method`` names the model and its version (part of the reference's key)."""
+    the attention's Q, K and V (the KV cache's storage type), None for none. An engine that computes a whole
+    model in a lower precision (OpenVINO's CPU plugin at bf16) also rounds ``weights`` (every matrix as its
+    kernels read it) and ``activations`` (every tensor between ops: each Linear's input and output, the
+    embeddings', norms' and decoder layers' outputs), None for none. Each maps a torch tensor to one of the
+    same shape and dtype. ``method`` names the model and its version (part of the reference's key)."""
 
     method: str
     inputs: Callable[[str], Optional[Callable[[Any], Any]]]
     attention: Optional[Callable[[Any], Any]] = None
+    weights: Optional[Callable[[Any], Any]] = None
+    activations: Optional[Callable[[Any], Any]] = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class Twin:
     computes the reference, ``"floor"`` the identical-weights noise floor, a run that differs from it
     only in what should not matter (``floor_method`` says what)."""
 
-    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision"
+    engine: str  # the trusted path, e.g. "OpenVINO CPU plugin, step-wise, f32 inference precision, ..."
     weights: str  # the file it runs
     key: str  # identity of those weights and that path, the same on every runner (stored reference's key)
     floor_method: str

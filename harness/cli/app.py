@@ -172,7 +172,7 @@ def _reference(args) -> int:
     runner = runner_from(args, log=print)
     for scenario in scenarios:
         runner.prepare_reference(scenario)
-    print(f"references under {runner.reference_dir}/")
+    print(f"references under {runner.settings.reference_dir}/")
     return 0
 
 

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from harness.run.launchers import LAUNCHERS
+
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past that a point is hung, not slow
 MIN_MEMORY_LIMIT_MB = 1024  # below this the worker cannot import an engine: every point would fail alike
 
@@ -91,11 +93,11 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
     add(
         f"--{prefix}isolation",
         dest="harness_isolation",
-        choices=("worker", "point", "none"),
+        choices=tuple(LAUNCHERS),
         default="worker",
-        help="worker: points run in isolated worker processes that live across the points sharing an engine "
-        "and a model, so a crash or hang fails only that point (default); point: a fresh process per "
-        "point; none: all in this process (no protection)",
+        help="; ".join(
+            f"{name}: {mode.help}" + (" (default)" if name == "worker" else "") for name, mode in LAUNCHERS.items()
+        ),
     )
     add(
         f"--{prefix}launches",
@@ -144,13 +146,14 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
     )
 
 
-def runner_from(options, check: bool = True, **overrides):
-    """A Runner configured by the shared options (an argparse Namespace or pytest's option object).
-    ``check``: refuse unwritable output directories now (the pytest plugin checks once points are
-    collected, so a session that runs no point never needs them)."""
+def runner_from(options, check: bool = True, log=lambda message: None, **overrides):
+    """A Runner with the run settings the shared options give (an argparse Namespace or pytest's option
+    object), ``overrides`` replacing some (``RunSettings`` fields). ``check``: refuse unwritable output
+    directories now (the pytest plugin checks once points are collected, so a session that runs no point
+    never needs them)."""
     from harness.io import REFERENCE_DIR
-    from harness.run.isolation import Limits
     from harness.run.runner import Runner
+    from harness.run.settings import Limits, RunSettings
 
     def path(value):
         return Path(value) if value else None
@@ -158,7 +161,7 @@ def runner_from(options, check: bool = True, **overrides):
     results = path(options.harness_results) or Path("results")
     if check:
         check_outputs(options)
-    return Runner(
+    chosen = dict(
         results_dir=results,
         cache_dir=path(options.harness_cache_dir),
         reference_dir=path(options.harness_reference_dir) or results / REFERENCE_DIR,
@@ -168,8 +171,8 @@ def runner_from(options, check: bool = True, **overrides):
         allow_remote_code=options.harness_trust_remote_code,
         energy=not options.harness_no_energy,
         limits=Limits(options.harness_timeout, options.harness_memory_limit_mb),
-        **overrides,
     )
+    return Runner(RunSettings(**{**chosen, **overrides}), log=log)
 
 
 def _launches(value):

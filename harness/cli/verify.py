@@ -55,15 +55,18 @@ def _verify_all(args) -> int:
 
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(
-        args, timing=False, gate_prompts=_parse_prompts(args.prompts), log=lambda message: print(message)
+        args,
+        gate_only=True,
+        gate_prompts=_parse_prompts(args.prompts),
+        # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
+        results_dir=Path(args.harness_results) if args.harness_results else None,
+        log=lambda message: print(message),
     )
-    # Gate-only records (<point id>.verify.json) with --results; none without it (references still stored).
-    runner.results_dir = Path(args.harness_results) if args.harness_results else None
-    if runner.results_dir is None:
+    if runner.settings.results_dir is None:
         return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
     from harness.io import results_lock
 
-    with results_lock(runner.results_dir):  # not while a `harness run` writes there
+    with results_lock(runner.settings.results_dir):  # not while a `harness run` writes there
         return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
 
 
@@ -93,8 +96,8 @@ def _gate_points(runner, scenarios, text: Optional[str], fail_on_unknown: bool) 
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
             failed |= record.verdict == "fail"
-    if runner.results_dir is not None and done:
-        print(f"gate-only records written under {runner.results_dir}/ (<scenario>/<point id>.verify.json)")
+    if runner.settings.results_dir is not None and done:
+        print(f"gate-only records written under {runner.settings.results_dir}/ (<scenario>/<point id>.verify.json)")
     if unjudged := cli_output.not_judged_line(ran):
         print(unjudged)
     return 1 if failed else unknown_exit(ran, fail_on_unknown)

@@ -15,7 +15,7 @@ tokenizer that splits whitespace differently, or a chat API that picks the wrong
   OpenVINO GenAI's ``LLMPipeline.generate(str)``) also runs the prompt text through it: its text must be
   what its tokenizer, generate and detokenizer give piece by piece, and it is the text compared.
 
-Pure over a loaded adapter and the stored reference; the run step (``harness.run.steps.text_path``)
+Pure over a loaded adapter and the stored reference; the run step (``harness.run.steps.check_text_path``)
 records the result. Informational parts never change the gate's own figures; a failed check fails the point.
 """
 

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from harness.measure.drift import drift
 from harness.records.metrics import LAUNCH
-from harness.records.record import Record, launches_of
+from harness.records.record import Record, recorded_launches
 from harness.records.samples import CanaryReading, Interval, Launch, TimeSplit
 
 CONFIDENCE = 0.95
@@ -120,12 +120,12 @@ def combine(records: Sequence[Record]) -> Record:
     owners: list = []
     for record in records:
         offset = len(launches)
-        own = launches_of(record)
+        own = recorded_launches(record)
         ok = {entry.index for entry in own if entry.status == "ok"}
         rounds += [r.model_copy(update={"launch": offset + r.launch}) for r in record.samples.rounds if r.launch in ok]
         launches += [entry.model_copy(update={"index": offset + i}) for i, entry in enumerate(own)]
         owners += [record] * len(own)
-    good = [r for r in records if any(e.status == "ok" for e in launches_of(r))]
+    good = [r for r in records if any(e.status == "ok" for e in recorded_launches(r))]
     source = good[0] if good else first
     failed = next((i for i, entry in enumerate(launches) if entry.status in FAILED), None)
     status, reason, failure = "ok", None, None
@@ -169,7 +169,9 @@ def since(record: Record, first: int) -> Record:
     launches a ``harness gate --confirm`` rerun appended, tested apart from the ones that raised the
     alarm. Figures outside ``metrics.LAUNCH`` keep their values over all launches."""
     kept = [
-        entry.model_copy(update={"index": entry.index - first}) for entry in launches_of(record) if entry.index >= first
+        entry.model_copy(update={"index": entry.index - first})
+        for entry in recorded_launches(record)
+        if entry.index >= first
     ]
     failed = next((entry for entry in kept if entry.status in FAILED), None)
     metrics = _metrics([record], kept)

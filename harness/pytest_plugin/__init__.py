@@ -53,12 +53,12 @@ def pytest_configure(config):
 
 def pytest_sessionstart(session):
     """Sweep what killed runs left in the results directory. Interruptions need nothing more here: each
-    point's worker group is killed by ``harness.run.isolation`` on KeyboardInterrupt, or by the worker's
+    point's worker group is killed by ``harness.run.launchers.worker_process`` on KeyboardInterrupt, or by the worker's
     reaper when pytest itself is terminated (``harness.run.lifecycle``)."""
     from harness.run import lifecycle
 
     if RUNNER in session.config.stash:
-        lifecycle.sweep_stale(session.config.stash[RUNNER].results_dir)
+        lifecycle.sweep_stale(session.config.stash[RUNNER].settings.results_dir)
 
 
 def pytest_collect_file(file_path: Path, parent):
@@ -68,7 +68,7 @@ def pytest_collect_file(file_path: Path, parent):
 
 
 def _wants_several_launches(runner, scenario) -> bool:
-    return runner.launches_of(scenario) > 1 or scenario.measurement.target_rel_ci is not None
+    return runner.planned_launches(scenario) > 1 or scenario.measurement.target_rel_ci is not None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -119,7 +119,7 @@ def pytest_collection_finish(session):
     from harness.io import results_lock
     from harness.records.store import check_free_space
 
-    results = config.stash[RUNNER].results_dir
+    results = config.stash[RUNNER].settings.results_dir
     try:
         check_outputs(config.option, prefix=PREFIX)
         check_free_space(results, points, "--harness-results")

@@ -62,13 +62,13 @@ def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
 
 
 def ok_launches(record: Record) -> Optional[int]:
-    """How many launches the figures rest on (``stats.launches_of``: a record from before launches were
+    """How many launches the figures rest on (``recorded_launches``: a record from before launches were
     recorded is one launch); None for a skipped point, where nothing ran, and a gate-only record, which times none."""
-    from harness.records.record import launches_of
+    from harness.records.record import recorded_launches
 
-    if record.status == "skipped" or record.verify_only:
+    if record.status == "skipped" or record.gate_only:
         return None
-    return sum(launch.status == "ok" for launch in launches_of(record))
+    return sum(launch.status == "ok" for launch in recorded_launches(record))
 
 
 def has_interval(interval: Optional[Interval]) -> bool:

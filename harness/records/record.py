@@ -110,12 +110,13 @@ class Record(BaseModel):
         return self.correctness.verdict if self.correctness else None
 
     @property
-    def verify_only(self) -> bool:
-        """Written by ``harness verify``: the gate's verdict and parts, no timing; timing readers pass over it
-        where the point also has a run record (``harness.records.store.timing_view``)."""
+    def gate_only(self) -> bool:
+        """A gate-only record (written by ``harness verify``, stored as kind ``verify``): the gate's verdict and
+        parts, no timing; timing readers pass over it where the point also has a run record
+        (``harness.records.store.timing_view``)."""
         return self.kind == "verify"
 
-    def as_verify_only(self) -> Record:
+    def as_gate_only(self) -> Record:
         """This record as ``harness verify`` stores it: kind ``verify``, every timing figure left out."""
         cleared = {"metrics": {}, "units": {}, "samples": Samples(), "time_split": None, "unavailable": {}}
         return self.model_copy(update={"kind": "verify", **cleared})
@@ -162,8 +163,8 @@ def describe_errors(exc: ValidationError, source: object = None) -> str:
     return "\n".join(lines)
 
 
-def launches_of(record: Record) -> list[Launch]:
-    """A record's launches; a record written before launches existed (or a single-launch record whose
+def recorded_launches(record: Record) -> list[Launch]:
+    """The launches a record holds (not how many a point is planned to get: ``Runner.planned_launches``); a record written before launches existed (or a single-launch record whose
     status the run decided after the launch entry) counts as one launch with the record's status."""
     entries = list(record.samples.launches)
     if len(entries) > 1:
@@ -189,7 +190,7 @@ def launch_values(record: Record, metric: str) -> list[float]:
     beats no test, and the check's note says the figures may be the machine's."""
     ok = [
         (entry, float(value))
-        for entry in launches_of(record)
+        for entry in recorded_launches(record)
         if entry.status == "ok" and (value := entry.medians.get(metric)) is not None
     ]
     counted = [value for entry, value in ok if entry.counted]
@@ -198,5 +199,5 @@ def launch_values(record: Record, metric: str) -> list[float]:
 
 def disturbed_throughout(record: Record) -> bool:
     """Fewer than two undisturbed ok launches but at least two ok ones: ``launch_values`` tests them all."""
-    ok = [entry for entry in launches_of(record) if entry.status == "ok"]
+    ok = [entry for entry in recorded_launches(record) if entry.status == "ok"]
     return len(ok) >= 2 and sum(entry.counted for entry in ok) < 2

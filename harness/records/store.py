@@ -13,13 +13,13 @@ from harness.records.columns import flatten
 from harness.records.migration import SCHEMA_VERSION
 from harness.records.record import Record
 
-VERIFY_SUFFIX = ".verify"  # a gate-only record's file: <point id>.verify.json, beside the run's <point id>.json
+GATE_ONLY_SUFFIX = ".verify"  # a gate-only record's file: <point id>.verify.json, beside the run's <point id>.json
 
 
 def record_path(results_dir: Path, record: Record) -> Path:
     """``<results>/<scenario>/<point id>.json``; a gate-only record (``harness verify``) ends ``.verify.json``,
     so it never overwrites the point's run record nor is overwritten by it."""
-    suffix = VERIFY_SUFFIX if record.verify_only else ""
+    suffix = GATE_ONLY_SUFFIX if record.gate_only else ""
     return Path(results_dir) / safe_name(record.scenario) / f"{safe_name(record.point_id)}{suffix}.json"
 
 
@@ -31,8 +31,8 @@ def timing_view(pairs: Iterable[tuple[Source, Record]]) -> list[tuple[Source, Re
     (``harness verify``): the run's, which holds the timing; a point with only a gate-only record keeps it.
     Every reader of timing (report tables, summary, compare, the regression check, history) reads this."""
     pairs = list(pairs)
-    ran = {(r.scenario, r.point_id) for _, r in pairs if not r.verify_only}
-    return [(source, r) for source, r in pairs if not r.verify_only or (r.scenario, r.point_id) not in ran]
+    ran = {(r.scenario, r.point_id) for _, r in pairs if not r.gate_only}
+    return [(source, r) for source, r in pairs if not r.gate_only or (r.scenario, r.point_id) not in ran]
 
 
 def timing_records(records: Iterable[Record]) -> list[Record]:

@@ -178,7 +178,7 @@ def check(
             )
             continue
         outcome.compared += 1
-        if before.verify_only or after.verify_only:
+        if before.gate_only or after.gate_only:
             correctness_only.append(f"{scenario}::{pid}")
         outcome.notes += [  # kept in the records, left out of the test (records.record.launch_values)
             f"{scenario}::{pid}: {side} {text}"

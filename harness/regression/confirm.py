@@ -27,7 +27,7 @@ def confirm(
     from dataclasses import replace
 
     from harness.measure.launches import since
-    from harness.records.record import launches_of
+    from harness.records.record import recorded_launches
     from harness.regression.check import check, index, key
     from harness.regression.outcome import RegressionOutcome
 
@@ -36,10 +36,10 @@ def confirm(
         return outcome
     baseline, now = list(baseline), index(current, "new records")
     targets = [now[point] for point in flagged if point in now]
-    before = {key(r): len(launches_of(r)) for r in targets}
+    before = {key(r): len(recorded_launches(r)) for r in targets}
     fresh = {}
     for record in rerun(targets, launches):
-        if key(record) in before and len(launches_of(record)) > before[key(record)]:
+        if key(record) in before and len(recorded_launches(record)) > before[key(record)]:
             fresh[key(record)] = since(record, before[key(record)])
     if not fresh:
         return replace(

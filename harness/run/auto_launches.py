@@ -59,7 +59,7 @@ def previous(results_dir: Optional[Path], scenario: Scenario, point: Point) -> O
 def plan(scenario: Scenario, point: Point, stored: Optional[Record]) -> Plan:
     """The fewest launches whose detectable change is within the target and whose time fits the budget."""
     from harness.measure import noise
-    from harness.records.record import launches_of
+    from harness.records.record import recorded_launches
     from harness.regression import power
     from harness.regression.thresholds import DEFAULT_FDR
 
@@ -72,7 +72,9 @@ def plan(scenario: Scenario, point: Point, stored: Optional[Record]) -> Plan:
     cv = abs(float(found.cv))
     if found.between_cv is not None:  # the components at this scenario's rounds
         cv = noise.launch_cv(float(found.between_cv), found.within_cv, float(m.min_rounds))
-    seconds = sum(stored.time_split.model_dump().values()) / len(launches_of(stored)) if stored.time_split else 0.0
+    seconds = (
+        sum(stored.time_split.model_dump().values()) / len(recorded_launches(stored)) if stored.time_split else 0.0
+    )
     level = power.alpha(DEFAULT_FDR, 2)  # a lone regression among the point's ms/token and TTFT tests
     budget = m.time_budget_s
     most = (

@@ -3,7 +3,7 @@
 - Front-ends turn SIGTERM, SIGINT and SIGHUP into ``Interrupted`` (``interruptible``); a second signal
   ends the process at once, the default way. ``shielded`` defers these signals over the few lines that
   start a child or kill it, so no signal lands between the two.
-- The parent kills each point's process group on every exit path (``harness.run.isolation``). If the
+- The parent kills each point's process group on every exit path (``harness.run.launchers.worker_process``). If the
   parent dies without doing so (kill -9), the worker's reaper (``die_with_parent``) sees the parent's
   end of a pipe close and kills the group: the worker and every helper its engine started.
 - Leftovers of killed runs (work folders of dead processes, temporary files of interrupted atomic

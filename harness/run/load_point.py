@@ -88,8 +88,9 @@ def load_point(
     that ``harness run`` would skip is a ``UsageError`` naming the same reason."""
     from harness.adapters.base import PointSkipped
     from harness.correctness.reference import eos_ids
+    from harness.run.settings import RunSettings
     from harness.run.steps import resolve
-    from harness.run.steps.session import Session
+    from harness.run.steps.launch_context import LaunchContext
     from harness.run.steps.skip import Skip
 
     if scenario is not None:
@@ -106,9 +107,9 @@ def load_point(
             f"{scenario}: model.trust_remote_code: true runs code shipped with the model; confirm with "
             "trust_remote_code=True in --model_args (lm_eval: --trust_remote_code)"
         )
-    session = Session(cache_dir=Path(cache_dir) if cache_dir else None, allow_remote_code=bool(trust_remote_code))
+    settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None, allow_remote_code=bool(trust_remote_code))
     try:
-        resolved = resolve.resolve(session, chosen_scenario, chosen)
+        resolved = resolve.resolve(LaunchContext(settings), chosen_scenario, chosen)
         engine, _ = resolve.load(resolved)
     except (Skip, PointSkipped) as skip:
         raise UsageError(f"{chosen.id}: {skip}") from None

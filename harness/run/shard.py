@@ -66,7 +66,7 @@ def merge(records: Iterable[tuple[object, Record]]) -> tuple[list[Record], list[
     chosen: dict[tuple[str, str, str], tuple[object, Record]] = {}
     conflicts: list[str] = []
     for source, record in records:
-        key = (record.scenario, record.point_id, record.kind)  # a point's run and verify records are both kept
+        key = (record.scenario, record.point_id, record.kind)  # a point's run and gate-only records are both kept
         if key not in chosen:
             chosen[key] = (source, record)
             continue

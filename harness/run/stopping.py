@@ -10,14 +10,14 @@ from harness.records.record import Record
 from harness.scenario.measurement import Measurement
 
 
-def wants_launch(m: Measurement, launches: Sequence[Record], timing: bool, planned: Callable[[], int]) -> bool:
+def wants_launch(m: Measurement, launches: Sequence[Record], gate_only: bool, planned: Callable[[], int]) -> bool:
     """Another launch: until ``planned()`` launches, each disturbed launch (``Launch.excluded``) re-run up to
     ``disturbed_reruns`` times; then, with ``target_rel_ci``, until the interval of the median TPOT is
     narrow enough or ``max_launches`` is reached. Never after a launch that was not ok. ``planned`` is asked
     only when the rule needs it (``launches: auto`` plans from the stored record, once, and says why)."""
     if not launches:
         return True
-    if launches[-1].status != "ok" or not timing:  # `harness verify` gates once
+    if launches[-1].status != "ok" or gate_only:  # `harness verify` gates once
         return False
     disturbed = sum(1 for r in launches for entry in r.samples.launches if entry.excluded)
     if len(launches) < planned() + min(disturbed, m.disturbed_reruns):

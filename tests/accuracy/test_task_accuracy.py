@@ -20,6 +20,7 @@ from harness.errors import ScenarioErrors  # noqa: E402
 from harness.report import build
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
+from harness.run.settings import RunSettings  # noqa: E402
 from harness.scenario.sweep import expand  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -117,7 +118,7 @@ include:
 def accuracy_records(tmp_path_factory, cache_dir):
     loaded = planning.loads(ACCURACY, "<accuracy>", "accuracy")
     out = tmp_path_factory.mktemp("accuracy")
-    runner = Runner(results_dir=out, cache_dir=cache_dir, reference_dir=out / "references", isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=out, cache_dir=cache_dir, reference_dir=out / "references", energy=False))
     return out, {point.adapter: runner.run_point(loaded, point) for point in expand(loaded)}
 
 
@@ -247,7 +248,7 @@ def test_without_lm_eval_the_point_still_runs_and_says_why(cache_dir, tmp_path, 
         "no_lm_eval",
     )
     (point,) = expand(loaded)
-    record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
+    record = Runner(RunSettings(results_dir=tmp_path, cache_dir=cache_dir, energy=False)).run_point(loaded, point)
     assert record.status == "ok" and record.metrics["tpot_ms"] > 0
     assert record.accuracy.model_dump(exclude_none=True) == {
         "skipped": "lm-eval is not installed: pip install -e '.[accuracy]'"

@@ -186,6 +186,7 @@ def test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate(
     from harness.adapters import registry
     from harness.run import planning
     from harness.run.runner import Runner
+    from harness.run.settings import RunSettings
     from harness.scenario.sweep import expand
 
     registry.register_adapter(MissingKernelEngine)
@@ -202,7 +203,7 @@ def test_a_missing_kernel_in_a_run_fails_the_point_instead_of_skipping_its_gate(
             """)
         )
         (point,) = expand(loaded)
-        record = Runner(results_dir=tmp_path / "results").run_point(loaded, point)
+        record = Runner(RunSettings(results_dir=tmp_path / "results")).run_point(loaded, point)
     finally:
         registry.unregister_adapter(MissingKernelEngine.name)
     # before: the runner read the NotImplementedError as "no step-wise logits", and the point passed

@@ -110,10 +110,11 @@ sweep:
 def test_the_static_source_passes_the_gate_and_ane_points_skip(write_scenario, tmp_path):
     from harness.run import planning
     from harness.run.runner import Runner
+    from harness.run.settings import RunSettings
     from harness.scenario.sweep import expand
 
     loaded = planning.load(write_scenario(SCENARIO))
-    runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path / "results", energy=False))
     static, ane = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert static.status == "ok", static.reason
     assert static.engine.emulated is True

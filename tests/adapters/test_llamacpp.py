@@ -10,6 +10,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip ins
 from harness.adapters.llamacpp import gguf_export  # noqa: E402
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
+from harness.run.settings import RunSettings  # noqa: E402
 from harness.scenario import schema
 from harness.scenario.sweep import expand  # noqa: E402
 
@@ -28,7 +29,7 @@ sweep:
 @pytest.fixture(scope="module")
 def tiny_records(tmp_path_factory, cache_dir):
     loaded = planning.loads(TINY, "<tiny>", "tiny_llamacpp")
-    runner = Runner(results_dir=tmp_path_factory.mktemp("results"), cache_dir=cache_dir, isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path_factory.mktemp("results"), cache_dir=cache_dir, energy=False))
     return {point.quantization: runner.run_point(loaded, point) for point in expand(loaded)}
 
 
@@ -98,7 +99,7 @@ sweep: {adapter: [llamacpp], quantization: [int8_sym]}
         "requant",
     )
     (point,) = expand(loaded)
-    record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
+    record = Runner(RunSettings(results_dir=tmp_path, cache_dir=cache_dir, energy=False)).run_point(loaded, point)
     assert record.status == "skipped"
     assert "already quantized (MOSTLY_Q4_K_M)" in record.reason and "F32/F16/BF16" in record.reason
 
@@ -118,7 +119,7 @@ def test_a_prompt_longer_than_the_default_context_gets_room(cache_dir, tmp_path)
     text = text.replace("quantization: [none, int8_sym, int4_sym, int4_asym]", "prompt_len: [4096]")
     loaded = planning.loads(text, "<long>", "long_prompt")
     (point,) = expand(loaded)
-    record = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False).run_point(loaded, point)
+    record = Runner(RunSettings(results_dir=tmp_path, cache_dir=cache_dir, energy=False)).run_point(loaded, point)
     assert record.status == "ok", record.reason
     assert record.engine.extra["n_ctx"] >= 4096 + 4 and record.metrics["prompt_tokens"] == 4096
 

@@ -126,10 +126,11 @@ sweep:
 def test_the_adapter_runs_the_reference_runner_with_the_gate(write_scenario, tmp_path):
     from harness.run import planning
     from harness.run.runner import Runner
+    from harness.run.settings import RunSettings
     from harness.scenario.sweep import expand
 
     loaded = planning.load(write_scenario(SCENARIO))
-    runner = Runner(results_dir=tmp_path / "results", isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path / "results", energy=False))
     reference, npu = [runner.run_point(loaded, point) for point in expand(loaded)]
     assert reference.status == "ok", reference.reason
     assert reference.engine.emulated is True and "not NPU timing" in reference.engine.extra["prepared"]["runner"]

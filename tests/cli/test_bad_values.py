@@ -20,6 +20,7 @@ from harness.io import check_writable_dir, check_writable_file, write_json_atomi
 from harness.records import store as record_store
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from tests import records as synthetic
 from tests.conftest import registered
 from tests.fakes import NONFINITE
@@ -45,10 +46,17 @@ NAN_SWEEP = tiny(
 def test_an_engine_that_reports_nan_fails_only_its_point_and_records_stay_strict_json(
     write_scenario, tmp_path, nonfinite_adapters, isolate
 ):
-    from harness.run.isolation import Limits
+    from harness.run.settings import Limits
 
     loaded = planning.load(write_scenario(NAN_SWEEP, "nan.yaml"))
-    runner = Runner(results_dir=tmp_path / "results", isolate=isolate, energy=False, limits=Limits(timeout_s=120))
+    runner = Runner(
+        RunSettings(
+            results_dir=tmp_path / "results",
+            isolation="worker" if isolate else "none",
+            energy=False,
+            limits=Limits(timeout_s=120),
+        )
+    )
     records = {r.point_id: r for r in runner.run([loaded], progress=False)}
     assert len(records) == 3
 
@@ -446,7 +454,7 @@ def test_tokens_beyond_the_model_context_skip_the_point_with_the_reason(write_sc
         write_scenario(tiny(prompts=["x"], generation={"max_new_tokens": 9000}, measurement=None), "long.yaml")
     )
     start = time.perf_counter()
-    [record] = Runner(results_dir=tmp_path / "results", energy=False).run([loaded], progress=False)
+    [record] = Runner(RunSettings(results_dir=tmp_path / "results", energy=False)).run([loaded], progress=False)
     assert time.perf_counter() - start < 5
     assert record.status == "skipped"
     assert record.reason == (

@@ -19,6 +19,7 @@ from harness.correctness import same_weights as sw
 from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 
 needs_openvino = pytest.mark.skipif(find_spec("openvino_genai") is None, reason="the openvino extra is not installed")
 needs_llamacpp = pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")
@@ -46,7 +47,7 @@ def verify(write_scenario, reference_dir, adapters, device, quantizations, class
     for cls in classes:
         registry.register_adapter(cls)
     try:
-        records = Runner(reference_dir=reference_dir, timing=False).run(
+        records = Runner(RunSettings(reference_dir=reference_dir, gate_only=True)).run(
             [planning.load(write_scenario(text))], progress=False
         )
     finally:
@@ -196,6 +197,24 @@ def test_device_side_faults_on_an_int8_point_fail_against_its_own_weights(write_
     assert any("against its own weights the point is" in reason for reason in halved.reasons)
     # One twin reference for the IR, shared by every INT8 point (the faults live in the device path only).
     assert len(list(reference_dir.glob("tiny-llama/same-weights/*.json"))) == 1
+
+
+@needs_openvino
+def test_the_openvino_twin_runs_one_path_on_every_cpu(tiny_llama):
+    """The twin pins f32 and dynamic quantization off: a CPU with int8 dot products (AVX512-VNNI, AVX-VNNI)
+    would otherwise quantize its matmuls' inputs where an AVX2-only one does not, under one reference key."""
+    from harness.adapters.openvino import export, twin
+    from harness.models.sources import cache_dir
+    from harness.records.precision import from_openvino_type
+
+    ir_dir = export.artefact(tiny_llama, "int8_sym", {}, cache_dir())
+    found = twin.twin(ir_dir, 2)
+    with found.open("reference") as steps:
+        steps.prefill([0, 1])
+        compiled = steps._request.get_compiled_model()
+        assert compiled.get_property("DYNAMIC_QUANTIZATION_GROUP_SIZE") == 0
+        assert from_openvino_type(compiled.get_property("INFERENCE_PRECISION_HINT")) == "f32"
+    assert "no dynamic quantization" in found.engine and found.key.endswith("/cpu-f32-nodq")
 
 
 @needs_llamacpp

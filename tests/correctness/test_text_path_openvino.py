@@ -61,9 +61,10 @@ def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1, out
-    from harness.adapters.openvino.export import inference_precision
+    from tests.machine import openvino_cpu_precision
 
-    precision = inference_precision("CPU")  # at quantization none the CPU plugin's precision names the point
+    # at quantization none the CPU plugin's precision names the point: derived from this machine
+    precision = openvino_cpu_precision()
     clean = found[f"openvino-CPU-{precision}"]
     assert clean.startswith("PASS ") and "text path: tok pass, chat pass, text pass, batch -" in clean, out
     swapped = found[f"{Swapped.name}-CPU-{precision}"]

@@ -57,8 +57,8 @@ def test_the_series_fingerprint_names_the_device_plugin(tmp_path, capsys):
     argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
     assert cli.main([*argv, "--no-energy", "--history", db]) == 0
     capsys.readouterr()
-    from harness.adapters.openvino.export import inference_precision
+    from tests.machine import openvino_cpu_precision
 
-    point = f"scenario::openvino-CPU-{inference_precision('CPU')}"  # the plugin's precision names the point
+    point = f"scenario::openvino-CPU-{openvino_cpu_precision()}"  # the plugin's precision (this CPU's) names it
     assert cli.main(["history", "show", point, "--db", db, "--metric", "tpot"]) == 0
     assert "openvino_intel_cpu_plugin 20" in capsys.readouterr().out

@@ -11,6 +11,7 @@ from harness.records.record import Record, launch_values
 from harness.records.samples import CanaryCalibration, Launch
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.records import record
 from tests.tiny_scenario import tiny
@@ -67,7 +68,7 @@ def test_disturbed_launches_are_rerun_a_bounded_number_of_times(
             )
         )
     )
-    runner = Runner(results_dir=tmp_path, isolation="none", energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
     (point,) = expand(loaded)
     merged = runner.run_point(loaded, point)
     assert len(merged.samples.launches) == expected

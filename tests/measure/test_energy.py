@@ -206,13 +206,14 @@ def test_cycle_counter_says_why_not(tmp_path):
 def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario, tmp_path, tiny_llama):
     from harness.run import planning
     from harness.run.runner import Runner
+    from harness.run.settings import RunSettings
     from harness.scenario.sweep import expand
 
     loaded = planning.load(
         write_scenario(tiny(prompts=None, measurement={"min_rounds": 2, "threads": 2}, sweep={"adapter": ["hf"]}))
     )
     (point,) = expand(loaded)
-    record = Runner(results_dir=None).run_point(loaded, point)
+    record = Runner(RunSettings(results_dir=None)).run_point(loaded, point)
     assert record.status == "ok", record.reason
     assert record.metrics["cpu_cycles"] is not None or record.unavailable["cpu_cycles"]
     assert record.metrics["device_memory_peak_mb"] is None

@@ -15,6 +15,7 @@ from harness.adapters.hf.moe_capacity import RoutingMonitor  # noqa: E402
 from harness.report import build  # noqa: E402
 from harness.run import planning  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
+from harness.run.settings import RunSettings  # noqa: E402
 from harness.scenario.sweep import expand  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ sweep:
 def capacity_records(tmp_path_factory, cache_dir):
     loaded = planning.loads(CAPACITY, "<capacity>", "capacity")
     out = tmp_path_factory.mktemp("capacity")
-    runner = Runner(results_dir=out, cache_dir=cache_dir, isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=out, cache_dir=cache_dir, energy=False))
     return out, {point.moe_capacity: runner.run_point(loaded, point) for point in expand(loaded)}
 
 
@@ -125,7 +126,7 @@ def test_capacity_needs_an_moe_model_and_an_engine_that_can_cap(tiny_llama, cach
     text = CAPACITY.replace("tiny-mixtral", "tiny-llama").replace("[null, 8, 2]", "[8]")
     text = text.replace("adapter: [hf]", "adapter: [hf, llamacpp]")
     loaded = planning.loads(text, "<dense>", "dense")
-    runner = Runner(results_dir=tmp_path, cache_dir=cache_dir, isolate=False, energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, cache_dir=cache_dir, energy=False))
     records = {p.adapter: runner.run_point(loaded, p) for p in expand(loaded)}
     assert records["hf"].status == "skipped" and "tiny-llama (llama) is dense" in records["hf"].reason
     assert records["llamacpp"].status == "skipped"

@@ -13,6 +13,7 @@ from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.cli.test_verify_top1_engine import ForcedTop1Adapter
 from tests.records import record, rounds
@@ -21,7 +22,10 @@ from tests.tiny_scenario import tiny
 
 def run_points(write_scenario, tmp_path, text: str, name: str):
     loaded = planning.load(write_scenario(text, name))
-    return [Runner(results_dir=tmp_path / "results", cache_dir=None).run_point(loaded, p) for p in expand(loaded)]
+    return [
+        Runner(RunSettings(results_dir=tmp_path / "results", cache_dir=None)).run_point(loaded, p)
+        for p in expand(loaded)
+    ]
 
 
 def uncatalogued(records) -> dict[str, set[str]]:

@@ -1,9 +1,9 @@
 """Acceptance (issue #30): point ids say the precision that ran, on the OpenVINO and transformers engines too.
 An OpenVINO point at quantization none computes in its plugin's inference precision whatever ``model.dtype``
-says (the export ignores it, and no hint is set): on a CPU without bf16 that is f32, so the point is
-``openvino-CPU-f32``, its record and the report's columns say so, and a baseline saved under the old id
-(``openvino-CPU-bf16``) still matches it in `harness gate`. A transformers point runs the dtype its id
-names. Real `harness run`s of tiny-llama."""
+says (the export ignores it, and no hint is set): f32 on a CPU without bf16, bf16 on one with AVX512-bf16
+or AMX. So the point is ``openvino-CPU-f32`` or ``openvino-CPU-bf16``, its record and the report's columns
+say so, and a baseline saved under the old id (``model.dtype``'s) still matches it in `harness gate`. A
+transformers point runs the dtype its id names. Real `harness run`s of tiny-llama."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from harness import cli
 from harness.records import store
 from harness.records.precision import from_openvino_type
+from tests.machine import cpu_has_bf16
 
 SCENARIO = """
 name: honest
@@ -43,18 +44,16 @@ def _run(tmp_path: Path, adapter: str, device: str, dtype: str = "bf16"):
     return path, record
 
 
-def _cpu_has_bf16() -> bool:
-    """What OpenVINO's CPU plugin looks for before computing in bf16 by default (x86: AVX512-BF16 or AMX)."""
-    flags = Path("/proc/cpuinfo").read_text().split()
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def test_the_openvino_cpu_point_is_named_by_the_plugins_inference_precision(tmp_path, tiny_llama, capsys):
     pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
     if platform.machine() not in ("x86_64", "AMD64") or not Path("/proc/cpuinfo").exists():
         pytest.skip("the expected precision is derived from x86 CPU flags in /proc/cpuinfo")
-    ran = "bf16" if _cpu_has_bf16() else "f32"
-    path, record = _run(tmp_path, "openvino", "CPU")
+    # Derived from the CPU's flags, apart from the plugin whose choice the id reports.
+    ran = "bf16" if cpu_has_bf16() else "f32"
+    # model.dtype is the other precision, so the id before ids named the plugin's precision differs from
+    # today's on every CPU (bf16 on one without bf16, fp32 on one with it) and the rename below is exercised.
+    dtype = "fp32" if ran == "bf16" else "bf16"
+    path, record = _run(tmp_path, "openvino", "CPU", dtype)
     assert record.point_id == f"openvino-CPU-{ran}" and path.stem == record.point_id
     assert f"honest::openvino-CPU-{ran}" in capsys.readouterr().out  # the run table
     assert record.engine.precision == ran
@@ -62,12 +61,14 @@ def test_the_openvino_cpu_point_is_named_by_the_plugins_inference_precision(tmp_
     (row,) = store.load(tmp_path / "results").to_dict("records")  # the columns of the report, CSV and pandas
     assert row["precision"] == ran and row["quantization"] == "none", row
 
-    # A baseline saved before ids named the plugin's precision: its record said openvino-CPU-bf16.
-    old = record.to_dict() | {"point_id": "openvino-CPU-bf16", "schema_version": 2}
+    # A baseline saved before ids named the plugin's precision: its record's id named model.dtype.
+    before = f"openvino-CPU-{dtype}"
+    assert before != record.point_id
+    old = record.to_dict() | {"point_id": before, "schema_version": 2}
     engine = old.pop("engine")  # version 2's flat adapter part, without the precision
     old["adapter"] = {"engine": engine["name"], "engine_version": engine["version"], **engine["extra"]}
     (tmp_path / "old" / "honest").mkdir(parents=True)
-    (tmp_path / "old" / "honest" / "openvino-CPU-bf16.json").write_text(json.dumps(old, default=str))
+    (tmp_path / "old" / "honest" / f"{before}.json").write_text(json.dumps(old, default=str))
     saved = ["baseline", "save", str(tmp_path / "old"), "--name", "before", "--baselines-dir", str(tmp_path / "b")]
     assert cli.main(saved) == 0
     capsys.readouterr()

@@ -151,7 +151,8 @@ def test_report_leads_with_the_engines_and_draws_token_and_kl_plots(tmp_path):
 def test_steps_report_their_phase(tmp_path, tiny_llama, write_scenario):
     """The phase callback sees resolve, load, warm-up, each timing round and each gate prompt."""
     from harness.run import planning, steps
-    from harness.run.steps.session import Session
+    from harness.run.settings import RunSettings
+    from harness.run.steps.caches import Caches
     from harness.scenario.sweep import expand
 
     path = write_scenario("""
@@ -164,9 +165,9 @@ gate: {k: 5, tokens: 4, prompts: 2}
 """)
     scenario = planning.load(path)
     phases = []
-    session = Session(reference_dir=tmp_path / "refs", energy=False, progress=phases.append)
+    settings = RunSettings(reference_dir=tmp_path / "refs", energy=False)
     (point,) = expand(scenario)
-    assert steps.execute(session, scenario, point).status == "ok"
+    assert steps.execute(settings, Caches(), scenario, point, on_phase=phases.append).status == "ok"
     tail = [p.split(": ", 1)[1] for p in phases]
     assert tail[0].startswith("converting") and tail[1].startswith("loading hf")
     assert tail[2:] == [

@@ -12,8 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from harness.records import store
 from harness.run import planning
-from harness.run.isolation import Limits
 from harness.run.runner import Runner
+from harness.run.settings import Limits, RunSettings
 from harness.scenario.sweep import expand
 from tests.tiny_scenario import tiny
 
@@ -26,7 +26,9 @@ FAULTY_SWEEP = tiny(
 
 def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(write_scenario, tmp_path, fake_adapters):
     loaded = planning.load(write_scenario(FAULTY_SWEEP))
-    runner = Runner(results_dir=tmp_path, isolate=True, limits=Limits(timeout_s=15, memory_limit_mb=1024))
+    runner = Runner(
+        RunSettings(results_dir=tmp_path, isolation="worker", limits=Limits(timeout_s=15, memory_limit_mb=1024))
+    )
     records = {r.point["adapter"]: r for r in runner.run([loaded], progress=False)}
 
     assert records["fake"].status == "ok" and records["fake"].metrics["generated_tokens"] == 6
@@ -46,11 +48,11 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
 
 def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path, fake_adapters):
     loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake", "fake-failing"], "batch_size": [1, 2, 3]})))
-    runner = Runner(results_dir=tmp_path)
+    runner = Runner(RunSettings(results_dir=tmp_path))
     first = runner.run([loaded], progress=False, select=lambda p: p.batch_size == 1)  # "interrupted" here
     stamps = {r.point_id: r.started_at for r in first}
     time.sleep(1.1)  # started_at has one-second resolution
-    resumed = Runner(results_dir=tmp_path).run([loaded], progress=False, resume=True)
+    resumed = Runner(RunSettings(results_dir=tmp_path)).run([loaded], progress=False, resume=True)
     assert len(resumed) == 6
     by_id = {r.point_id: r for r in resumed}
     assert by_id["fake-cpu-bf16-bs1"].started_at == stamps["fake-cpu-bf16-bs1"]  # kept, not re-run
@@ -59,7 +61,7 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
 
     changed = planning.load(write_scenario(tiny(generation={"max_new_tokens": 5}, sweep={"batch_size": [1]})))
     (point,) = expand(changed)
-    assert Runner(results_dir=tmp_path).finished(changed, point) is None  # settings differ: re-run
+    assert Runner(RunSettings(results_dir=tmp_path)).finished(changed, point) is None  # settings differ: re-run
 
 
 def test_killing_harness_run_mid_sweep_then_resuming_gives_every_record(write_scenario, tmp_path, tiny_llama):
@@ -109,20 +111,19 @@ def test_an_isolated_point_relays_its_phase_to_the_parent(write_scenario, tmp_pa
             tiny(generation={"max_new_tokens": 6}, measurement={"warmup_rounds": 1, "min_rounds": 2, "min_time_s": 2})
         )
     )
-    runner = Runner(results_dir=tmp_path, isolate=True, energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
     phases: list[str] = []
-    runner.session.progress = phases.append
     [point] = expand(loaded)
-    assert runner.run_point(loaded, point).status == "ok"
+    assert runner.run_point(loaded, point, on_phase=phases.append).status == "ok"
     assert any("timing round" in phase for phase in phases), phases
     assert all(phase.startswith(point.id) for phase in phases)
 
 
 def test_the_phase_relay_passes_on_changes_only(tmp_path):
-    from harness.run.isolation import _PhaseRelay
+    from harness.run.launchers.worker_process import PhaseRelay
 
     seen: list[str] = []
-    relay = _PhaseRelay(tmp_path / "phase", seen.append)
+    relay = PhaseRelay(tmp_path / "phase", seen.append)
     relay.poll()  # no file yet: nothing
     (tmp_path / "phase").write_text("loading")
     relay.poll()

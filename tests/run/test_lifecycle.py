@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.run import lifecycle, planning
-from harness.run.isolation import Limits
 from harness.run.runner import Runner
+from harness.run.settings import Limits, RunSettings
 from tests import lifecycle_fakes
 from tests.lifecycle_fakes import STATE_ENV
 from tests.tiny_scenario import tiny
@@ -209,7 +209,9 @@ def _one_point(write_scenario, adapter: str):
 
 
 def test_helpers_of_a_crashed_engine_die_with_it(write_scenario, tmp_path, lifecycle_adapters):
-    runner = Runner(results_dir=tmp_path / "results", isolate=True, energy=False, limits=Limits(timeout_s=120))
+    runner = Runner(
+        RunSettings(results_dir=tmp_path / "results", isolation="worker", energy=False, limits=Limits(timeout_s=120))
+    )
     (record,) = runner.run([_one_point(write_scenario, "fake-crash-helper")], progress=False)
     assert record.status == "failed" and "killed by SIGSEGV" in record.reason
     worker, helper = (int((lifecycle_adapters / f"{name}.pid").read_text()) for name in ("worker", "helper"))
@@ -217,7 +219,11 @@ def test_helpers_of_a_crashed_engine_die_with_it(write_scenario, tmp_path, lifec
 
 
 def test_a_failure_under_a_memory_limit_names_the_limit(write_scenario, tmp_path, fake_adapters, lifecycle_adapters):
-    runner = Runner(results_dir=None, isolate=True, energy=False, limits=Limits(timeout_s=120, memory_limit_mb=1024))
+    runner = Runner(
+        RunSettings(
+            results_dir=None, isolation="worker", energy=False, limits=Limits(timeout_s=120, memory_limit_mb=1024)
+        )
+    )
     (hungry,) = runner.run([_one_point(write_scenario, "fake-hungry")], progress=False)
     assert hungry.status == "failed"
     assert hungry.reason.startswith("MemoryError") or "killed by" in hungry.reason
@@ -227,7 +233,7 @@ def test_a_failure_under_a_memory_limit_names_the_limit(write_scenario, tmp_path
         "the engine process was killed by SIGABRT (signal 6); "
         "most likely memory limit 1024 MiB (--memory-limit-mb) reached"
     )
-    unlimited = Runner(results_dir=None, isolate=True, energy=False, limits=Limits(timeout_s=120))
+    unlimited = Runner(RunSettings(results_dir=None, isolation="worker", energy=False, limits=Limits(timeout_s=120)))
     (aborted,) = unlimited.run([_one_point(write_scenario, "fake-abort")], progress=False)
     assert aborted.reason == "the engine process was killed by SIGABRT (signal 6)"  # no limit, none named
 

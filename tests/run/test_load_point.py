@@ -10,6 +10,7 @@ from harness.errors import UsageError
 from harness.run import planning
 from harness.run.load_point import load_point
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.conftest import registered
 from tests.fakes import FakeAdapter
@@ -52,7 +53,9 @@ include:
 def _run(path, point_id, cache_dir, tmp_path):
     loaded = planning.load(path)
     (point,) = [p for p in expand(loaded) if p.id == point_id]
-    runner = Runner(results_dir=tmp_path / "results", cache_dir=cache_dir, allow_remote_code=True, energy=False)
+    runner = Runner(
+        RunSettings(results_dir=tmp_path / "results", cache_dir=cache_dir, allow_remote_code=True, energy=False)
+    )
     return runner.run_point(loaded, point)
 
 

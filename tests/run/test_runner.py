@@ -3,6 +3,7 @@ from __future__ import annotations
 from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.fakes import FakeAdapter
 from tests.tiny_scenario import tiny
@@ -10,7 +11,7 @@ from tests.tiny_scenario import tiny
 
 def run_all(write_scenario, tmp_path, text):
     loaded = planning.load(write_scenario(text, "sweep.yaml"))
-    runner = Runner(results_dir=tmp_path / "results")
+    runner = Runner(RunSettings(results_dir=tmp_path / "results"))
     return {r.point_id: r for r in runner.run([loaded], progress=False)}
 
 
@@ -65,7 +66,7 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
 
     loaded = planning.load(write_scenario(TINY_SCENARIO))
     (point,) = expand(loaded)
-    record = Runner(results_dir=tmp_path).run_point(loaded, point)
+    record = Runner(RunSettings(results_dir=tmp_path)).run_point(loaded, point)
     assert record.status == "ok", record.reason
     assert record.point["adapter"] == "hf" and record.settings["generation"]["max_new_tokens"] == 6
     m = record.metrics

@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from harness.run import planning
-from harness.run.isolation import Limits
 from harness.run.runner import Runner
+from harness.run.settings import Limits, RunSettings
 from tests.conftest import registered
 from tests.tiny_scenario import tiny
 
@@ -25,7 +25,9 @@ def worker_adapters(fake_adapters):
 def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake-picky"], "batch_size": list(range(1, 31))})))
     runner = Runner(
-        results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
+        RunSettings(
+            results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
+        )
     )
     records = {r.point["batch_size"]: r for r in runner.run([loaded], progress=False)}
 
@@ -40,17 +42,17 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
     assert hang.status == "timeout" and hang.reason == "no result within 10 s; the process was killed"
     assert hungry.status == "failed" and ("MemoryError" in hungry.reason or "memory limit" in hungry.reason)
     # One worker for the group, replaced after each of the three failures: not a process per point.
-    assert runner.pool.started == 4
+    assert runner.launcher.started == 4
     # Healthy points after a failure ran in the replacement worker: their records say so by their time split.
     assert healthy[8].time_split.process_start_s > 0 and healthy[9].time_split.process_start_s == 0
 
 
 def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"batch_size": [1, 2, 3]})))
-    runner = Runner(results_dir=tmp_path, isolation="point", energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="point", energy=False))
     records = runner.run([loaded], progress=False)
     assert [r.status for r in records] == ["ok"] * 3
-    assert runner.pool.started == 3
+    assert runner.launcher.started == 3
     assert all(r.time_split.process_start_s > 0 and r.time_split.imports_s > 0 for r in records)
 
 
@@ -66,11 +68,15 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
     loaded = planning.load(write_scenario(SWEEP))
     reused = {
         r.point_id: r
-        for r in Runner(results_dir=tmp_path / "worker", isolation="worker", energy=False).run([loaded], progress=False)
+        for r in Runner(RunSettings(results_dir=tmp_path / "worker", isolation="worker", energy=False)).run(
+            [loaded], progress=False
+        )
     }
     fresh = {
         r.point_id: r
-        for r in Runner(results_dir=tmp_path / "point", isolation="point", energy=False).run([loaded], progress=False)
+        for r in Runner(RunSettings(results_dir=tmp_path / "point", isolation="point", energy=False)).run(
+            [loaded], progress=False
+        )
     }
     assert all(r.status == "ok" for r in [*reused.values(), *fresh.values()])
     loads = {pid: r.engine.extra["load"] for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"}
@@ -90,7 +96,7 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
 
 def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(write_scenario(SWEEP))
-    records = Runner(results_dir=tmp_path, isolation="worker", energy=False).run([loaded], progress=False)
+    records = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False)).run([loaded], progress=False)
     first, *rest = [r for r in records if r.point["adapter"] == "fake-reusable"]
     split = first.time_split
     assert split.process_start_s > 0 and split.imports_s > 0  # the group's first point started the worker
@@ -105,9 +111,9 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
     loaded = planning.load(
         write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"adapter": ["fake-bulky"], "batch_size": [1, 2]}))
     )
-    runner = Runner(results_dir=tmp_path, isolation="worker", energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
     bulky, lean = runner.run([loaded], progress=False)
-    assert runner.pool.started == 1  # both points in one worker
+    assert runner.launcher.started == 1  # both points in one worker
     # The second point never held the first one's 300 MB: its peak starts at its own start.
     assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
     # The device's peak too (CUDA keeps one per process): reset when each point starts.
@@ -126,7 +132,7 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
             )
         )
     )
-    records = Runner(results_dir=tmp_path, isolation="none", energy=False).run([loaded], progress=False)
+    records = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False)).run([loaded], progress=False)
     # A +-1000 % target is met by the first interval; an impossible one runs to max_launches.
     assert [len(r.samples.launches) for r in records] == [launches, launches]
     assert all(r.samples.intervals["tpot_ms"].launches == launches for r in records)
@@ -138,11 +144,52 @@ def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, wor
             tiny(generation={"max_new_tokens": 3}, measurement={"launches": 3}, sweep={"batch_size": [1, 2]})
         )
     )
-    runner = Runner(results_dir=tmp_path, isolation="none", energy=False)
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
     phases: list[str] = []
-    runner.session.progress = phases.append
-    records = runner.run([loaded], progress=False)
+    records = runner.run([loaded], progress=False, on_phase=phases.append)
     loads = [phase.split(":")[0] for phase in phases if "loading" in phase]
     # Round-robin: launch k of every point before launch k+1 of any.
     assert loads == ["fake-cpu-bf16-bs1", "fake-cpu-bf16-bs2"] * 3
     assert all(r.status == "ok" and len(r.samples.launches) == 3 for r in records)
+
+
+def test_a_lost_workers_record_starts_as_every_record_does(write_scenario, tmp_path, worker_adapters):
+    """The parent builds a crashed worker's record with the function every record starts from
+    (``steps.new_record``): the same settings, environment, scenario file and times as any record."""
+    from harness.run.steps.new_record import scenario_settings
+
+    loaded = planning.load(
+        write_scenario("""
+        model: tiny-llama
+        prompts: ["The river"]
+        generation: {max_new_tokens: 2}
+        measurement: {warmup_rounds: 0, min_rounds: 1}
+        sweep:
+          adapter: [fake-picky]
+          batch_size: [7]
+        """)
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=60)))
+    [crash] = runner.run([loaded], progress=False)
+    assert crash.status == "failed" and crash.failure.signal == "SIGSEGV"
+    assert crash.settings == scenario_settings(loaded) and crash.settings["generation"]["max_new_tokens"] == 2
+    assert crash.environment == runner.caches.environment() and crash.environment["python"]
+    assert crash.scenario_path == loaded.source_file and crash.point["batch_size"] == 7
+    assert crash.started_at and crash.finished_at and crash.started_at <= crash.finished_at
+
+
+def test_a_worker_is_started_with_the_run_settings_whole():
+    """The run's settings cross to a worker as one frozen object (pickled), not a dict of some of them."""
+    import dataclasses
+    import pickle
+
+    from harness.run.launchers.worker_serve import WorkerSetup
+
+    settings = RunSettings(
+        results_dir=None, gate_only=True, gate_prompts=3, energy=False, limits=Limits(5, 2048), launches=2
+    )
+    setup = WorkerSetup.of(settings, None, "fake", keep_engines=True)
+    received = pickle.loads(pickle.dumps(setup))
+    assert received == setup and received.settings == settings and received.settings.limits.memory_limit_mb == 2048
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.energy = True  # type: ignore[misc]

@@ -1,7 +1,8 @@
 """HF transformers rounding as another engine does: an ``ActivationRounding`` (the engine's model of it,
 e.g. ``harness.adapters.llamacpp.rounding``) installed on a model that runs that engine's artefact
 weights (``harness.adapters.hf.replaced``): each Linear's input is rounded as the engine rounds the input
-of a matmul with that weight's stored type, and the attention's Q, K and V as the engine stores them."""
+of a matmul with that weight's stored type, and the attention's Q, K and V as the engine stores them; for an
+engine that computes in a lower precision throughout, every weight matrix and every tensor between ops too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,51 @@ def _round_input(rounding: Callable):
         return (rounding(args[0]), *args[1:])
 
     return hook
+
+
+def _round_output(rounding: Callable):
+    import torch
+
+    def hook(module, args, output):
+        if isinstance(output, torch.Tensor):
+            return rounding(output)
+        if isinstance(output, tuple) and output and isinstance(output[0], torch.Tensor):
+            return (rounding(output[0]), *output[1:])
+        return None
+
+    return hook
+
+
+def _between_ops(model) -> list:
+    """The modules whose outputs are the tensors an engine passes between its ops: each Linear, embedding,
+    norm and decoder layer (the residual stream); a module's inner arithmetic stays fp32, as a fused op's."""
+    import torch
+
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList)]
+    return [
+        module
+        for module in model.modules()
+        if isinstance(module, (torch.nn.Linear, torch.nn.Embedding))
+        or "norm" in type(module).__name__.lower()
+        or any(module is layer for parent in layers for layer in parent)
+    ]
+
+
+def _round_throughout(model, rounding: ActivationRounding) -> None:
+    """A lower-precision engine's weights (every Linear's and embedding's matrix as its kernels read it) and
+    activations (each Linear's input, and each op's output, ``_between_ops``)."""
+    import torch
+
+    if rounding.weights is not None:
+        with torch.no_grad():
+            for module in model.modules():
+                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                    module.weight.copy_(rounding.weights(module.weight))
+    if rounding.activations is not None:
+        for module in _between_ops(model):
+            if isinstance(module, torch.nn.Linear):
+                module.register_forward_pre_hook(_round_input(rounding.activations))
+            module.register_forward_hook(_round_output(rounding.activations))
 
 
 def _attention(rounding: Callable) -> str:
@@ -37,8 +83,9 @@ def _attention(rounding: Callable) -> str:
 
 def install(model, stored: dict, rounding: ActivationRounding) -> int:
     """Round ``model``'s Linear inputs by the stored type of their weight (``stored``: {hf name:
-    ``stored_weights.Tensor``}, already loaded into ``model``; a tied head shares its embedding's type) and
-    its attention's Q, K, V; returns how many Linear inputs are rounded."""
+    ``stored_weights.Tensor``}, already loaded into ``model``; a tied head shares its embedding's type), its
+    attention's Q, K, V, and its weights and activations where ``rounding`` rounds them; returns how many
+    Linear inputs are rounded by their stored type."""
     import torch
 
     parameters = dict(model.named_parameters(remove_duplicate=False))
@@ -54,4 +101,5 @@ def install(model, stored: dict, rounding: ActivationRounding) -> int:
             rounded += 1
     if rounding.attention is not None:
         model.set_attn_implementation(_attention(rounding.attention))
+    _round_throughout(model, rounding)
     return rounded

@@ -29,13 +29,20 @@ class IRSteps:
 
     def rounding(self):
         """The rounding model of what the gate's requests ran (``openvino.rounding``), read from the compiled
-        model's properties and the kernels it chose; a string where there is none."""
+        model's properties and the kernels it chose, and whether dynamic quantization ran, measured on the
+        IR compiled with the same properties; a string where there is none."""
+        from dataclasses import replace
+
         from harness.adapters.openvino import rounding
 
         if self.point.device != "CPU":
             return rounding.model_of(self.point.device, None)
         self.prefill([0])  # the plugin picks its kernels on the first inference
-        return rounding.model_of(self.point.device, rounding.read(self._request.get_compiled_model()))
+        settings = rounding.read(self._request.get_compiled_model())
+        if settings.dynamic_group:
+            measured = rounding.quantizes_inputs(self.ir_dir / "openvino_model.xml", self.plugin_config)
+            settings = replace(settings, quantized_inputs=measured)
+        return rounding.model_of(self.point.device, settings)
 
     def _infer(self, ids: Sequence[int]):
         import numpy as np

@@ -1,7 +1,8 @@
 """The ``openvino`` adapter's trusted twin: the point's own IR (compressed weights included) stepped one
-token at a time on the CPU plugin at f32 inference precision, the path the same-weights reference is
-computed with (``harness.correctness.same_weights``). Every OpenVINO device path of that IR (the step-wise CPU gate
-at the plugin's default precision, GPU, the static NPU pipeline, emulated or real) is compared with it.
+token at a time on the CPU plugin at f32 inference precision with dynamic quantization off (the same path
+on every CPU), the path the same-weights reference is computed with (``harness.correctness.same_weights``).
+Every OpenVINO device path of that IR (the step-wise CPU gate at the plugin's default precision, GPU, the
+static NPU pipeline, emulated or real) is compared with it.
 
 The identical-weights noise floor comes from another engine: HF transformers in bf16 running the IR's
 own weights, dequantized from its compressed constants (``weights``), against the f32 twin: activation
@@ -97,15 +98,17 @@ def twin(
             with dequantized_hf(model, xml, FLOOR_DTYPE, threads) as engine:
                 yield engine
             return
-        config: dict = {"INFERENCE_PRECISION_HINT": PRECISIONS[variant]}
+        # Dynamic quantization pinned off: a CPU with int8 dot products (AVX512-VNNI, AVX-VNNI) would
+        # otherwise quantize the f32 matmuls' inputs, an AVX2-only one not, and the reference is one path.
+        config: dict = {"INFERENCE_PRECISION_HINT": PRECISIONS[variant], "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
         yield IRSteps(xml, config)
 
     # The content, not the directory name: an IR patched in place (same size) gets its own reference.
-    key = f"ir-sha256:{file_sha256(xml)[:32]}:{file_sha256(weights)}/cpu-f32" + ("/hf-floor" if model else "")
+    key = f"ir-sha256:{file_sha256(xml)[:32]}:{file_sha256(weights)}/cpu-f32-nodq" + ("/hf-floor" if model else "")
     return Twin(
-        engine="OpenVINO CPU plugin, step-wise, f32 inference precision",
+        engine="OpenVINO CPU plugin, step-wise, f32 inference precision, no dynamic quantization",
         weights=str(weights),
         key=key,
         floor_method=(

@@ -3,7 +3,11 @@
 resolve -> references -> load -> time -> probes -> correctness -> accuracy -> routing -> describe.
 Each step is a small function that returns its ``Contribution`` to the record; ``execute`` applies them
 in order. Nothing here writes files or knows about sweeps, isolation or progress bars (``harness.run.runner``
-orchestrates those), so the in-process runner and the isolated worker run exactly the same code.
+and ``harness.run.launchers`` orchestrate those), so the in-process launcher and the isolated worker run
+exactly the same code.
+
+What the steps read comes in by lifetime (``LaunchContext``): the run's settings, the caches of the process
+running the launch, and the launch's own switch (``first_launch``) and callbacks, passed to ``execute``.
 """
 
 from __future__ import annotations
@@ -20,27 +24,17 @@ from harness.records import metrics
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
 from harness.records.samples import TimeSplit
+from harness.run.settings import RunSettings
 from harness.run.steps import finite
+from harness.run.steps.caches import Caches
 from harness.run.steps.contribution import Contribution, apply
-from harness.run.steps.session import Session, now_iso
+from harness.run.steps.launch_context import LaunchContext, quiet
+from harness.run.steps.new_record import new_record, now_iso
 from harness.run.steps.skip import Skip
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
-__all__ = ["Contribution", "Session", "Skip", "execute", "new_record"]
-
-
-def new_record(session: Session, scenario: Scenario, point: Point) -> Record:
-    return Record(
-        scenario=scenario.name,
-        point_id=point.id,
-        point=point.axes(),
-        status="ok",
-        settings=session.settings_of(scenario),
-        environment=session.environment(),
-        scenario_path=scenario.source_file,
-        started_at=now_iso(),
-    )
+__all__ = ["Caches", "Contribution", "LaunchContext", "Skip", "execute", "new_record"]
 
 
 def engine_info(adapter: Adapter, settings: LoadSettings) -> EngineInfo:
@@ -51,13 +45,23 @@ def engine_info(adapter: Adapter, settings: LoadSettings) -> EngineInfo:
 
 
 def execute(
-    session: Session, scenario: Scenario, point: Point, on_round: Optional[Callable[[int], None]] = None
+    settings: RunSettings,
+    caches: Caches,
+    scenario: Scenario,
+    point: Point,
+    first_launch: bool = True,
+    on_phase: Callable[[str], None] = quiet,
+    log: Callable[[str], None] = quiet,
+    on_round: Optional[Callable[[int], None]] = None,
 ) -> Record:
-    """Run one point in this process; any engine failure becomes a ``failed`` record, never an exception."""
-    record = new_record(session, scenario, point)
+    """Run one launch of a point in this process; any engine failure becomes a ``failed`` record, never an
+    exception. ``first_launch``: the correctness gate and accuracy run too; ``on_phase`` hears the point's
+    phase, ``log`` its progress lines, ``on_round`` each timed round's index."""
+    ctx = LaunchContext(settings, caches, first_launch, on_phase, log)
+    record = new_record(caches, scenario, point)
     clock = Clock()
     try:
-        _steps(session, scenario, point, record, on_round, clock)
+        _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)
     except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
@@ -99,34 +103,35 @@ class Clock:
         return TimeSplit(**parts, other_s=max(0.0, total - sum(parts.values())))
 
 
-def _steps(session: Session, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
-    from harness.run.steps import probes, resolve, text_path, timing, verify
-    from harness.run.steps import same_weights as own_weights
+def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
+    from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
+    from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_text_path import check_text_path
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
-    first_use = not session.has_model(scenario)
-    session.progress(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
-    resolved = resolve.resolve(session, scenario, point)
+    first_use = not ctx.caches.has_model(scenario)
+    ctx.on_phase(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
+    resolved = resolve.resolve(ctx, scenario, point)
     apply(record, resolved.contribution)
     gate_reference = accuracy_reference = None
-    if session.verify:  # references before the device loads
+    if ctx.first_launch:  # references before the device loads
         with clock("gate"):
-            gate_reference = verify.gate_reference(session, scenario, resolved.model, point)
+            gate_reference = check_correctness.gate_reference(ctx, scenario, resolved.model, point)
         with clock("accuracy"):
-            accuracy_reference = verify.accuracy_reference(session, scenario, resolved.model)
-    session.progress(f"{point.id}: loading {point.adapter} on {point.device}")
+            accuracy_reference = check_accuracy.accuracy_reference(ctx, scenario, resolved.model)
+    ctx.on_phase(f"{point.id}: loading {point.adapter} on {point.device}")
     with clock("load"):
-        adapter, loaded = resolve.load(resolved, session)
+        adapter, loaded = resolve.load(resolved, ctx.caches)
     apply(record, loaded)
     adapter.reset_device_memory_peak()  # a reused engine or a persistent worker: this point's peak only
     healthy = False
     try:
-        if session.timing:
-            timed = timing.time(session, resolved, adapter, on_round)
+        if ctx.timing:
+            timed = timing.time(ctx, resolved, adapter, on_round)
             apply(record, timed.contribution)
             apply(record, probes.device_memory(adapter))
             if timed.meter is not None:
-                apply(record, probes.probes(session, resolved, adapter, timed))
+                apply(record, probes.probes(ctx, resolved, adapter, timed))
             else:  # said, not silently dropped: what --no-energy leaves out
                 apply(record, probes.not_probed())
             # The launch's entry once every per-launch figure (energy included) is known.
@@ -145,16 +150,16 @@ def _steps(session: Session, scenario: Scenario, point: Point, record: Record, o
             ]
         if gate_reference is not None:
             with clock("gate"):
-                apply(record, verify.correctness(session, resolved, adapter, gate_reference))
-                apply(record, own_weights.same_weights(session, resolved, adapter, gate_reference, record.correctness))
-                apply(record, text_path.check(session, resolved, adapter, gate_reference, record.correctness))
-        if scenario.accuracy is not None and session.timing and session.verify:  # `harness verify`: the gate alone
+                apply(record, check_correctness.check_correctness(ctx, resolved, adapter, gate_reference))
+                apply(record, check_same_weights(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
+        if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
-                apply(record, verify.accuracy(resolved, adapter, accuracy_reference, record.point_id))
+                apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))
         apply(record, probes.routing(adapter, resolved.prompt_ids))
         apply(record, Contribution(updates={"engine": engine_info(adapter, resolved.settings)}))
         healthy = True
     finally:
-        resolve.release(session, resolved, adapter, healthy)
+        resolve.release(ctx.caches, resolved, adapter, healthy)
     apply(record, probes.process(resolved))
     record.units = metrics.units(record.metrics)

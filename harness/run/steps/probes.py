@@ -14,12 +14,12 @@ from harness.adapters.base import Adapter
 from harness.models import sources
 from harness.records.record import Routing
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
 from harness.run.steps.timing import Timed
 
 
-def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: Timed) -> Contribution:
+def probes(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, timed: Timed) -> Contribution:
     """Energy, CPU time and the decode roofline; a prefill-only window when energy is measurable."""
     from harness.measure import energy, roofline
 
@@ -40,7 +40,7 @@ def probes(session: Session, resolved: ResolvedPoint, adapter: Adapter, timed: T
     }
     config = json.loads((Path(resolved.model.hf_dir) / "config.json").read_text())
     context = statistics.median(r.prompt_tokens + r.n_generated / 2 for r in rounds)
-    bandwidth = roofline.bandwidth(sources.cache_dir(session.cache_dir))["bytes_per_s"]
+    bandwidth = roofline.bandwidth(sources.cache_dir(ctx.settings.cache_dir))["bytes_per_s"]
     weights = adapter.weight_bytes()
     figures.update(
         roofline.decode_bound(weights, config, context, bandwidth, timed.contribution.metrics.get("tpot_ms"))

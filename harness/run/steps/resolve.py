@@ -1,5 +1,5 @@
 """Resolve a point (adapter, model, tokenizer, prompts, load settings; skips decided before anything loads)
-and load it: the one path from (scenario, point, session options) to a loaded engine, for ``harness run``, its
+and load it: the one path from (scenario, point, run settings) to a loaded engine, for ``harness run``, its
 workers and lm-eval's ``--model harness`` (``harness.run.load_point``)."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from harness.adapters.base import Adapter, LoadSettings
 from harness.adapters.trace import now_ns
 from harness.models import prompts, sources
 from harness.records.record import ModelInfo
+from harness.run.settings import RunSettings
+from harness.run.steps.caches import Caches
 from harness.run.steps.contribution import Contribution
-from harness.run.steps.session import Session
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.skip import Skip, context_length, length_reason, skip_reason
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
@@ -45,7 +47,7 @@ class ResolvedPoint:
 
 
 def load_settings(
-    session: Session, scenario: Scenario, point: Point, adapter_cls: type[Adapter] | None = None
+    settings: RunSettings, scenario: Scenario, point: Point, adapter_cls: type[Adapter] | None = None
 ) -> LoadSettings:
     """What the adapter's ``load`` receives besides the model and the point: the one place a run, a
     worker and lm-eval's ``--model harness`` build it, so all three load the same engine. The scenario's
@@ -56,21 +58,21 @@ def load_settings(
         dtype=scenario.model.dtype,
         threads=scenario.measurement.threads,
         max_new_tokens=scenario.generation.max_new_tokens,
-        cache_dir=str(session.cache_dir) if session.cache_dir else None,
+        cache_dir=str(settings.cache_dir) if settings.cache_dir else None,
         quantization=scenario.quantization_options.model_dump(),
         options=adapter_cls.Options.model_validate(scenario.adapter_options.get(point.adapter, {})),
-        trust_remote_code=scenario.model.trust_remote_code and session.allow_remote_code,
+        trust_remote_code=scenario.model.trust_remote_code and settings.allow_remote_code,
     )
 
 
-def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint:
+def resolve(ctx: LaunchContext, scenario: Scenario, point: Point) -> ResolvedPoint:
     """Everything a point's load needs (adapter class, model, tokenizer, prompts, load settings); raises
     ``Skip`` when the point does not run here."""
-    reason = skip_reason(scenario, point, session.timing)
+    reason = skip_reason(scenario, point, ctx.settings.gate_only)
     if reason:
         raise Skip(reason)
     adapter_cls = registry.get(point.adapter)
-    model = session.model(scenario)
+    model = ctx.caches.model(scenario, ctx.settings.cache_dir)
     max_new = scenario.generation.max_new_tokens
     context = context_length(model.hf_dir)
     reason = length_reason(point, point.prompt_len or 0, max_new, context)  # before building a long prompt
@@ -85,7 +87,13 @@ def resolve(session: Session, scenario: Scenario, point: Point) -> ResolvedPoint
     if reason:
         raise Skip(reason)
     return ResolvedPoint(
-        scenario, point, adapter_cls, model, tokenizer, prompt_ids, load_settings(session, scenario, point, adapter_cls)
+        scenario,
+        point,
+        adapter_cls,
+        model,
+        tokenizer,
+        prompt_ids,
+        load_settings(ctx.settings, scenario, point, adapter_cls),
     )
 
 
@@ -99,14 +107,14 @@ class KeptEngine:
     settings: LoadSettings
 
 
-def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Adapter, Contribution]:
+def load(resolved: ResolvedPoint, caches: Optional[Caches] = None) -> tuple[Adapter, Contribution]:
     """The loaded engine and the load's figures (load time, the adapter's export/compile timings).
 
-    The engine the session kept from the previous point serves this one when the adapter says it can
+    The engine ``caches`` kept from the previous point serves this one when the adapter says it can
     (``Adapter.can_serve``) for the same model and load settings; otherwise it is closed first."""
-    kept = session.kept_engine if session is not None else None
+    kept = caches.kept_engine if caches is not None else None
     if kept is not None:
-        session.kept_engine = None
+        caches.kept_engine = None
         if (
             kept.model_key == sources.spec_key(resolved.scenario.model)
             and kept.settings == resolved.settings
@@ -127,11 +135,11 @@ def load(resolved: ResolvedPoint, session: Optional[Session] = None) -> tuple[Ad
     return adapter, Contribution(metrics={**adapter.load_figures(), "load_s": load_s})
 
 
-def release(session: Session, resolved: ResolvedPoint, adapter: Adapter, healthy: bool) -> None:
-    """After a point: keep the engine for the next point when the session reuses engines and the point
+def release(caches: Caches, resolved: ResolvedPoint, adapter: Adapter, healthy: bool) -> None:
+    """After a point: keep the engine for the next point when the caches keep engines and the point
     ended well (an engine that raised may be in any state), else close it."""
-    if session.reuse_engines and healthy:
-        session.kept_engine = KeptEngine(
+    if caches.keep_engines and healthy:
+        caches.kept_engine = KeptEngine(
             adapter, resolved.point, sources.spec_key(resolved.scenario.model), resolved.settings
         )
     else:

@@ -39,10 +39,10 @@ class Skip(Exception):
         self.reason = reason
 
 
-def skip_reason(scenario: Scenario, point: Point, timing: bool = True) -> Optional[SkipReason]:
+def skip_reason(scenario: Scenario, point: Point, gate_only: bool = False) -> Optional[SkipReason]:
     """Why ``point`` cannot run here, from class-level checks only (no engine import, no model), or None.
 
-    ``timing=False`` (``harness verify``) runs the gate alone, so a scenario without one has nothing to run."""
+    ``gate_only`` (``harness verify``) runs the gate alone, so a scenario without one has nothing to run."""
     try:
         adapter_cls = registry.get(point.adapter)
     except HarnessError as exc:  # an adapter that vanished since the scenario was checked (a worker's view)
@@ -50,7 +50,7 @@ def skip_reason(scenario: Scenario, point: Point, timing: bool = True) -> Option
     reason = adapter_cls.supports(point)
     if reason:
         return SkipReason("unsupported", reason)
-    if not timing and scenario.gate is None:
+    if gate_only and scenario.gate is None:
         return SkipReason("no_gate", "the scenario has no gate section")
     return None
 

@@ -12,8 +12,8 @@ from harness.measure.rounds import Round, Stopping, run_rounds, summarize, summa
 from harness.records.samples import CanaryReading, Samples
 from harness.run.steps import finite
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Timed:
     canary: Optional[CanaryReading] = None  # the machine-speed canary at the window's edges
 
 
-def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
+def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
     scenario, point, prompt_ids = resolved.scenario, resolved.point, resolved.prompt_ids
     max_new = scenario.generation.max_new_tokens
     outputs: dict[int, list[int]] = {}
@@ -40,7 +40,7 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
     def generate(index: int):
         calls[0] += 1  # shown before the engine's clock starts, so the display costs the round nothing
         done = calls[0] - m.warmup_rounds
-        session.progress(
+        ctx.on_phase(
             f"{point.id}: warm-up {calls[0]}/{m.warmup_rounds}"
             if done <= 0
             else f"{point.id}: timing round {done}/{rounds_note}"
@@ -54,12 +54,12 @@ def time(session: Session, resolved: ResolvedPoint, adapter: Adapter, on_round=N
 
     stopping = Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
     windows: dict = {}
-    meter = session.energy_meter() if session.energy else None
+    meter = ctx.caches.energy_meter() if ctx.settings.energy else None
 
     @contextlib.contextmanager
     def energy_window():
         with (
-            canary.around(session.canary) as edges,  # the canary runs just outside the window, at both edges
+            canary.around(ctx.caches.canary) as edges,  # the canary runs just outside the window, at both edges
             machine_state.watch() as machine,  # the machine's state over the timed rounds, with the launch
         ):
             try:

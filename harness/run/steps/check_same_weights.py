@@ -11,12 +11,12 @@ from harness.adapters.base import Adapter
 from harness.correctness.outcome import GateConfig, NotRun, format_failures
 from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
 
 
-def same_weights(
-    session: Session, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
+def check_same_weights(
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, hf_reference, correctness: Optional[Correctness]
 ) -> Contribution:
     """A quantized point against its own weights on the adapter's trusted twin (``harness.correctness.same_weights``):
     ``correctness.same_weights`` holds that comparison (or why there is none) and the dequantized check of
@@ -42,16 +42,16 @@ def same_weights(
     def stored(twin, label: str):
         def compute():
             reference, path, reused = sw.get_or_compute(
-                session.reference_store, twin, hf_reference, session.refresh_reference, label
+                ctx.settings.reference_store, twin, hf_reference, ctx.settings.refresh_reference, label
             )
-            session.log(
+            ctx.log(
                 f"{label} reference: reused {path}"
                 if reused
                 else f"{label} reference: computed in {reference.compute_s:.1f} s, stored at {path}"
             )
             return reference
 
-        return session.reference(sw.path_for(session.reference_store, hf_reference, twin, label), compute)
+        return ctx.caches.reference(sw.path_for(ctx.settings.reference_store, hf_reference, twin, label), compute)
 
     reference = stored(twin, "same-weights")
     spec = resolved.scenario.gate
@@ -63,15 +63,17 @@ def same_weights(
         min_positions=spec.min_positions,
     )
     result = sw.compare(
-        adapter, reference, config, on_prompt=lambda j, m: session.progress(f"{point.id}: same-weights prompt {j}/{m}")
+        adapter, reference, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: same-weights prompt {j}/{m}")
     )
     if isinstance(result, NotRun):
         found = SameWeights(skipped=result.why)
     else:
         report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
         found = sw.summary(result, reference, correctness.verdict, report)
-    audit = dequantized.check(session.reference_store, resolved.model, twin, refresh=session.refresh_reference)
-    model_check = dequantized_model(session, resolved, adapter, twin, audit, config, stored)
+    audit = dequantized.check(
+        ctx.settings.reference_store, resolved.model, twin, refresh=ctx.settings.refresh_reference
+    )
+    model_check = dequantized_model(ctx, resolved, adapter, twin, audit, config, stored)
     found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
     verdict, why = sw.combine(
         correctness.verdict,
@@ -93,7 +95,7 @@ def same_weights(
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
 
 
-def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
+def dequantized_model(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
     """The point against HF transformers running its artefact's dequantized weights
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
@@ -114,7 +116,7 @@ def dequantized_model(session: Session, resolved: ResolvedPoint, adapter: Adapte
         adapter,
         reference,
         replace(config, fail_on_drift=drift_fails),
-        lambda j, m: session.progress(f"{point.id}: dequantized prompt {j}/{m}"),
+        lambda j, m: ctx.on_phase(f"{point.id}: dequantized prompt {j}/{m}"),
     )
     if isinstance(result, NotRun):
         return DequantizedModel(skipped=result.why)

@@ -11,8 +11,8 @@ from harness.models import prompts
 from harness.records.correctness import NOT_JUDGED, Correctness
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
 
 
 def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
@@ -22,8 +22,8 @@ def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
     return prompts.synthetic(resolved.tokenizer, length, resolved.point.batch_size)
 
 
-def check(
-    session: Session, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
+def check_text_path(
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
 ) -> Contribution:
     from harness.correctness import batch, text_path, vocabulary
     from harness.correctness.diagnosis import Diagnosis, compare_input_ids
@@ -31,7 +31,7 @@ def check(
     if correctness is None or reference is None or correctness.skipped:
         return Contribution()
     point, tokenizer = resolved.point, resolved.tokenizer
-    session.progress(f"{point.id}: text path")
+    ctx.on_phase(f"{point.id}: text path")
     template = prompts.chat_template(resolved.model.hf_dir)
     texts = prompts.tokenizer_corpus() + [p.text for p in reference.prompts]
     arbiter, metadata = vocabulary.arbiter(adapter, resolved.model)

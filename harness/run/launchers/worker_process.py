@@ -1,15 +1,16 @@
-"""Run sweep points in isolated worker processes, so a segfault, abort, hang or memory blow-up in an engine
+"""The parent's side of an isolated worker process, so a segfault, abort, hang or memory blow-up in an engine
 becomes a result record instead of the end of the sweep.
 
-A ``Worker`` is a child process (``python -m harness.run.worker --serve``) that imports the engine once and then
-serves points one at a time: the parent writes a point's job (the resolved scenario and the point, as JSON)
-into the worker's folder and its number on the worker's stdin; the worker runs the point's steps, writes
-the record beside the job and answers ``done N`` on a reply pipe. If the worker dies or the point's time
-runs out first, the parent writes the record (``failed`` with the signal or exit code and the tail of the
-worker's output since the point began, or ``timeout``) and the worker is gone: the next point starts a
-fresh one. A worker whose point failed is replaced too, since an engine that raised may be in any state.
-``--isolation point`` is a worker per point; ``worker`` (the default) keeps one per group of points that
-share an engine and a model (``harness.run.runner``).
+A ``WorkerProcess`` is a child process (``python -m harness.run.launchers.worker_serve --serve``) started with
+its ``WorkerSetup`` (the run's settings, whole, pickled into the worker's folder) that imports the engine
+once and then serves points one at a time: the parent writes a launch's ``Job`` (the resolved scenario, the
+point, whether it is the point's first launch) into the worker's folder and its number on the worker's
+stdin; the worker runs the point's steps, writes the record beside the job and answers ``done N`` on a
+reply pipe. If the worker dies or the point's time runs out first, the parent builds the record the way
+every record starts (``harness.run.steps.new_record``), then ``failed`` with the signal or exit code and the
+tail of the worker's output since the point began, or ``timeout``, and the worker is gone: the next point
+starts a fresh one. A worker whose point failed is replaced too, since an engine that raised may be in any
+state. ``harness.run.launchers.isolated`` decides which points a worker serves.
 
 The worker leads its own process group, which the parent kills on every way out (close, crash, time-out,
 exception, signal), so helpers an engine started die with it; if the parent itself is killed, the worker's
@@ -18,47 +19,38 @@ reaper kills the group (``harness.run.lifecycle``).
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
 import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness.run import lifecycle, worker_records
-
-MODES = ("worker", "point", "none")
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: Optional[float] = None  # per point
-    memory_limit_mb: Optional[int] = None  # the worker's address space
+from harness.run import lifecycle
+from harness.run.launchers import worker_records
+from harness.run.launchers.worker_serve import SETUP, Job, WorkerSetup
+from harness.run.steps.caches import Caches
+from harness.run.steps.launch_context import quiet
 
 
-class Worker:
-    """One isolated worker process serving points one at a time (see the module docstring). Use as a
-    context manager, or call ``close``: the process group is killed on every way out."""
+class WorkerProcess:
+    """One isolated worker process serving points one at a time (see the module docstring); ``caches`` are
+    the parent's, for the records it builds itself. Use as a context manager, or call ``close``: the process
+    group is killed on every way out."""
 
-    def __init__(
-        self,
-        session_options: dict,
-        adapter: str,
-        limits: Limits = Limits(),
-        log: Callable[[str], None] = lambda message: None,
-    ):
-        self.session_options, self.adapter, self.limits, self.log = session_options, adapter, limits, log
-        self.progress: Callable[[str], None] = lambda phase: None
+    def __init__(self, setup: WorkerSetup, caches: Caches, log: Callable[[str], None] = quiet):
+        self.setup, self.caches, self.log = setup, caches, log
+        self.limits = setup.settings.limits
+        self.on_phase: Callable[[str], None] = quiet
         self.process: Optional[subprocess.Popen] = None
         self.jobs = 0
         self.startup: Optional[tuple[float, float]] = None  # (process start s, imports s), once ready
 
-    def __enter__(self) -> Worker:
+    def __enter__(self) -> WorkerProcess:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -71,13 +63,7 @@ class Worker:
     def start(self) -> None:
         _sweep_once()
         self.work = Path(tempfile.mkdtemp(prefix=lifecycle.work_prefix()))
-        config = {
-            "session": self.session_options,
-            "adapter": self.adapter,
-            "adapters": _in_process_adapters(),
-            "memory_limit_mb": self.limits.memory_limit_mb,
-        }
-        (self.work / "worker.json").write_text(json.dumps(config))
+        (self.work / SETUP).write_bytes(pickle.dumps(self.setup))
         self.output_path = self.work / "output.log"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
         watch_read, self._watch = os.pipe()
@@ -88,17 +74,19 @@ class Worker:
         self._spawned = time.monotonic()
         with lifecycle.shielded(), self.output_path.open("ab") as output:  # no signal between start and knowing it
             try:
+                limit = self.limits.memory_limit_mb
                 self.process = subprocess.Popen(
                     [
                         sys.executable,
                         "-m",
-                        "harness.run.worker",
+                        "harness.run.launchers.worker_serve",
                         "--serve",
                         str(self.work),
                         "--watch-fd",
                         str(watch_read),
                         "--reply-fd",
                         str(reply_write),
+                        *(["--memory-limit-mb", str(limit)] if limit else []),
                     ],
                     pass_fds=(watch_read, reply_write),
                     stdin=subprocess.PIPE,
@@ -127,15 +115,17 @@ class Worker:
                     os.close(fd)
                 shutil.rmtree(self.work, ignore_errors=True)
 
-    def run(self, scenario, point):
-        """The point's record, from this worker (started or replaced first when needed)."""
+    def run(self, scenario, point, first_launch: bool = True):
+        """The launch's record, from this worker (started or replaced first when needed)."""
+        from harness.run.steps.new_record import now_iso
+
+        started = now_iso()
         if not self.alive:
             self.close()
             self.start()
         self.jobs += 1
         index, first = self.jobs, self.jobs == 1
-        job = {"scenario": scenario.model_dump(mode="json"), "point": point.axes() | {"id": point.id}}
-        (self.work / f"job-{index}.json").write_text(json.dumps(job))
+        (self.work / f"job-{index}.pickle").write_bytes(pickle.dumps(Job(scenario, point, first_launch)))
         offset = self.output_path.stat().st_size
         sent = time.monotonic()
         deadline = None if self.limits.timeout_s is None else sent + self.limits.timeout_s
@@ -149,7 +139,7 @@ class Worker:
         if outcome == "done":
             record = self._record(index)
         else:
-            record = self._lost(scenario, point, outcome, offset)
+            record = self._lost(scenario, point, outcome, offset, started)
             self.close()
         if record.status in ("failed", "timeout"):
             self.close()  # replaced at the next point: an engine that raised may be in any state
@@ -158,8 +148,8 @@ class Worker:
 
     def _await(self, line: str, deadline: Optional[float]) -> str:
         """``done`` when the worker answers ``line``; ``died`` or ``timeout`` otherwise. Relays the
-        worker's phase to ``progress`` twice a second while it waits."""
-        relay = _PhaseRelay(self.work / "phase", self.progress)
+        worker's phase to ``on_phase`` twice a second while it waits."""
+        relay = PhaseRelay(self.work / "phase", self.on_phase)
         while True:
             if line in self._lines:
                 self._lines.remove(line)
@@ -201,23 +191,28 @@ class Worker:
             record.reason = f"{record.reason.rstrip().rstrip(':')}{separator}{worker_records.memory_limit(self.limits)}"
         return record
 
-    def _lost(self, scenario, point, outcome: str, offset: int):
-        """The record of a point whose worker died or ran out of time."""
+    def _lost(self, scenario, point, outcome: str, offset: int, started: str):
+        """The record of a launch whose worker died or ran out of time: begun as every record begins."""
+        from harness.run.steps.new_record import new_record, now_iso
+
         if outcome == "timeout":
             lifecycle.kill_group(self.process.pid)
         code = self.process.wait()
-        return worker_records.lost(scenario, point, outcome, code, self.limits, self.output_path, offset)
+        record = new_record(self.caches, scenario, point, started_at=started)
+        worker_records.lost(record, outcome, code, self.limits, self.output_path, offset)
+        record.finished_at = now_iso()
+        return record
 
     def _account(self, record, first: bool, elapsed: float) -> None:
         worker_records.account(record, self.startup, first, elapsed)
 
 
-class _PhaseRelay:
+class PhaseRelay:
     """The worker writes its current phase (loading, timing round i/n, ...) to a file; the parent passes
     changes on to its progress bar while it waits."""
 
-    def __init__(self, path: Path, progress):
-        self.path, self.progress, self.last = path, progress, None
+    def __init__(self, path: Path, on_phase: Callable[[str], None]):
+        self.path, self.on_phase, self.last = path, on_phase, None
 
     def poll(self) -> None:
         try:
@@ -226,7 +221,7 @@ class _PhaseRelay:
             return
         if phase and phase != self.last:
             self.last = phase
-            self.progress(phase)
+            self.on_phase(phase)
 
 
 _swept = False
@@ -238,15 +233,3 @@ def _sweep_once() -> None:
     if not _swept:
         _swept = True
         lifecycle.sweep_stale()
-
-
-def _in_process_adapters() -> dict[str, str]:
-    """Adapters registered in-process (tests, notebooks), as ``module:qualname`` for the worker to
-    register too. Only module-level classes can cross; others stay unknown there."""
-    from harness.adapters import registry
-
-    return {
-        name: f"{cls.__module__}:{cls.__qualname__}"
-        for name, cls in registry.in_process().items()
-        if cls.__module__ != "__main__" and "<locals>" not in cls.__qualname__
-    }

@@ -1,6 +1,6 @@
-"""The parts of a point's record that only the parent of an isolated worker knows: the whole record of a
-point whose worker died or ran out of time (with the tail of the worker's output), the memory limit a
-failure most likely hit, and the worker's own start and the hand-over in the time split."""
+"""The parts of a point's record that only the parent of an isolated worker knows: why a launch whose worker
+died or ran out of time has no result (with the tail of the worker's output), the memory limit a failure
+most likely hit, and the worker's own start and the hand-over in the time split."""
 
 from __future__ import annotations
 
@@ -9,23 +9,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from harness.run.isolation import Limits
+    from harness.records.record import Record
+    from harness.run.settings import Limits
 
 TAIL_LINES = 40
 
 
-def lost(scenario, point, outcome: str, code: int, limits: Limits, output_path: Path, offset: int):
-    """The record of a point whose worker died (exit ``code``) or ran out of time (``outcome``)."""
-    from harness.records.record import Failure, Record
+def lost(record: Record, outcome: str, code: int, limits: Limits, output_path: Path, offset: int) -> None:
+    """Mark ``record`` (begun by ``harness.run.steps.new_record``) as a launch whose worker died (exit
+    ``code``) or ran out of time (``outcome``)."""
+    from harness.records.record import Failure
 
-    record = Record(
-        scenario=scenario.name,
-        point_id=point.id,
-        point=point.axes(),
-        status="failed",
-        scenario_path=scenario.source_file,
-        environment={},
-    )
+    record.status = "failed"
     if outcome == "timeout":
         record.status, record.reason = "timeout", f"no result within {limits.timeout_s:g} s; the process was killed"
     elif code < 0:
@@ -42,7 +37,6 @@ def lost(scenario, point, outcome: str, code: int, limits: Limits, output_path: 
         output_tail=tail(output_path, offset),
         signal=signal.Signals(-code).name if code < 0 and outcome != "timeout" else None,
     )
-    return record
 
 
 def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed: float) -> None:

@@ -1,30 +1,25 @@
-"""Correctness (the top-k agreement gate against the HF reference, with diagnosis) and task accuracy."""
+"""The correctness step of a point's first launch: the top-k agreement gate against the stored HF reference,
+with diagnosis where it fails (``harness verify`` runs this step alone)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Optional
 
 from harness.adapters.base import Adapter
 from harness.adapters.trace import now_ns
 from harness.correctness.outcome import GateConfig, NotRun, format_failures
-from harness.errors import Unsupported
 from harness.models import prompts
-from harness.records.accuracy import Accuracy
 from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
+from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.run.steps.session import Session
-
-if TYPE_CHECKING:
-    from harness.accuracy.reference import Reference
 
 
-def gate_selection(session: Session, spec):
+def gate_selection(ctx: LaunchContext, spec):
     """The gate's prompt selection: ``--prompts`` where given, else the scenario's."""
-    return session.gate_prompts if session.gate_prompts is not None else spec.prompts
+    chosen = ctx.settings.gate_prompts
+    return chosen if chosen is not None else spec.prompts
 
 
-def gate_reference(session: Session, scenario, model, point=None, selection=None):
+def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=None):
     """The point's stored HF reference (computed once per model, prompt set, settings and gate length), or
     None. ``point`` None: the short prompts only. ``selection`` overrides the prompt selection (``gate.power``
     widening it)."""
@@ -34,7 +29,7 @@ def gate_reference(session: Session, scenario, model, point=None, selection=None
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
 
     spec = scenario.gate
-    pairs = prompts.select_gate_prompts(gate_selection(session, spec) if selection is None else selection)
+    pairs = prompts.select_gate_prompts(gate_selection(ctx, spec) if selection is None else selection)
     plan = (
         lengths.plan(
             spec.length,
@@ -49,7 +44,7 @@ def gate_reference(session: Session, scenario, model, point=None, selection=None
     )
     if plan is not None:
         pairs = pairs + lengths.pairs(plan.count)
-        session.log(f"gate length {plan.length} for {point.id}: {plan.why}")
+        ctx.log(f"gate length {plan.length} for {point.id}: {plan.why}")
     settings = ReferenceSettings(
         tokens=spec.tokens,
         top_m=max(64, spec.k),
@@ -58,47 +53,21 @@ def gate_reference(session: Session, scenario, model, point=None, selection=None
         length=plan.length if plan is not None else None,
         prefill_positions=spec.prefill_positions,
     )
-    store = ReferenceStore(session.reference_store)
+    store = ReferenceStore(ctx.settings.reference_store)
 
     def compute():
-        reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=session.refresh_reference)
-        session.log(
+        reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=ctx.settings.refresh_reference)
+        ctx.log(
             f"reference: reused {path}"
             if reused
             else f"reference: computed in {reference.compute_s:.1f} s, stored at {path}"
         )
         return reference
 
-    return session.reference(store.path_for(model.name, pairs, settings), compute)
+    return ctx.caches.reference(store.path_for(model.name, pairs, settings), compute)
 
 
-def accuracy_reference(session: Session, scenario, model) -> Optional[Reference]:
-    spec = scenario.accuracy
-    if spec is None or not spec.reference or not session.timing:
-        return None
-    from harness.accuracy import evaluate
-    from harness.accuracy.reference import reference
-
-    if evaluate.unavailable():
-        return None
-    dtype = scenario.gate.reference_dtype if scenario.gate else "bf16"
-    key = (model.name, model.checksum, tuple(spec.tasks), spec.limit, spec.num_fewshot, dtype)
-    refresh = session.refresh_reference and key not in session.refreshed  # once per session, not per point
-    session.refreshed.add(key)
-    return reference(
-        model,
-        spec.tasks,
-        spec.limit,
-        spec.num_fewshot,
-        dtype,
-        scenario.measurement.threads,
-        session.reference_store,
-        log=session.log,
-        refresh=refresh,
-    )
-
-
-def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
+def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
     from harness.correctness import gate
 
     spec = resolved.scenario.gate
@@ -115,9 +84,7 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
     start = now_ns()
 
     def run_gate(ref):
-        return gate.run(
-            adapter, ref, config, on_prompt=lambda j, m: session.progress(f"{point.id}: gate prompt {j}/{m}")
-        )
+        return gate.run(adapter, ref, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: gate prompt {j}/{m}"))
 
     result = run_gate(reference)
     if isinstance(result, NotRun):  # the engine exposes neither logits nor forced tokens here
@@ -127,10 +94,10 @@ def correctness(session: Session, resolved: ResolvedPoint, adapter: Adapter, ref
         from harness.run.steps.gate_power import widen
 
         def rerun(selection):
-            wider = gate_reference(session, resolved.scenario, resolved.model, point, selection)
+            wider = gate_reference(ctx, resolved.scenario, resolved.model, point, selection)
             return run_gate(wider), wider
 
-        result, reference, found_power = widen(spec, result, reference, gate_selection(session, spec), rerun)
+        result, reference, found_power = widen(spec, result, reference, gate_selection(ctx, spec), rerun)
     part = Correctness.model_validate(
         result.to_dict()
         | {
@@ -169,44 +136,3 @@ def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
     scenario = resolved.scenario
     with hf_engine(resolved.model, scenario.gate.reference_dtype, scenario.measurement.threads) as engine:
         return diagnose_failure(adapter, engine, reference, result, engine_ids)
-
-
-def accuracy(resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str) -> Contribution:
-    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference.Reference``)
-    the delta, its paired test and interval, and the non-inferiority verdict."""
-    from harness.accuracy.evaluate import evaluate as evaluate_tasks
-    from harness.accuracy.evaluate import unavailable
-    from harness.correctness.reference import eos_ids
-
-    spec = resolved.scenario.accuracy
-    reason = unavailable()
-    if reason:  # timing and the gate still stand; the record says why accuracy is missing
-        return Contribution(updates={"accuracy": Accuracy(skipped=reason)})
-    from harness.accuracy.lm_eval_model import HarnessLM
-
-    model, tokenizer = resolved.model, resolved.tokenizer
-    start = now_ns()
-    lm = HarnessLM.from_adapter(adapter, tokenizer, eos_ids(model, tokenizer), model.engine_name(point_id))
-    try:
-        scores, outcomes = evaluate_tasks(lm, spec.tasks, spec.limit, spec.num_fewshot)
-    except Unsupported as exc:  # an engine with neither logits nor generation to score
-        return Contribution(updates={"accuracy": Accuracy(skipped=str(exc))})
-    part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
-    if reference is not None:
-        from harness.accuracy.paired import compare
-        from harness.accuracy.reference import delta
-
-        found = compare(
-            scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired, spec.non_inferiority
-        )
-        part = part.model_copy(
-            update={
-                "reference": reference.scores,
-                "delta": delta(scores, reference.scores),
-                "reference_outcomes": reference.outcomes,
-                "paired": found.paired or None,
-                "unpaired": found.unpaired or None,
-                "verdict": found.verdict,
-            }
-        )
-    return Contribution(metrics={"accuracy_s": (now_ns() - start) / 1e9}, updates={"accuracy": part})

@@ -1,0 +1,73 @@
+"""What the points one process runs share: the caches that make a sweep convert each model, compute each
+reference, collect the environment and open the energy meter once, the run's machine-speed calibration,
+and (in a persistent worker) the last point's engine. Caches only: the run's settings are
+``harness.run.settings.RunSettings``, a launch's switch and callbacks are arguments of ``steps.execute``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from harness.models import sources
+from harness.records import environment
+from harness.records.samples import CanaryCalibration
+from harness.scenario.schema import Scenario
+
+
+@dataclass
+class Caches:
+    # A persistent worker keeps the last point's engine for the next point it can serve (steps.resolve).
+    keep_engines: bool = False
+    # The machine-speed canary's calibration (harness.measure.canary), made once per run by the runner
+    # and passed to its workers; None: no canary runs around the timed rounds.
+    canary: Optional[CanaryCalibration] = None
+    kept_engine: Any = field(default=None, repr=False)
+    refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
+    _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
+    _references: dict[Path, Any] = field(default_factory=dict, repr=False)
+    _environment: Optional[dict] = field(default=None, repr=False)
+    _meter: Any = field(default=None, repr=False)
+
+    def environment(self) -> dict:
+        if self._environment is None:
+            self._environment = environment.collect()
+        if self.canary is not None:  # the run's calibration, with the machine it describes
+            return {**self._environment, "canary": self.canary.model_dump()}
+        return self._environment
+
+    def calibrate_canary(self) -> None:
+        """Time the machine-speed canary once, at the start of a timed run (``harness.measure.canary``)."""
+        if self.canary is None:
+            from harness.measure import canary
+
+            self.canary = canary.calibrate()
+
+    def has_model(self, scenario: Scenario) -> bool:
+        return sources.spec_key(scenario.model) in self._models
+
+    def model(self, scenario: Scenario, cache_dir: Optional[Path]) -> sources.ResolvedModel:
+        key = sources.spec_key(scenario.model)
+        if key not in self._models:
+            self._models[key] = sources.resolve(scenario.model, cache_dir)
+            return self._models[key]  # only the first point pays (and reports) conversion
+        cached = self._models[key]
+        return sources.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
+
+    def reference(self, path: Path, compute: Callable[[], Any]) -> Any:
+        if path not in self._references:
+            self._references[path] = compute()
+        return self._references[path]
+
+    def close(self) -> None:
+        """Release what is kept between points (a persistent worker's kept engine)."""
+        kept, self.kept_engine = self.kept_engine, None
+        if kept is not None:
+            kept.adapter.close()
+
+    def energy_meter(self):
+        from harness.measure.energy import EnergyMeter
+
+        if self._meter is None:
+            self._meter = EnergyMeter()
+        return self._meter
