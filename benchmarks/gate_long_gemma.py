@@ -24,8 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-from harness.correctness.outcome import GateConfig
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.adapters.base import LoadSettings  # noqa: E402
@@ -34,6 +32,7 @@ from harness.correctness import gate, lengths  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
 from harness.models import sources  # noqa: E402
 from harness.records.environment import cpu_model  # noqa: E402
+from harness.scenario.gate import Gate  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 from tests import faults_long  # noqa: E402
@@ -90,7 +89,7 @@ def main() -> None:
     )
     how = "reused" if reused else f"computed in {time.perf_counter() - start:.0f} s"
     print(f"model {model.name}, sliding window {window}; reference {how} ({path})", flush=True)
-    config = GateConfig()
+    settings = Gate().settings(quantized=False)  # the scenario defaults: drift fails
     rows: list[dict] = []
     header = None
     for name, cls in VARIANTS.items():
@@ -102,7 +101,7 @@ def main() -> None:
         )
         start = time.perf_counter()
         try:
-            result = gate.evaluate(adapter, reference, config)
+            result = gate.evaluate(adapter, reference, settings)
         finally:
             adapter.close()
         took = time.perf_counter() - start

@@ -12,8 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-from harness.correctness.outcome import GateConfig
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.adapters.base import LoadSettings  # noqa: E402
@@ -23,6 +21,7 @@ from harness.correctness.reference import ReferenceSettings, ReferenceStore  # n
 from harness.models import sources  # noqa: E402
 from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.records.environment import cpu_flags, cpu_model  # noqa: E402
+from harness.scenario.gate import Gate  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 from tests import faults  # noqa: E402
@@ -61,7 +60,7 @@ def main() -> None:
         adapter = cls()
         adapter.load(model, Point(adapter="hf", device="cpu", id="margins"), LoadSettings(dtype=dtype, threads=threads))
         try:
-            result = gate.evaluate(adapter, reference, GateConfig())
+            result = gate.evaluate(adapter, reference, Gate().settings(quantized=False))
         finally:
             adapter.close()
         dumped[name] = [p.position_kl for p in result.prompts]

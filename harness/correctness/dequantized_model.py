@@ -28,11 +28,11 @@ from contextlib import contextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Iterator, Optional
 
+from harness.correctness.stored_reference import Reference
+from harness.records.correctness import Correctness, DequantizedModel
+
 if TYPE_CHECKING:
     from harness.adapters.base import ActivationRounding, Twin
-    from harness.correctness.outcome import GateResult
-    from harness.correctness.reference import Reference
-    from harness.records.correctness import DequantizedModel
 
 ENGINE = "HF transformers fp32 running the artefact's dequantized weights"
 BF16_FLOOR = "teacher-forced KL(HF fp32 || HF bf16), both running the artefact's dequantized weights"
@@ -98,9 +98,7 @@ def twin_of(model, twin: Twin, threads: Optional[int]) -> Optional[Twin]:
     )
 
 
-def summary(result: GateResult, reference: Reference, drift_fails: bool) -> DequantizedModel:
-    from harness.records.correctness import DequantizedModel
-
+def summary(result: Correctness, reference: Reference, drift_fails: bool) -> DequantizedModel:
     reasons = [f"against its dequantized weights in transformers: {r}" for r in result.reasons]
     if result.verdict == "drift" and not drift_fails:
         reasons.append(

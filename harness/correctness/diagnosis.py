@@ -15,77 +15,30 @@ step with the prompt in the cache. When neither can run, the diagnosis says why 
 Before any layer is blamed, the ids the engine's own tokenizer gives the failing prompt are compared with
 the reference's (``input_ids``): the layers only ever see the reference's ids, so a fault on the input
 path (a tokenizer, a chat template) would otherwise be reported as "nothing departs". Where they differ the
-diagnosis names ``"input ids"``. Informational: it never changes a verdict.
+diagnosis names ``"input ids"``. Informational: it never changes a verdict. The result is the record's
+``Diagnosis`` part (``harness.records.gate_diagnosis``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from harness.correctness.outcome import GateResult
-    from harness.correctness.reference import Reference
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str  # embedding | decoder layer N | final norm | logits
-    cosine: float
-    relative_error: float  # ||device - hf|| / ||hf|| over the compared positions
-    max_abs: float
-
-
-@dataclass(frozen=True)
-class InputIds:
-    """The engine's own ids for a gate prompt against the reference's (what the gate fed it)."""
-
-    prompt: int
-    agree: Optional[bool] = None  # None: not compared (``not_compared`` says why)
-    first_difference: Optional[int] = None
-    engine: Optional[list[int]] = None  # both sides, only where they differ
-    reference: Optional[list[int]] = None
-    not_compared: Optional[str] = None
+from harness.correctness.stored_reference import Reference
+from harness.records.correctness import Correctness
+from harness.records.gate_diagnosis import Component, Diagnosis, InputIds
 
 
 def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], reference: Reference, index: int) -> InputIds:
     """``engine_ids(i)``: the ids the engine's own text path gives gate prompt i (None: it has none)."""
     if engine_ids is None:
-        return InputIds(index, not_compared="the engine exposes no tokenizer of its own: it was fed these ids")
+        return InputIds(prompt=index, not_compared="the engine exposes no tokenizer of its own: it was fed these ids")
     ours, theirs = list(engine_ids(index)), list(reference.prompts[index].prompt_ids)
     if ours == theirs:
-        return InputIds(index, agree=True)
+        return InputIds(prompt=index, agree=True)
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-    return InputIds(index, agree=False, first_difference=at, engine=ours, reference=theirs)
-
-
-@dataclass
-class Diagnosis:
-    phase: Optional[str] = None  # prefill | decode
-    prompt: Optional[int] = None  # gate prompt index the tokens come from
-    position: Optional[int] = None  # generated position the gate failed first at
-    components: list[Component] = field(default_factory=list)
-    departs_at: Optional[str] = None  # the first component whose error jumps; None when none does
-    not_run: Optional[str] = None  # why no comparison could be made
-    input_ids: Optional[InputIds] = None  # compared first: "input ids" departs when they differ
-
-    @property
-    def departs_at_layer(self) -> Optional[int]:
-        """The decoder layer named by ``departs_at``, or None when it names another component."""
-        if self.departs_at and self.departs_at.startswith("decoder layer "):
-            return int(self.departs_at.rsplit(" ", 1)[1])
-        return None
-
-    def to_dict(self) -> dict:
-        data = {key: value for key, value in asdict(self).items() if value not in (None, [])}
-        if self.input_ids is not None:
-            data["input_ids"] = {k: v for k, v in asdict(self.input_ids).items() if v is not None}
-        if self.not_run is None:
-            data["departs_at"] = self.departs_at
-            data["departs_at_layer"] = self.departs_at_layer
-        return data
+    return InputIds(prompt=index, agree=False, first_difference=at, engine=ours, reference=theirs)
 
 
 def _named(states) -> list[tuple[str, np.ndarray]]:
@@ -118,8 +71,9 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
         a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
         norm = np.linalg.norm(b64) + 1e-30
         error = float(np.linalg.norm(a64 - b64) / norm)
+        cosine = float(a64 @ b64 / (np.linalg.norm(a64) * norm))
         components.append(
-            Component(name, float(a64 @ b64 / (np.linalg.norm(a64) * norm)), error, float(np.max(np.abs(a64 - b64))))
+            Component(name=name, cosine=cosine, relative_error=error, max_abs=float(np.max(np.abs(a64 - b64))))
         )
         if departs is None and error >= min_error and error >= jump * worst:
             departs = name
@@ -139,7 +93,7 @@ def diagnose(device, reference_engine, tokens: Sequence[int], decode: bool = Fal
     return result
 
 
-def first_failure(result: GateResult) -> tuple[int, Optional[int]]:
+def first_failure(result: Correctness) -> tuple[int, Optional[int]]:
     """(prompt, generated position) where the gate's top-k checks first failed: the earliest position
     over prompts, from the free-running divergence and the first teacher-forced violation. Position
     None when only the KL tier failed (it says no position); the prompt is then the one of highest KL."""
@@ -159,7 +113,7 @@ def first_failure(result: GateResult) -> tuple[int, Optional[int]]:
 
 
 def diagnose_failure(
-    device, reference_engine, reference: Reference, result: GateResult, engine_ids=None, **thresholds
+    device, reference_engine, reference: Reference, result: Correctness, engine_ids=None, **thresholds
 ) -> Diagnosis:
     """Localise a failed gate's fault: the input ids first (``engine_ids``, see ``compare_input_ids``), then
     the prefill, then (when the gate did not fail at the prefill's own position and nothing departs there)

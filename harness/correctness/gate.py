@@ -29,17 +29,12 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
-from harness.correctness.outcome import (
-    GateConfig,
-    GateResult,
-    NotRun,
-    PromptResult,
-    decide,
-)
-from harness.correctness.reference import Reference
+from harness.correctness.outcome import NotRun, decide
 from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
+from harness.correctness.stored_reference import Reference
 from harness.errors import Unsupported
-from harness.records.correctness import NOT_JUDGED
+from harness.records.correctness import NOT_JUDGED, Correctness, PromptResult
+from harness.scenario.gate import GateSettings
 
 
 def unsupported_reason(adapter) -> Optional[str]:
@@ -49,7 +44,7 @@ def unsupported_reason(adapter) -> Optional[str]:
     return f"{adapter.name} exposes neither step-wise logits nor forced top-1 tokens on this point"
 
 
-def run(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult | NotRun:
+def run(adapter, reference: Reference, settings: GateSettings, on_prompt=None) -> Correctness | NotRun:
     """The full gate on step-wise logits, else the top-1 gate on forced tokens, else ``NotRun``. An
     engine's exception (a missing kernel's ``NotImplementedError`` too) is the point's failure.
     ``on_prompt(j, m)`` is called before prompt j (1-based) of m, for progress display."""
@@ -58,8 +53,8 @@ def run(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> Ga
         return NotRun(why)
     try:
         if adapter.supports_logits:
-            return evaluate(adapter, reference, config, on_prompt)
-        return evaluate_top1(adapter, reference, config, on_prompt)
+            return evaluate(adapter, reference, settings, on_prompt)
+        return evaluate_top1(adapter, reference, settings, on_prompt)
     except Unsupported as exc:  # a limit of this point for these prompts (a static cache's or pipeline's size)
         how = "step-wise logits" if adapter.supports_logits else "no step-wise logits on this point, and forced top-1"
         return NotRun(f"{adapter.name} {how}: {exc}")
@@ -73,33 +68,33 @@ CHECKS = {
 }  # what each mode runs on the gated path (``Correctness.path.checks``)
 
 
-def evaluate(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult:
+def evaluate(adapter, reference: Reference, settings: GateSettings, on_prompt=None) -> Correctness:
     """Run the gate on a loaded adapter against a reference. The gate's code is the same for every engine."""
-    if config.k > reference.settings["top_m"]:
-        raise ValueError(f"gate k={config.k} exceeds the reference's stored top-{reference.settings['top_m']}")
+    if settings.k > reference.settings["top_m"]:
+        raise ValueError(f"gate k={settings.k} exceeds the reference's stored top-{reference.settings['top_m']}")
     stop = reference.settings["eos_ids"]
     prompt_results = []
     for index, ref in enumerate(reference.prompts):
         if on_prompt:
             on_prompt(index + 1, len(reference.prompts))
         result = (
-            teacher_forced(adapter, index, ref, config.k)
-            if config.mode in ("forced", "both")
-            else PromptResult(index, ref.kind)
+            teacher_forced(adapter, index, ref, settings.k)
+            if settings.mode in ("forced", "both")
+            else PromptResult(prompt=index, kind=ref.kind)
         )
-        if config.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
-            prefill.check(adapter, index, ref, config.k, result)
-        if config.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
-            ok, divergence, matched, detail = free_running(adapter, index, ref, config.k, stop)
+        if settings.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
+            prefill.check(adapter, index, ref, settings.k, result)
+        if settings.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
+            ok, divergence, matched, detail = free_running(adapter, index, ref, settings.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
             if detail is not None and not ok:
                 result.failures.insert(0, detail)
         prompt_results.append(result)
 
-    return _conclude(prompt_results, reference, config, config.mode)
+    return _conclude(prompt_results, reference, settings, settings.mode)
 
 
-def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult:
+def evaluate_top1(adapter, reference: Reference, settings: GateSettings, on_prompt=None) -> Correctness:
     """The gate for engines that expose only the token they choose (GenAI's static NPU pipeline).
 
     Teacher-forced: at every position the device's chosen token, given the reference's prefix, must be
@@ -109,11 +104,13 @@ def evaluate_top1(adapter, reference: Reference, config: GateConfig, on_prompt=N
     for index, ref in enumerate(reference.prompts):
         if on_prompt:
             on_prompt(index + 1, len(reference.prompts))
-        prompt_results.append(forced_top1(adapter, index, ref, config.k))
-    return _conclude(prompt_results, reference, config, "forced-top1")
+        prompt_results.append(forced_top1(adapter, index, ref, settings.k))
+    return _conclude(prompt_results, reference, settings, "forced-top1")
 
 
-def _conclude(prompt_results: list[PromptResult], reference: Reference, config: GateConfig, mode: str) -> GateResult:
+def _conclude(
+    prompt_results: list[PromptResult], reference: Reference, settings: GateSettings, mode: str
+) -> Correctness:
     floor = max(reference.noise_floor["kl_mean"], MIN_FLOOR)
     kl_values = [r.kl_mean for r in prompt_results if r.kl_mean is not None]
     kl_mean = float(np.mean(kl_values)) if kl_values else None
@@ -127,34 +124,35 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     prefill_fail = [r.prompt for r in prompt_results if r.prefill_ok is False and not is_long(r.kind)]
     long_misses = [r.prompt for r in prompt_results if False in (r.forced_ok, r.prefill_ok) and is_long(r.kind)]
     if free_fail:
-        reasons.append(f"free-running top-{config.k} check failed on prompt(s) {free_fail}")
+        reasons.append(f"free-running top-{settings.k} check failed on prompt(s) {free_fail}")
     if forced_fail:
-        reasons.append(f"teacher-forced top-{config.k} check failed on prompt(s) {forced_fail}")
+        reasons.append(f"teacher-forced top-{settings.k} check failed on prompt(s) {forced_fail}")
     if prefill_fail:
-        reasons.append(f"prefill top-{config.k} check failed on prompt(s) {prefill_fail}")
+        reasons.append(f"prefill top-{settings.k} check failed on prompt(s) {prefill_fail}")
     forward = [r.position_kl for r in prompt_results if r.position_kl is not None]
-    lines = config.lines
     widened = prefill.parts(prompt_results, reference)  # the prefill phase at the last prompt positions
-    phases = kl_stats.phases(forward, reference.noise_floor, lines, widened) if forward else None
-    test = kl_stats.overall_test(forward, reference.noise_floor, lines) if forward else None
-    unjudged = kl_stats.too_few(forward, lines) if forward else None
+    phases = kl_stats.phases(forward, reference.noise_floor, settings, widened) if forward else None
+    test = kl_stats.overall_test(forward, reference.noise_floor, settings) if forward else None
+    unjudged = kl_stats.too_few(forward, settings) if forward else None
     notes: list[str] = prefill.notes(reference) if widened else []
     if long_misses:
-        notes.append(f"teacher-forced top-{config.k} missed on long prompt(s) {long_misses}: reported; KL judges them")
-    fails, drifts = kl_stats.judge(ratio, test, phases, lines)
-    buckets = _buckets(prompt_results, reference, config)
+        notes.append(
+            f"teacher-forced top-{settings.k} missed on long prompt(s) {long_misses}: reported; KL judges them"
+        )
+    fails, drifts = kl_stats.judge(ratio, test, phases, settings)
+    buckets = _buckets(prompt_results, reference, settings)
     if buckets:
-        more_fails, more_drifts = positions.judge(buckets, config.drift_factor, config.fail_factor)
+        more_fails, more_drifts = positions.judge(buckets, settings.drift_factor, settings.fail_factor)
         fails, drifts = fails + more_fails, drifts + more_drifts
-    verdict, reasons = decide(reasons + fails, drifts, unjudged, config.fail_on_drift)
+    verdict, reasons = decide(reasons + fails, drifts, unjudged, settings.fail_on_drift)
     if unjudged and verdict != NOT_JUDGED:  # a top-k failure still fails; the unjudged tier is noted
         notes.insert(0, unjudged)
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
     divergences = [r.free_divergence for r in prompt_results if r.free_divergence is not None]
-    return GateResult(
+    return Correctness(
         verdict=verdict,
         reasons=reasons,
-        k=config.k,
+        k=settings.k,
         mode=mode,
         kl_mean=kl_mean,
         noise_floor=floor,
@@ -165,7 +163,7 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
         phases=phases,
         buckets=buckets,
         test=test,
-        min_positions=config.min_positions,
+        min_positions=settings.min_positions,
         notes=notes,
         distribution=kl_stats.distribution(
             forward,
@@ -175,7 +173,7 @@ def _conclude(prompt_results: list[PromptResult], reference: Reference, config: 
     )
 
 
-def _buckets(prompt_results: list[PromptResult], reference: Reference, config: GateConfig):
+def _buckets(prompt_results: list[PromptResult], reference: Reference, settings: GateSettings):
     """KL by position bucket of the teacher-forced prompts (None in top-1 mode)."""
     measured = [(r.position_kl, reference.prompts[r.prompt]) for r in prompt_results if r.position_kl is not None]
     if not measured:
@@ -184,6 +182,6 @@ def _buckets(prompt_results: list[PromptResult], reference: Reference, config: G
         [kls for kls, _ in measured],
         [len(ref.prompt_ids) for _, ref in measured],
         reference.noise_floor,
-        config.drift_factor,
-        config.fail_factor,
+        settings.drift_factor,
+        settings.fail_factor,
     )

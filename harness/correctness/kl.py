@@ -6,7 +6,7 @@ them, teacher-forced position 0 alone (the whole prompt's forward). Every later 
 the **decode** phase (one token with the cache). A fault that touches only decode steps leaves the
 prefill positions exact, so each phase is judged against its own noise floor, with the same drift/fail
 factors, and the point takes the worse of the phases' tiers and of the overall one. A tier compares its
-mean KL over its mean floor with the lines, never on fewer than ``min_positions`` positions: a phase with
+mean KL over its mean floor with the gate's lines (``GateSettings``), never on fewer than ``min_positions`` positions: a phase with
 fewer (one prefill position per prompt, on a few prompts) is pooled into the overall tier, not judged
 alone. Beside each, the paired test of ``harness.correctness.power`` (device KL against the floor's KL at
 the same position) is recorded.
@@ -16,13 +16,13 @@ Distribution figures (median, p90, p99, max) pool every teacher-forced position 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from harness.correctness import power
 from harness.records.correctness import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
+from harness.scenario.gate import GateSettings
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
 PHASES = ("prefill", "decode")
@@ -97,20 +97,6 @@ def tier(ratio: Optional[float], drift_factor: float, fail_factor: float) -> Opt
     return "fail" if ratio > fail_factor else "drift" if ratio > drift_factor else "pass"
 
 
-@dataclass(frozen=True)
-class Lines:
-    """The KL tier's lines: drift and fail factors, whether drift fails, and the fewest positions judged."""
-
-    drift_factor: float
-    fail_factor: float
-    fail_on_drift: bool = True
-    min_positions: int = 8
-
-    @property
-    def failing(self) -> float:
-        return self.drift_factor if self.fail_on_drift else self.fail_factor
-
-
 def offset_of(noise_floor: dict) -> float:
     """The KL added to both sides of every pair: the reference's own minimum floor (the same-weights one is
     1e-4, so paths that agree to the last bit do not fail on rounding), never below ``MIN_FLOOR``."""
@@ -118,18 +104,22 @@ def offset_of(noise_floor: dict) -> float:
 
 
 def paired_test(
-    device: Sequence[Sequence[float]], floor: Sequence[Sequence[float]], source: str, lines: Lines, offset: float
+    device: Sequence[Sequence[float]],
+    floor: Sequence[Sequence[float]],
+    source: str,
+    settings: GateSettings,
+    offset: float,
 ) -> Optional[PairedTest]:
     """The paired test of device KL against the floor's, position by position (``harness.correctness.power``)."""
-    found = power.paired_rise(power.log_ratios(device, floor, offset), lines.drift_factor)
+    found = power.paired_rise(power.log_ratios(device, floor, offset), settings.drift_factor)
     if found is None:
         return None
     return PairedTest(
         positions=found.positions,
         rise=found.rise,
         rise_low=found.rise_low,
-        line=lines.failing,
-        margin=found.rise_low / lines.failing,
+        line=settings.failing,
+        margin=found.rise_low / settings.failing,
         detectable=found.detectable,
         alpha=power.ALPHA,
         se_source=found.se_source,
@@ -140,11 +130,11 @@ def paired_test(
 def phases(
     per_prompt: Sequence[Sequence[float]],
     noise_floor: dict,
-    lines: Lines,
+    settings: GateSettings,
     prefill: Optional[tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]]] = None,
 ) -> GatePhases:
     """Each phase's mean KL, floor and ratio (shown), and its paired test and tier (``fail_on_drift`` is
-    applied by the caller); a phase with fewer than ``lines.min_positions`` positions is pooled, not judged.
+    applied by the caller); a phase with fewer than ``settings.min_positions`` positions is pooled, not judged.
     ``prefill``: (device, floor) KLs per prompt at its prefill positions, in place of position 0."""
     floors = floors_of(noise_floor)
     floor_positions, source = paired_floor(per_prompt, noise_floor)
@@ -156,9 +146,9 @@ def phases(
         values = [v for vs in device_parts[phase] for v in vs]
         floor, floor_source = floors[phase]
         mean = float(np.mean(values)) if values else None
-        judged = len(values) >= lines.min_positions
+        judged = len(values) >= settings.min_positions
         test = (
-            paired_test(device_parts[phase], floor_parts[phase], source, lines, offset_of(noise_floor))
+            paired_test(device_parts[phase], floor_parts[phase], source, settings, offset_of(noise_floor))
             if judged
             else None
         )
@@ -167,7 +157,9 @@ def phases(
             noise_floor=floor,
             kl_ratio=mean / floor if mean is not None else None,
             positions=len(values),
-            verdict=tier(mean / floor, lines.drift_factor, lines.fail_factor) if test and mean is not None else None,
+            verdict=tier(mean / floor, settings.drift_factor, settings.fail_factor)
+            if test and mean is not None
+            else None,
             floor_source=floor_source,
             test=test,
             pooled=not judged,
@@ -176,16 +168,18 @@ def phases(
     return GatePhases(**parts, note=OLD_REFERENCE if fallback else None)
 
 
-def overall_test(per_prompt: Sequence[Sequence[float]], noise_floor: dict, lines: Lines) -> Optional[PairedTest]:
-    """The test over every position of every prompt, or None below ``lines.min_positions``."""
-    if sum(map(len, per_prompt)) < lines.min_positions:
+def overall_test(
+    per_prompt: Sequence[Sequence[float]], noise_floor: dict, settings: GateSettings
+) -> Optional[PairedTest]:
+    """The test over every position of every prompt, or None below ``settings.min_positions``."""
+    if sum(map(len, per_prompt)) < settings.min_positions:
         return None
     floor, source = paired_floor(per_prompt, noise_floor)
-    return paired_test(per_prompt, floor, source, lines, offset_of(noise_floor))
+    return paired_test(per_prompt, floor, source, settings, offset_of(noise_floor))
 
 
 def judge(
-    ratio: Optional[float], overall: Optional[PairedTest], parts: Optional[GatePhases], lines: Lines
+    ratio: Optional[float], overall: Optional[PairedTest], parts: Optional[GatePhases], settings: GateSettings
 ) -> tuple[list[str], list[str]]:
     """(fail reasons, drift reasons) of the KL tiers: the overall mean ratio's and each judged phase's, each
     only where its paired test ran (``min_positions`` reached); the paired figures are quoted beside it."""
@@ -199,8 +193,8 @@ def judge(
     for label, value, test in tiers:
         if test is None or value is None:
             continue
-        verdict = tier(value, lines.drift_factor, lines.fail_factor)
-        line = lines.fail_factor if verdict == "fail" else lines.drift_factor
+        verdict = tier(value, settings.drift_factor, settings.fail_factor)
+        line = settings.fail_factor if verdict == "fail" else settings.drift_factor
         text = (
             f"{label} is {value:.1f}x its noise floor over {test.positions} positions, {verdict} above {line:g}x "
             f"(paired by position: {test.rise:.1f}x, >= {test.rise_low:.1f}x at {1 - test.alpha:.0%} confidence)"
@@ -209,12 +203,12 @@ def judge(
     return fails, drifts
 
 
-def too_few(per_prompt: Sequence[Sequence[float]], lines: Lines) -> Optional[str]:
-    """Why no KL verdict: fewer positions than ``lines.min_positions``, or None."""
+def too_few(per_prompt: Sequence[Sequence[float]], settings: GateSettings) -> Optional[str]:
+    """Why no KL verdict: fewer positions than ``settings.min_positions``, or None."""
     n = sum(map(len, per_prompt))
-    if n >= lines.min_positions:
+    if n >= settings.min_positions:
         return None
-    return f"KL tier not judged: {n} teacher-forced positions, fewer than gate.min_positions={lines.min_positions}"
+    return f"KL tier not judged: {n} teacher-forced positions, fewer than gate.min_positions={settings.min_positions}"
 
 
 def spread(values: Sequence[float]) -> Optional[KLSpread]:

@@ -19,15 +19,13 @@ Pure functions and engine calls; the gate (``harness.correctness.gate``) and the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
 from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids, top_row, topk_miss, topk_pairs
-
-if TYPE_CHECKING:
-    from harness.correctness.outcome import PromptResult
-    from harness.correctness.reference import PromptReference, Reference
+from harness.correctness.stored_reference import PromptReference, Reference
+from harness.records.correctness import Divergence, PromptResult
 
 PREFILL_TOKENS = 4096  # prompt tokens a prompt's prefill positions may cost in all: long prompts get fewer
 
@@ -87,8 +85,6 @@ def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResul
     top-k check every teacher-forced position gets (``prefill_ok``, ``prefill_violations``; the first miss a
     ``Divergence`` in ``result.failures``, its position the sequence position the prefix's logits predict).
     Nothing for a reference without prefill positions."""
-    from harness.correctness.outcome import Divergence
-
     if not ref.prefill_top_ids:
         return
     kls, misses = [], 0
@@ -97,9 +93,18 @@ def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResul
         device_top = top_ids(row, k).tolist()
         why = topk_miss(ids, device_top, k)
         if why and not misses:
-            pairs = (topk_pairs(ids, lps, k, False), topk_pairs([], row, k, True))
             where = f"prefill of the first {length} prompt tokens"
-            result.failures.append(Divergence(index, length, ids[0], device_top[0], *pairs, False, f"{where}: {why}"))
+            miss = Divergence(
+                prompt=index,
+                position=length,
+                reference_token=ids[0],
+                device_token=device_top[0],
+                reference_topk=topk_pairs(ids, lps, k, False),
+                device_topk=topk_pairs([], row, k, True),
+                ok=False,
+                why=f"{where}: {why}",
+            )
+            result.failures.append(miss)
         misses += bool(why)
     result.prefill_kl, result.prefill_ok, result.prefill_violations = kls, not misses, misses
 

@@ -1,4 +1,5 @@
-"""The HF reference for the correctness gate: computed once, stored, reused by any runner.
+"""The HF reference for the correctness gate: computed once, stored, reused by any runner (its stored types:
+``harness.correctness.stored_reference``).
 
 Per prompt the reference holds the greedy tokens of HF transformers (bf16 by default) and, for every
 position, the top-M token ids with their log-probabilities (fp32 log-softmax of the logits; ties go
@@ -24,7 +25,7 @@ import hashlib
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -40,63 +41,25 @@ from harness.correctness.logprobs import (
     greedy_steps,
     iter_forced_logprobs,
 )
-from harness.errors import HarnessError
+from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
 from harness.scenario.gate import Gate
 
-# 2: prefill positions (``PromptReference.prefill_*``, ``noise_floor.prefill_positions``); a stored version-1
-# reference still loads (same-weights ones have none), and the HF store recomputes it in place.
-SCHEMA_VERSION = 2
+
+def _gate_default(name: str):
+    """The scenario's default (its ``gate`` section), written there only."""
+    return Gate.model_fields[name].default
 
 
-class ReferenceMismatch(HarnessError):
-    exit_code = 2
-
-
-@dataclass
-class PromptReference:
-    kind: str  # plain | chat
-    text: str
-    prompt_ids: list[int]
-    tokens: list[int]  # greedy continuation (stops after an EOS token)
-    top_ids: list[list[int]]  # per position: top-M ids
-    top_logprobs: list[list[float]]  # per position: their log-probabilities
-    # The last prompt positions, ascending (``harness.correctness.prefill``); empty in version-1 references
-    prefill_top_ids: list[list[int]] = field(default_factory=list)
-    prefill_top_logprobs: list[list[float]] = field(default_factory=list)
-
-
-@dataclass
-class Reference:
-    model: dict  # name, checksum, tokenizer_sha256
-    settings: dict  # tokens, top_m, dtype, device, eos_ids
-    versions: dict
-    noise_floor: dict  # kl_mean, per_prompt, phases, positions, prefill_positions (absent in older files), method
-    prompts: list[PromptReference]
-    created_at: str = ""
-    compute_s: float = 0.0
-    schema_version: int = SCHEMA_VERSION
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Reference:
-        if data.get("schema_version") not in range(1, SCHEMA_VERSION + 1):
-            raise ReferenceMismatch(
-                f"reference schema_version {data.get('schema_version')!r} is not one of 1..{SCHEMA_VERSION}"
-            )
-        data = dict(data)
-        data["prompts"] = [PromptReference(**p) for p in data["prompts"]]
-        return cls(**data)
-
-
-# the default (the scenario's): references computed at it keep the keys they had before prefill positions
-PREFILL_POSITIONS: int = Gate.model_fields["prefill_positions"].default
+# references computed at the default keep the keys they had before prefill positions
+PREFILL_POSITIONS: int = _gate_default("prefill_positions")
 
 
 @dataclass(frozen=True)
 class ReferenceSettings:
-    tokens: int = 32
+    tokens: int = _gate_default("tokens")
     top_m: int = 64  # ids kept per position: >= the gate's k, and enough mass for the KL
-    dtype: str = "bf16"
+    dtype: str = _gate_default("reference_dtype")
     floor_dtype: str = "fp32"
     device: str = "cpu"
     threads: Optional[int] = None

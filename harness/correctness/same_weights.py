@@ -34,14 +34,14 @@ import numpy as np
 
 from harness.correctness import prefill
 from harness.correctness.logprobs import coarse_kl, forced_logprobs, greedy_steps
-from harness.correctness.reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
+from harness.correctness.outcome import NotRun
+from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
-from harness.records.correctness import NOT_JUDGED, PASS
+from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeights
+from harness.scenario.gate import GateSettings
 
 if TYPE_CHECKING:
     from harness.adapters.base import Adapter, Twin
-    from harness.correctness.outcome import GateConfig, GateResult, NotRun
-    from harness.records.correctness import Correctness, SameWeights
     from harness.scenario.sweep import Point
 
 # Identical weights on two paths of one engine can agree to the last bit (a bf16 hint ignored by a CPU
@@ -170,11 +170,11 @@ def get_or_compute(
     return reference, path, reused
 
 
-def compare(adapter: Adapter, reference: Reference, config: GateConfig, on_prompt=None) -> GateResult | NotRun:
+def compare(adapter: Adapter, reference: Reference, settings: GateSettings, on_prompt=None) -> Correctness | NotRun:
     """The gate's own comparison against the same-weights reference; drift always fails there."""
     from harness.correctness import gate
 
-    return gate.run(adapter, reference, replace(config, fail_on_drift=True), on_prompt)
+    return gate.run(adapter, reference, replace(settings, fail_on_drift=True), on_prompt)
 
 
 def combine(
@@ -229,9 +229,7 @@ def combine(
     return model_verdict, None
 
 
-def summary(result: GateResult, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:
-    from harness.records.correctness import SameWeights
-
+def summary(result: Correctness, reference: Reference, model_verdict: Optional[str], report: str) -> SameWeights:
     return SameWeights(
         verdict=result.verdict,
         model_verdict=model_verdict,

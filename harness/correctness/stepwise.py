@@ -21,8 +21,8 @@ from harness.correctness.logprobs import (
     topk_miss,
 )
 from harness.correctness.logprobs import topk_pairs as _topk_pairs
-from harness.correctness.outcome import Divergence, PromptResult
-from harness.correctness.reference import PromptReference
+from harness.correctness.stored_reference import PromptReference
+from harness.records.correctness import Divergence, PromptResult
 
 
 def free_running(
@@ -47,14 +47,14 @@ def free_running(
                 )
             )
             detail = Divergence(
-                index,
-                position,
-                ref_token,
-                device_token,
-                _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
-                _topk_pairs([], logprobs, k, True),
-                ok,
-                why,
+                prompt=index,
+                position=position,
+                reference_token=ref_token,
+                device_token=device_token,
+                reference_topk=_topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
+                device_topk=_topk_pairs([], logprobs, k, True),
+                ok=ok,
+                why=why,
             )
             return ok, position, position, detail
         if device_token in stop_ids or position == len(ref.tokens) - 1:
@@ -83,8 +83,8 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
         why = topk_miss(ref_ids, dev_top, k)
         if why:
             device_topk = _topk_pairs([], logprobs, k, True)
-            result.violated(
-                _miss(ref, index, position, ref_token, device_token, device_topk, k, f"teacher-forced: {why}")
+            _violated(
+                result, _miss(ref, index, position, ref_token, device_token, device_topk, k, f"teacher-forced: {why}")
             )
     result.forced_ok = result.forced_violations == 0
     result.top1_match_rate = top1 / len(ref.tokens)
@@ -100,12 +100,12 @@ def forced_top1(adapter, index: int, ref: PromptReference, k: int) -> PromptResu
     """Teacher-forced on an engine that exposes only the token it chooses (GenAI's static NPU pipeline): at
     every position that token, given the reference's prefix, must be in the reference's top-k (one way: the
     device's own top-k is unknowable)."""
-    result = PromptResult(index, ref.kind)
+    result = PromptResult(prompt=index, kind=ref.kind)
     chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
     for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
         if device_token not in ref.top_ids[position][:k]:
             why = f"teacher-forced (top-1 only): device token {device_token} not in reference top-{k}"
-            result.violated(_miss(ref, index, position, ref_token, device_token, [], k, why))
+            _violated(result, _miss(ref, index, position, ref_token, device_token, [], k, why))
     result.forced_ok = result.forced_violations == 0
     greedy = [ids[0] for ids in ref.top_ids]  # the reference's choices (a long prompt feeds its own text)
     result.top1_match_rate = sum(d == r for d, r in zip(chosen, greedy)) / len(ref.tokens)
@@ -116,4 +116,21 @@ def forced_top1(adapter, index: int, ref: PromptReference, k: int) -> PromptResu
 def _miss(ref: PromptReference, index: int, position: int, ref_token, device_token, device_topk, k: int, why: str):
     """A failed top-k check at a teacher-forced position, with the reference's top-k there."""
     reference_topk = _topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False)
-    return Divergence(index, position, ref_token, device_token, reference_topk, device_topk, False, why)
+    return Divergence(
+        prompt=index,
+        position=position,
+        reference_token=ref_token,
+        device_token=device_token,
+        reference_topk=reference_topk,
+        device_topk=device_topk,
+        ok=False,
+        why=why,
+    )
+
+
+def _violated(result: PromptResult, divergence: Divergence) -> None:
+    """Count a teacher-forced top-k violation; the first one is kept with its details."""
+    result.forced_violations += 1
+    if result.forced_first_violation is None:
+        result.forced_first_violation = divergence.position
+        result.failures.append(divergence)

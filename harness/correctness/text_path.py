@@ -21,9 +21,10 @@ records the result. Informational parts never change the gate's own figures; a f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from harness.correctness.lengths import is_long
+from harness.correctness.stored_reference import Reference
 from harness.records.text_path import (
     ChatMismatch,
     ChatTemplateCheck,
@@ -32,9 +33,6 @@ from harness.records.text_path import (
     TokenizerAgreement,
     TokenizerDisagreement,
 )
-
-if TYPE_CHECKING:
-    from harness.correctness.reference import Reference
 
 # Conversations rendered by both chat paths: one turn, and a turn after an answer.
 CONVERSATIONS: dict[str, list[dict]] = {

@@ -1,4 +1,6 @@
-"""Record parts of the correctness gate: the verdict, its phases, the KL distribution, the same-weights check."""
+"""Record parts of the correctness gate: the verdict, each prompt's comparison, its phases, the KL distribution,
+the same-weights check (the diagnosis of a failure: ``harness.records.gate_diagnosis``). The gate
+(``harness.correctness.gate``) builds them; the record stores them as they are."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
+from harness.records.gate_diagnosis import Diagnosis
 from harness.records.text_path import TextPath
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
@@ -14,6 +17,46 @@ from harness.records.text_path import TextPath
 # like the regression check's ``unknown``, it exits 0 unless ``--fail-on-unknown`` (exit 4).
 FAIL, DRIFT, NOT_JUDGED, PASS = "fail", "drift", "not judged", "pass"
 VERDICTS = (FAIL, DRIFT, NOT_JUDGED, PASS)
+
+
+class Divergence(Part):
+    """Where the device and the reference part at one prompt position, with both sides' top-k there as
+    (id, log-probability) pairs; ``ok``: each side's token is in the other's top-k."""
+
+    prompt: int
+    position: int
+    reference_token: Optional[int]
+    device_token: Optional[int]
+    reference_topk: list[tuple[int, float]]
+    device_topk: list[tuple[int, float]]  # empty where the engine exposes only its chosen token
+    ok: bool
+    why: str = ""
+
+
+class PromptResult(Part):
+    """One gate prompt's comparison (``harness.correctness.stepwise``, ``.prefill``); None: that check did not run."""
+
+    prompt: int
+    kind: str  # plain | chat | long | long-prefill (harness.correctness.lengths)
+    free_ok: Optional[bool] = None
+    free_divergence: Optional[int] = None  # first differing position; None when identical
+    free_matched_tokens: Optional[int] = None
+    forced_ok: Optional[bool] = None
+    forced_first_violation: Optional[int] = None
+    forced_violations: int = 0
+    top1_match_rate: Optional[float] = None
+    kl_mean: Optional[float] = None
+    kl_max: Optional[float] = None
+    cosine_min: Optional[float] = None
+    failures: list[Divergence] = Field(default_factory=list)  # the first of each check that failed
+    # Teacher-forced, per generated position (for the report's KL plot and ``harness export``):
+    # KL(reference || device) to 4 significant digits (None in top-1 mode), and 1/0 top-1 agreement.
+    position_kl: Optional[list[float]] = None
+    position_top1: Optional[list[int]] = None
+    position_kl_reverse: Optional[list[float]] = None  # KL(device || reference), same partition and digits
+    prefill_kl: Optional[list[float]] = None  # KL at the prompt's prefill positions (harness.correctness.prefill)
+    prefill_ok: Optional[bool] = None  # the two-way top-k check at those positions (None: not run)
+    prefill_violations: int = 0
 
 
 class ReferenceInfo(Part):
@@ -204,10 +247,10 @@ class Correctness(Part):
     kl_ratio: Optional[float] = None
     top1_match_rate: Optional[float] = None
     free_divergence_index: Optional[int] = None
-    prompts: list[dict[str, Any]] = Field(default_factory=list)  # gate.PromptResult per prompt
+    prompts: list[PromptResult] = Field(default_factory=list)
     reference: Optional[ReferenceInfo] = None
     report: Optional[str] = None
-    diagnosis: Optional[dict[str, Any]] = None
+    diagnosis: Optional[Diagnosis] = None  # where a failed point departs from HF (informational)
     skipped: Optional[str] = None
     same_weights: Optional[SameWeights] = None  # None: not compared with its own weights (records before it)
     phases: Optional[GatePhases] = None  # None in top-1 mode and in records made before phases

@@ -1,7 +1,8 @@
 """Reading records written by older versions of the harness: ``migrate`` upgrades a record's JSON to the
 current schema as it loads (version 1's ``details`` grab-bag split into named parts; version 2's flat
 ``adapter`` dict typed as the ``engine`` part; point ids that named the model's dtype renamed to the precision
-that ran), so older results and baselines keep matching new runs."""
+that ran; the gate's diagnosis without the layer number its ``departs_at`` already names), so older results
+and baselines keep matching new runs."""
 
 from __future__ import annotations
 
@@ -45,7 +46,20 @@ def migrate(data: dict) -> dict:
         data = _from_v1(data)
     if data["schema_version"] == 2:
         data = _engine_part(data)
-    return _precision_in_id(data)
+    return _precision_in_id(_derived_diagnosis(data))
+
+
+def _derived_diagnosis(data: dict) -> dict:
+    """Records written before the gate's diagnosis was a typed part stored ``departs_at_layer``, the number of
+    the decoder layer ``departs_at`` names ("decoder layer N"), which says it already. Idempotent."""
+    correctness = data.get("correctness")
+    if not isinstance(correctness, dict):
+        return data
+    diagnosis = correctness.get("diagnosis")
+    if not isinstance(diagnosis, dict) or "departs_at_layer" not in diagnosis:
+        return data
+    kept = {k: v for k, v in diagnosis.items() if k != "departs_at_layer"}
+    return {**data, "correctness": {**correctness, "diagnosis": kept}}
 
 
 def _engine_part(data: dict) -> dict:

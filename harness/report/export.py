@@ -72,13 +72,13 @@ def gate_rows(record: Record) -> Iterator[dict]:
     if record.correctness is None:
         return
     for prompt in record.correctness.prompts:
-        kls = prompt.get("position_kl") or []
-        matches = prompt.get("position_top1") or []
+        kls = prompt.position_kl or []
+        matches = prompt.position_top1 or []
         for position in range(max(len(kls), len(matches))):
             yield _row(
                 "gate",
                 record,
-                prompt=prompt.get("prompt"),
+                prompt=prompt.prompt,
                 position=position,
                 kl=kls[position] if position < len(kls) else None,
                 top1_match=matches[position] if position < len(matches) else None,

@@ -74,13 +74,11 @@ def _kl_series(record: Record):
     gate = record.correctness
     floor = gate.noise_floor if gate and gate.noise_floor else None
     for prompt in gate.prompts if gate else []:
-        kls = prompt.get("position_kl")
+        kls = prompt.position_kl
         if not kls or not floor:
             continue
-        diverge = prompt.get("free_divergence")
-        if diverge is None:
-            diverge = prompt.get("forced_first_violation")
-        yield prompt.get("prompt"), prompt.get("kind"), [k / floor for k in kls], diverge
+        diverge = prompt.free_divergence if prompt.free_divergence is not None else prompt.forced_first_violation
+        yield prompt.prompt, prompt.kind, [k / floor for k in kls], diverge
 
 
 def gate_kl(records: list[Record]) -> Optional[Plot]:

@@ -10,9 +10,11 @@ from harness.adapters.base import Adapter
 from harness.adapters.capabilities import OPTIONAL_METHODS
 from harness.correctness import gate
 from harness.correctness.logprobs import log_softmax, top_ids
-from harness.correctness.outcome import GateConfig, GateResult, NotRun
-from harness.correctness.reference import PromptReference, Reference
+from harness.correctness.outcome import NotRun
+from harness.correctness.stored_reference import PromptReference, Reference
 from harness.errors import HarnessError, Unsupported
+from harness.records.correctness import Correctness
+from harness.scenario.gate import Gate
 from tests.fakes import FakeAdapter
 
 
@@ -133,17 +135,19 @@ def test_a_missing_kernel_fails_the_gate_instead_of_skipping_it():
     # before: the runner caught NotImplementedError as "no step-wise logits", fell back to the top-1
     # gate, caught it again and recorded the gate as skipped
     with pytest.raises(NotImplementedError, match="not implemented for the 'mps' backend") as raised:
-        gate.run(MissingKernel(), reference(), GateConfig(k=2))
+        gate.run(MissingKernel(), reference(), Gate(k=2).settings(quantized=False))
     assert not isinstance(raised.value, Unsupported)
 
 
 def test_the_gate_picks_its_method_by_flags_and_says_why_it_cannot_run():
     ref = reference()
-    full = gate.run(FakeAdapter(), ref, GateConfig(k=2))  # zero logits: argmax is token 0 everywhere
-    assert isinstance(full, GateResult) and full.mode == "both"
-    top1 = gate.run(ChosenTokens([0, 0, 0]), ref, GateConfig(k=2))
-    assert isinstance(top1, GateResult) and top1.mode == "forced-top1" and top1.verdict == "pass"
-    not_run = gate.run(_Base(), ref, GateConfig(k=2))
+    full = gate.run(
+        FakeAdapter(), ref, Gate(k=2).settings(quantized=False)
+    )  # zero logits: argmax is token 0 everywhere
+    assert isinstance(full, Correctness) and full.mode == "both"
+    top1 = gate.run(ChosenTokens([0, 0, 0]), ref, Gate(k=2).settings(quantized=False))
+    assert isinstance(top1, Correctness) and top1.mode == "forced-top1" and top1.verdict == "pass"
+    not_run = gate.run(_Base(), ref, Gate(k=2).settings(quantized=False))
     assert isinstance(not_run, NotRun)
     assert not_run.why == "capability-test exposes neither step-wise logits nor forced top-1 tokens on this point"
     assert gate.unsupported_reason(_Base()) == not_run.why and gate.unsupported_reason(FakeAdapter()) is None
@@ -152,7 +156,7 @@ def test_the_gate_picks_its_method_by_flags_and_says_why_it_cannot_run():
 def test_a_flag_narrowed_on_the_loaded_instance_wins():
     adapter = FakeAdapter()
     adapter.supports_logits = False  # as the openvino adapter does for its static NPU pipeline
-    assert isinstance(gate.run(adapter, reference(), GateConfig(k=2)), NotRun)
+    assert isinstance(gate.run(adapter, reference(), Gate(k=2).settings(quantized=False)), NotRun)
 
 
 def test_a_missing_kernel_in_one_pass_scoring_is_not_hidden_by_the_stepwise_fallback():

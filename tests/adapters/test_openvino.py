@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from harness.correctness.outcome import GateConfig
-
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
 from harness.adapters.base import LoadSettings  # noqa: E402
@@ -18,6 +16,7 @@ from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
+from harness.scenario.gate import Gate  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 
 SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128
@@ -92,7 +91,7 @@ def test_the_same_weights_pass_the_gate_against_hf(tiny_llama, tmp_path):
     reference, _, _ = ReferenceStore(tmp_path).get_or_compute(
         tiny_llama, select_gate_prompts(2), ReferenceSettings(tokens=8, threads=2)
     )
-    result = gate.evaluate(loaded(tiny_llama), reference, GateConfig())
+    result = gate.evaluate(loaded(tiny_llama), reference, Gate().settings(quantized=False))
     assert result.verdict == "pass", result.reasons
     # OpenVINO at this CPU's default precision (f32, or bf16 with AVX512-bf16 or AMX: either path, not
     # pinned) against the HF bf16 reference: within bf16 noise either way

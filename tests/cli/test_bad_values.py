@@ -322,7 +322,8 @@ def _store_worker(args):
     model = sources.resolve(ModelSpec(source="tiny-llama"), sources.cache_dir())
 
     def compute(model, pairs, prompt_ids, settings):
-        from harness.correctness.reference import PromptReference, Reference, tokenizer_sha256
+        from harness.correctness.reference import tokenizer_sha256
+        from harness.correctness.stored_reference import PromptReference, Reference
 
         with open(marker, "a") as out:  # one line per computation
             out.write(f"{os.getpid()}\n")

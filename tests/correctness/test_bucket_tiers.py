@@ -9,8 +9,10 @@ import pytest
 
 from harness.correctness import gate, kl, positions
 from harness.correctness import same_weights as sw
-from harness.correctness.outcome import GateConfig, GateResult, PromptResult, format_failures
-from harness.correctness.reference import PromptReference, Reference
+from harness.correctness.outcome import format_failures
+from harness.correctness.stored_reference import PromptReference, Reference
+from harness.records.correctness import Correctness, PromptResult
+from harness.scenario.gate import Gate
 
 
 def _long_reference(floor: dict, head: int = 16, tokens: int = 280) -> Reference:
@@ -40,9 +42,9 @@ def _late_fault(late: float, fail_on_drift: bool = True):
     kls = [1e-3] * 48 + [6e-3] * 192 + [late] * 40
     reference = _long_reference(floor)
     result = gate._conclude(
-        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(prompt=0, kind="long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        GateConfig(fail_on_drift=fail_on_drift),
+        Gate(fail_on_drift=fail_on_drift).settings(quantized=False),
         "forced",
     )
     return result, format_failures(result, reference, tokenizer=None)
@@ -76,13 +78,13 @@ def test_a_drifting_bucket_is_reported_where_the_mean_passes():
     assert table.endswith("256-511: 1.0x (40); rises at positions 64-255")
 
 
-def _short(noise_floor: dict, kls: list[float], **config) -> GateResult:
+def _short(noise_floor: dict, kls: list[float], **config) -> Correctness:
     prompt = PromptReference("plain", "p", [1, 2], [3], [[3]], [[0.0]])
     reference = Reference(
         model={}, settings={"top_m": 8, "eos_ids": []}, versions={}, noise_floor=noise_floor, prompts=[prompt]
     )
-    found = PromptResult(0, "plain", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
-    return gate._conclude([found], reference, GateConfig(**config), "forced")
+    found = PromptResult(prompt=0, kind="plain", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
+    return gate._conclude([found], reference, Gate(**config).settings(quantized=False), "forced")
 
 
 def test_the_paired_test_offsets_both_sides_by_the_references_own_minimum_floor():
@@ -136,15 +138,18 @@ def test_the_paired_test_uses_the_stored_per_position_floor_only_where_it_covers
 def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure():
     reference = _long_reference({"kl_mean": 1e-3})
     long_ones = [
-        PromptResult(0, "long", forced_ok=False),
-        PromptResult(1, "long-prefill", forced_ok=True),
-        PromptResult(2, "long-prefill", forced_ok=False),
+        PromptResult(prompt=0, kind="long", forced_ok=False),
+        PromptResult(prompt=1, kind="long-prefill", forced_ok=True),
+        PromptResult(prompt=2, kind="long-prefill", forced_ok=False),
     ]
-    reported = gate._conclude(long_ones, reference, GateConfig(k=3), "forced")
+    reported = gate._conclude(long_ones, reference, Gate(k=3).settings(quantized=False), "forced")
     assert (reported.verdict, reported.reasons) == ("pass", [])
     assert reported.notes == ["teacher-forced top-3 missed on long prompt(s) [0, 2]: reported; KL judges them"]
     short = gate._conclude(
-        [*long_ones, PromptResult(3, "plain", forced_ok=False)], reference, GateConfig(k=3), "forced"
+        [*long_ones, PromptResult(prompt=3, kind="plain", forced_ok=False)],
+        reference,
+        Gate(k=3).settings(quantized=False),
+        "forced",
     )
     assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
 
@@ -154,9 +159,9 @@ def test_a_bucket_of_exactly_min_positions_is_judged_on_the_overall_floor_where_
     kls = [2e-3] * 48 + [8e-3] * positions.MIN_POSITIONS  # positions 16-63, then 64-79
     reference = _long_reference(floor, tokens=len(kls))
     result = gate._conclude(
-        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(prompt=0, kind="long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        GateConfig(fail_on_drift=False),
+        Gate(fail_on_drift=False).settings(quantized=False),
         "forced",
     )
     assert [(b.noise_floor, b.kl_ratio, b.verdict, b.floor_source) for b in result.buckets] == [
@@ -170,8 +175,10 @@ def test_the_table_names_no_rise_where_every_bucket_passes():
     floor = {"kl_mean": 1e-3, "buckets": [{"start": 0, "end": 63, "kl_mean": 2e-3, "positions": 48}]}
     kls = [2e-3] * 48 + [1e-3] * 16
     reference = _long_reference(floor, tokens=len(kls))
-    prompt = PromptResult(0, "long", free_ok=False, forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)
-    result = gate._conclude([prompt], reference, GateConfig(), "both")
+    prompt = PromptResult(
+        prompt=0, kind="long", free_ok=False, forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls
+    )
+    result = gate._conclude([prompt], reference, Gate().settings(quantized=False), "both")
     assert positions.rises_at(result.buckets) is None
     assert format_failures(result, reference, tokenizer=None) == (
         "gate FAIL: free-running top-5 check failed on prompt(s) [0]\n"
@@ -189,9 +196,9 @@ def test_the_stored_bucket_floors_count_their_positions():
 def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails_the_point():
     floor = {"kl_mean": 1e-3, "buckets": positions.floors([[1e-3] * 280], [16])}
     reference = _long_reference(floor)
-    drifting = [PromptResult(0, "long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
-    reported = gate._conclude(drifting, reference, GateConfig(fail_on_drift=False), "forced")
-    failed = gate._conclude(drifting, reference, GateConfig(), "forced")
+    drifting = [PromptResult(prompt=0, kind="long", forced_ok=True, kl_mean=6e-3, position_kl=[6e-3] * 280)]
+    reported = gate._conclude(drifting, reference, Gate(fail_on_drift=False).settings(quantized=False), "forced")
+    failed = gate._conclude(drifting, reference, Gate().settings(quantized=False), "forced")
     assert reported.verdict == "drift" and failed.verdict == "fail"
     assert [r.split(" is ")[0] for r in reported.reasons] == [
         "mean KL",
@@ -203,7 +210,7 @@ def test_a_failing_drift_keeps_every_drift_reason_and_says_once_that_drift_fails
     assert failed.reasons == [*reported.reasons[:-1], reported.reasons[-1] + "; drift fails this point"]
 
 
-def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> GateResult:
+def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stored=None) -> Correctness:
     """A short prompt whose reference stored ``len(prefill_kl)`` prefill positions (8 asked for), every floor
     at 1e-3, and its device's KLs there (None: not measured) and at the teacher-forced positions."""
     stored = len(prefill_kl) if stored is None else stored
@@ -218,14 +225,14 @@ def _prefilled(prompt_tokens: int, prefill_kl, position_kl, forced_ok=True, stor
     settings = {"top_m": 8, "eos_ids": [], "prefill_positions": 8}
     reference = Reference(model={}, settings=settings, versions={}, noise_floor=floor, prompts=[prompt])
     found = PromptResult(
-        0,
-        "plain",
+        prompt=0,
+        kind="plain",
         forced_ok=forced_ok,
         kl_mean=sum(position_kl) / len(position_kl),
         position_kl=position_kl,
         prefill_kl=prefill_kl,
     )
-    return gate._conclude([found], reference, GateConfig(), "forced")
+    return gate._conclude([found], reference, Gate().settings(quantized=False), "forced")
 
 
 def test_a_fault_at_the_last_prompt_positions_fails_the_prefill_phase_where_the_first_decode_position_is_clean():

@@ -9,10 +9,11 @@ import pytest
 from harness.adapters.base import Activations, LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
-from harness.correctness.outcome import GateConfig, GateResult, PromptResult
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
+from harness.records.correctness import Correctness, PromptResult
+from harness.scenario.gate import Gate
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 from tests import faults
@@ -89,13 +90,13 @@ def test_diagnosis_names_the_faulty_component(tiny_gemma, healthy, tokens, fault
         broken.close()
     assert report.departs_at == component, [(c.name, c.relative_error) for c in report.components]
     assert report.phase == "prefill"
-    assert report.to_dict()["departs_at"] == component
+    assert report.model_dump()["departs_at"] == component
 
 
 def test_a_decode_only_fault_is_diagnosed_on_a_decode_step(tiny_gemma, healthy, reference):
     broken = load(faults.PositionOffByOne, tiny_gemma)
     try:
-        result = gate.evaluate(broken, reference, GateConfig())
+        result = gate.evaluate(broken, reference, Gate().settings(quantized=False))
         report = diagnosis.diagnose_failure(broken, healthy, reference, result)
     finally:
         broken.close()
@@ -112,17 +113,17 @@ class NoDecodeStates(faults.PositionOffByOne):
 def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
     broken = load(NoDecodeStates, tiny_gemma)
     try:
-        result = gate.evaluate(broken, reference, GateConfig())
+        result = gate.evaluate(broken, reference, Gate().settings(quantized=False))
         report = diagnosis.diagnose_failure(broken, healthy, reference, result)
     finally:
         broken.close()
     assert report.departs_at is None
-    assert "cannot expose a decode step's hidden states" in report.to_dict()["not_run"]
+    assert "cannot expose a decode step's hidden states" in report.not_run
 
     class Opaque:
         name, supports_hidden_states = "opaque", False
 
-    found = diagnosis.diagnose_failure(Opaque(), healthy, reference, result).to_dict()
+    found = diagnosis.diagnose_failure(Opaque(), healthy, reference, result).model_dump()
     assert found["not_run"] == "opaque exposes no hidden states"
     # The input ids come first; an engine without a tokenizer of its own only ever sees the reference's.
     assert "exposes no tokenizer of its own" in found["input_ids"]["not_compared"]
@@ -130,10 +131,20 @@ def test_a_diagnosis_that_cannot_run_says_why(tiny_gemma, healthy, reference):
 
 def test_first_failure_is_the_earliest_top_k_failure_else_the_highest_kl_prompt():
     prompts = [
-        PromptResult(0, "a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
-        PromptResult(1, "b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0),
+        PromptResult(prompt=0, kind="a", free_ok=False, free_divergence=4, forced_first_violation=6, kl_mean=1.0),
+        PromptResult(prompt=1, kind="b", free_ok=True, free_divergence=2, forced_first_violation=3, kl_mean=2.0),
     ]
-    result = GateResult("fail", [], 5, "both", 1.0, 1e-3, 1e3, 0.5, 2, prompts)
+    result = Correctness(
+        verdict="fail",
+        k=5,
+        mode="both",
+        kl_mean=1.0,
+        noise_floor=1e-3,
+        kl_ratio=1e3,
+        top1_match_rate=0.5,
+        free_divergence_index=2,
+        prompts=prompts,
+    )
     assert diagnosis.first_failure(result) == (1, 3)  # a free divergence inside top-k is no failure
     for prompt in prompts:
         prompt.free_ok, prompt.forced_first_violation = True, None

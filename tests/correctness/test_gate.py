@@ -10,16 +10,11 @@ import pytest
 from harness import cli
 from harness.correctness import diagnosis, gate
 from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids
-from harness.correctness.outcome import GateConfig
-from harness.correctness.reference import (
-    PromptReference,
-    Reference,
-    ReferenceMismatch,
-    ReferenceSettings,
-    ReferenceStore,
-)
+from harness.correctness.reference import ReferenceSettings, ReferenceStore
+from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
+from harness.scenario.gate import Gate, GateSettings
 from tests.faults import StaleKVCache
 
 VOCAB = 8
@@ -89,21 +84,46 @@ def reference_from(table, kind="plain") -> Reference:
 REF_TABLE = [logits([1, 2, 3, 4, 5]), logits([2, 1, 3, 4, 5]), logits([3, 1, 2, 4, 5])]
 
 
+def test_the_gate_judges_with_the_scenario_section_and_fail_on_drift_decided_per_point():
+    section = Gate(k=3, mode="forced", drift_factor=4, fail_factor=50, min_positions=6)
+    unquantized, quantized = section.settings(quantized=False), section.settings(quantized=True)
+    assert unquantized == GateSettings(
+        k=3, mode="forced", drift_factor=4, fail_factor=50, fail_on_drift=True, min_positions=6
+    )
+    assert not quantized.fail_on_drift and (unquantized.failing, quantized.failing) == (4, 50)  # auto
+    assert Gate(fail_on_drift=True).settings(quantized=True).fail_on_drift  # as the scenario says
+    assert not Gate(fail_on_drift=False).settings(quantized=False).fail_on_drift
+    defaults = Gate().settings(quantized=False)  # the section's defaults are the gate's
+    assert (defaults.k, defaults.mode, defaults.drift_factor, defaults.fail_factor, defaults.min_positions) == (
+        5,
+        "both",
+        5.0,
+        100.0,
+        8,
+    )
+
+
 def test_identical_device_passes_everything():
-    result = gate.evaluate(Scripted(REF_TABLE), reference_from(REF_TABLE), GateConfig(k=2, min_positions=3))
+    result = gate.evaluate(
+        Scripted(REF_TABLE), reference_from(REF_TABLE), Gate(k=2, min_positions=3).settings(quantized=False)
+    )
     assert result.verdict == "pass" and result.top1_match_rate == 1 and result.free_divergence_index is None
 
 
 def test_divergence_inside_both_top_k_passes_the_free_running_check():
     device = [REF_TABLE[0], logits([1, 2, 3, 4, 5]), logits([3, 1, 2, 4, 5])]  # swaps 1st and 2nd at step 1
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
+    result = gate.evaluate(
+        Scripted(device), reference_from(REF_TABLE), Gate(k=2, mode="free").settings(quantized=False)
+    )
     (prompt,) = result.prompts
     assert prompt.free_ok and prompt.free_divergence == 1 and prompt.free_matched_tokens == 1
 
 
 def test_divergence_outside_top_k_fails_and_names_both_tokens():
     device = [REF_TABLE[0], logits([5, 4, 3, 2, 1]), logits([3, 1, 2, 4, 5])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
+    result = gate.evaluate(
+        Scripted(device), reference_from(REF_TABLE), Gate(k=2, mode="free").settings(quantized=False)
+    )
     assert result.verdict == "fail" and result.free_divergence_index == 1
     (failure,) = result.prompts[0].failures
     assert (failure.reference_token, failure.device_token) == (2, 5)
@@ -113,7 +133,9 @@ def test_divergence_outside_top_k_fails_and_names_both_tokens():
 
 def test_early_eos_on_the_device_is_a_length_mismatch_caught_at_its_position():
     device = [REF_TABLE[0], logits([7, 2, 1]), logits([3])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2, mode="free"))
+    result = gate.evaluate(
+        Scripted(device), reference_from(REF_TABLE), Gate(k=2, mode="free").settings(quantized=False)
+    )
     assert result.verdict == "fail" and result.prompts[0].free_divergence == 1
 
 
@@ -121,9 +143,9 @@ def test_teacher_forced_checks_every_position_after_a_divergence():
     # step 0 diverges harmlessly (within top-2), step 2 is broken: free-running stops at step 0
     device = [logits([2, 1, 3]), REF_TABLE[1], logits([6, 5, 4])]
     reference = reference_from(REF_TABLE)
-    free = gate.evaluate(Scripted(device), reference, GateConfig(k=2, mode="free"))
+    free = gate.evaluate(Scripted(device), reference, Gate(k=2, mode="free").settings(quantized=False))
     assert free.verdict != "fail"
-    forced = gate.evaluate(Scripted(device), reference, GateConfig(k=2, mode="forced"))
+    forced = gate.evaluate(Scripted(device), reference, Gate(k=2, mode="forced").settings(quantized=False))
     assert forced.verdict == "fail" and forced.prompts[0].forced_first_violation == 2
     assert forced.prompts[0].top1_match_rate == pytest.approx(1 / 3)
 
@@ -140,10 +162,10 @@ class ChosenOnly:
 
 def test_top1_only_engines_get_a_one_way_teacher_forced_check():
     reference = reference_from(REF_TABLE)  # greedy tokens 1, 2, 3
-    ok = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference, GateConfig(k=2))
+    ok = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference, Gate(k=2).settings(quantized=False))
     assert ok.verdict == "pass" and ok.mode == "forced-top1" and ok.kl_mean is None
     assert ok.top1_match_rate == pytest.approx(2 / 3)
-    bad = gate.evaluate_top1(ChosenOnly([1, 2, 5]), reference, GateConfig(k=2))
+    bad = gate.evaluate_top1(ChosenOnly([1, 2, 5]), reference, Gate(k=2).settings(quantized=False))
     assert bad.verdict == "fail" and bad.prompts[0].forced_first_violation == 2
 
 
@@ -151,15 +173,17 @@ def test_kl_tiers_relative_to_the_noise_floor():
     reference = reference_from(REF_TABLE)
     reference.noise_floor["kl_mean"] = 0.01
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]  # same ranking, shifted mass
-    probe = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=1))
+    probe = gate.evaluate(
+        Scripted(nudged), reference, Gate(k=2, mode="forced", min_positions=1).settings(quantized=False)
+    )
     assert probe.kl_mean > 0 and probe.test.floor == "mean"  # no per-position floor stored: the mean pairs
     assert 0 < probe.test.rise_low < probe.test.rise  # the paired test is recorded beside the tier
     low = probe.kl_ratio  # the tier: mean KL over mean floor, judged only with min_positions reached
 
     def verdict(drift, fail, fail_on_drift=False):
-        config = GateConfig(
+        config = Gate(
             k=2, mode="forced", drift_factor=drift, fail_factor=fail, fail_on_drift=fail_on_drift, min_positions=1
-        )
+        ).settings(quantized=False)
         return gate.evaluate(Scripted(nudged), reference, config).verdict
 
     assert verdict(low * 2, low * 4) == "pass"
@@ -172,12 +196,16 @@ def test_no_kl_verdict_on_fewer_positions_than_min_positions():
     reference = reference_from(REF_TABLE)  # 3 teacher-forced positions
     reference.noise_floor["kl_mean"] = 1e-4
     nudged = [row + np.eye(VOCAB, dtype=np.float32)[2] * 0.4 for row in REF_TABLE]
-    few = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=4))
+    few = gate.evaluate(
+        Scripted(nudged), reference, Gate(k=2, mode="forced", min_positions=4).settings(quantized=False)
+    )
     # the mean alone is not judged, and the point is not passed either (before: "pass" with a note)
     assert few.test is None and few.verdict == "not judged" and few.kl_ratio > 100 and not few.notes
     assert few.reasons == ["KL tier not judged: 3 teacher-forced positions, fewer than gate.min_positions=4"]
     assert few.phases.prefill.pooled and few.phases.decode.pooled and few.phases.decode.verdict is None
-    enough = gate.evaluate(Scripted(nudged), reference, GateConfig(k=2, mode="forced", min_positions=3))
+    enough = gate.evaluate(
+        Scripted(nudged), reference, Gate(k=2, mode="forced", min_positions=3).settings(quantized=False)
+    )
     assert enough.test.positions == 3 and enough.verdict == "fail" and not enough.notes
     assert enough.phases.prefill.pooled and enough.phases.prefill.test is None  # 1 position: pooled, not judged
 
@@ -288,9 +316,9 @@ def test_diagnosis_localises_a_skipped_layer(tiny_llama):
     for adapter in (healthy, broken):
         adapter.load(tiny_llama, point, LoadSettings(dtype="fp32", threads=2))
     tokens = tiny_llama.tokenizer().encode("The harbour town woke slowly").ids
-    assert diagnosis.diagnose(healthy, healthy, tokens).departs_at_layer is None
+    assert diagnosis.diagnose(healthy, healthy, tokens).departs_at is None
     report = diagnosis.diagnose(broken, healthy, tokens)
-    assert report.departs_at_layer == 1  # tiny-llama has 2 layers; the fault skips the middle one
+    assert report.departs_at == "decoder layer 1"  # tiny-llama has 2 layers; the fault skips the middle one
     assert report.components[1].cosine == pytest.approx(1.0)
 
 
@@ -312,7 +340,7 @@ def decode_only_error():
 
 def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_away():
     reference = reference_from(REF_TABLE)
-    probe = gate.evaluate(Scripted(decode_only_error()), reference, GateConfig(k=2, mode="forced"))
+    probe = gate.evaluate(Scripted(decode_only_error()), reference, Gate(k=2, mode="forced").settings(quantized=False))
     decode_kl = probe.phases.decode.kl_mean
     assert probe.phases.prefill.kl_mean == 0 and decode_kl > 0
     # A noisy prefill position and a quiet decode phase: the overall floor sits between them, so the
@@ -322,7 +350,9 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
     result = gate.evaluate(
         Scripted(decode_only_error()),
         reference,
-        GateConfig(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True, min_positions=1),
+        Gate(k=2, mode="forced", drift_factor=5, fail_factor=100, fail_on_drift=True, min_positions=1).settings(
+            quantized=False
+        ),
     )
     assert result.kl_ratio < 5  # the overall tier alone (before phases) passed this point
     decode, prefill = result.phases.decode, result.phases.prefill
@@ -337,7 +367,7 @@ def test_a_decode_only_error_is_judged_against_the_decode_floor_not_averaged_awa
 def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall_floor():
     reference = reference_from(REF_TABLE)  # noise_floor holds kl_mean only, as before phases
     reference.noise_floor["kl_mean"] = 0.01
-    result = gate.evaluate(Scripted(decode_only_error()), reference, GateConfig(k=2, mode="forced"))
+    result = gate.evaluate(Scripted(decode_only_error()), reference, Gate(k=2, mode="forced").settings(quantized=False))
     assert result.phases.prefill.noise_floor == result.phases.decode.noise_floor == result.noise_floor == 0.01
     assert {result.phases.prefill.floor_source, result.phases.decode.floor_source} == {"overall"}
     assert "overall floor" in result.phases.note
@@ -345,7 +375,9 @@ def test_a_reference_without_phase_floors_judges_both_phases_against_its_overall
 
 def test_kl_distribution_pools_positions_in_both_directions():
     table = [logits([1, 2, 3, 4]), logits([3, 2, 1, 4]), logits([4, 3, 2, 1])]  # top-1 agrees at position 0 only
-    result = gate.evaluate(Scripted(table), reference_from(REF_TABLE), GateConfig(k=4, mode="forced"))
+    result = gate.evaluate(
+        Scripted(table), reference_from(REF_TABLE), Gate(k=4, mode="forced").settings(quantized=False)
+    )
     spread = result.distribution
     for direction in (spread.forward, spread.reverse):
         assert direction.positions == 3
@@ -353,7 +385,9 @@ def test_kl_distribution_pools_positions_in_both_directions():
     assert spread.forward.max == pytest.approx(max(result.prompts[0].position_kl))
     assert spread.reverse.max == pytest.approx(max(result.prompts[0].position_kl_reverse))
     assert spread.top1_positions == 3 and spread.top1_agreement == pytest.approx(1 / 3)
-    top1_only = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), GateConfig(k=2))
+    top1_only = gate.evaluate_top1(
+        ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), Gate(k=2).settings(quantized=False)
+    )
     assert top1_only.distribution.forward is None and top1_only.phases is None
     assert top1_only.distribution.top1_agreement == pytest.approx(2 / 3)
 
@@ -388,7 +422,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
         adapter = adapter_cls()
         adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="phases"), LoadSettings(dtype=dtype, threads=2))
         try:
-            return gate.evaluate(adapter, reference, GateConfig())
+            return gate.evaluate(adapter, reference, Gate().settings(quantized=False))
         finally:
             adapter.close()
 
@@ -407,7 +441,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
     assert decode.test.rise_low > 2 * 100 and broken.test.margin > 3  # paired: >= 279x, 56x the 5x line
     assert decode.noise_floor == pytest.approx(floors["decode"]["kl_mean"]) and decode.floor_source == "phase"
     assert broken.phases.prefill.kl_ratio < 1  # the prompt's own forward is untouched
-    part = Correctness.model_validate(broken.to_dict())  # what the record stores
+    part = Correctness.model_validate(broken.model_dump())  # what the record stores, read back
     assert part.phases.decode.kl_ratio == decode.kl_ratio and part.distribution.forward.positions == 64
     assert part.test == broken.test and part.min_positions == 8
 

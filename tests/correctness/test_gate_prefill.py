@@ -54,7 +54,7 @@ def test_a_prefill_only_fault_fails_by_its_prefill_phase_through_harness_run(
     clean, broken = records["hf"], records["hf-prefillfault"]
     for gate in (clean, broken):  # 8 prefill positions on each of the 2 prompts, judged on their own
         assert gate.phases.prefill.positions == 16 and not gate.phases.prefill.pooled
-        assert [len(p["prefill_kl"]) for p in gate.prompts] == [8, 8]
+        assert [len(p.prefill_kl) for p in gate.prompts] == [8, 8]
         assert len(gate.reference.noise_floor["prefill_positions"][0]) == 8
     assert clean.verdict == "pass" and clean.phases.prefill.verdict == "pass", clean.reasons
     assert code == 1 and broken.verdict == "fail", broken.reasons
@@ -106,14 +106,15 @@ def test_a_long_prompt_gets_fewer_prefill_positions_and_the_record_says_so(
     gate = record.correctness
     # the short prompt and the `long` one (a 16-token head) get 8; the `long-prefill` one, 196 tokens
     # prefilled per position, gets 512 // 196 = 2
-    assert [p["kind"] for p in gate.prompts] == ["plain", "long", "long-prefill"]
-    assert [len(p["prefill_kl"]) for p in gate.prompts] == [8, 8, 2]
+    assert [p.kind for p in gate.prompts] == ["plain", "long", "long-prefill"]
+    assert [len(p.prefill_kl) for p in gate.prompts] == [8, 8, 2]
     assert gate.phases.prefill.positions == 18
     assert any("prompt 2 (196 tokens): 2" in note for note in gate.notes), gate.notes
 
 
 def test_a_reference_stored_before_prefill_positions_is_recomputed_in_place(tmp_path, tiny_llama):
-    from harness.correctness.reference import Reference, ReferenceSettings, ReferenceStore
+    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.correctness.stored_reference import Reference
     from harness.models.prompts import select_gate_prompts
 
     store_ = ReferenceStore(tmp_path)
@@ -165,10 +166,10 @@ def test_a_top1_flip_at_a_prefill_position_fails_the_prefill_top_k_check(write_s
     out = capsys.readouterr().out
     records = {r.point["adapter"]: r.correctness for _, r in store.iter_records(tmp_path / "results" / "scenario")}
     clean, broken = records["hf"], records["hf-topswap"]
-    assert clean.verdict == "pass" and all(p["prefill_ok"] for p in clean.prompts), clean.reasons
+    assert clean.verdict == "pass" and all(p.prefill_ok for p in clean.prompts), clean.reasons
     assert broken.verdict == "fail", broken.reasons
     assert broken.reasons == ["prefill top-5 check failed on prompt(s) [0, 1]"]
     assert broken.phases.prefill.verdict in ("pass", "drift")  # alone, reported (drift fails no point here)
-    assert [(p["forced_ok"], p["free_ok"], p["prefill_violations"]) for p in broken.prompts] == [(True, True, 1)] * 2
+    assert [(p.forced_ok, p.free_ok, p.prefill_violations) for p in broken.prompts] == [(True, True, 1)] * 2
     length = len(ids[0]) - 2
     assert f"position {length}: prefill of the first {length} prompt tokens: device token" in out, out

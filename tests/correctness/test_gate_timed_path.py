@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from harness import cli
-from harness.correctness.outcome import GateConfig
 from harness.records import store
+from harness.scenario.gate import Gate
 from tests import faults
 from tests.conftest import registered
 
@@ -69,7 +69,7 @@ def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tin
     adapter = ChunkFaultHF()
     adapter.load(tiny_llama, Point(adapter="hf", device="cpu", id="unchunked"), LoadSettings(threads=2))
     try:
-        result = gate.evaluate(adapter, reference, GateConfig())
+        result = gate.evaluate(adapter, reference, Gate().settings(quantized=False))
     finally:
         adapter.close()
     assert result.verdict == "pass" and result.test.rise < 2, result.reasons

@@ -10,8 +10,9 @@ import pytest
 
 from harness.cli import app as cli
 from harness.correctness import lengths, positions
-from harness.correctness.outcome import GateConfig, PromptResult
+from harness.records.correctness import PromptResult
 from harness.run import planning
+from harness.scenario.gate import Gate
 
 REPO = Path(__file__).parents[2]
 LENGTH_AXES = ("prompt_len", "max_seq_len", "moe_chunk_size")
@@ -119,7 +120,7 @@ def test_harness_reference_computes_each_gate_length_once(write_scenario, tmp_pa
 
 def test_a_fault_in_one_late_bucket_fails_the_point_though_the_mean_stays_under_the_fail_line():  # (unit)
     from harness.correctness import gate
-    from harness.correctness.reference import PromptReference, Reference
+    from harness.correctness.stored_reference import PromptReference, Reference
 
     kls = [1e-3] * 240 + [0.2] * 40  # positions 16-255 at the floor, 256-295 at 200x
     prompt = PromptReference("long", "text", list(range(16)), [0] * 280, [[0]] * 280, [[0.0]] * 280)
@@ -128,9 +129,9 @@ def test_a_fault_in_one_late_bucket_fails_the_point_though_the_mean_stays_under_
         model={}, settings={"top_m": 64, "eos_ids": []}, versions={}, noise_floor=floor, prompts=[prompt]
     )
     result = gate._conclude(
-        [PromptResult(0, "long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
+        [PromptResult(prompt=0, kind="long", forced_ok=True, kl_mean=sum(kls) / len(kls), position_kl=kls)],
         reference,
-        GateConfig(),
+        Gate().settings(quantized=False),
         "forced",
     )
     assert result.kl_ratio < 100  # the mean over every position: 29x, under the fail line

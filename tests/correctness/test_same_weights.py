@@ -16,7 +16,7 @@ import pytest
 from harness.adapters import registry
 from harness.adapters.base import Twin
 from harness.correctness import same_weights as sw
-from harness.correctness.reference import PromptReference, Reference, ReferenceMismatch
+from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings

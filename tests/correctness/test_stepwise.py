@@ -9,12 +9,26 @@ import pytest
 
 from harness.correctness import stepwise
 from harness.correctness.logprobs import log_softmax
-from harness.correctness.outcome import Divergence
-from harness.correctness.reference import PromptReference
+from harness.correctness.stored_reference import PromptReference
+from harness.records.correctness import Divergence
 from tests.correctness.test_gate import VOCAB
 from tests.correctness.test_gate import prompt_reference as scripted_reference
 
 PROMPT = [11, 12]
+
+
+def divergence(prompt, position, reference_token, device_token, reference_topk, device_topk, ok, why) -> Divergence:
+    """The record's ``Divergence``, its fields in the order the gate prints them."""
+    return Divergence(
+        prompt=prompt,
+        position=position,
+        reference_token=reference_token,
+        device_token=device_token,
+        reference_topk=reference_topk,
+        device_topk=device_topk,
+        ok=ok,
+        why=why,
+    )
 
 
 def logits(order: list[int]) -> np.ndarray:
@@ -70,14 +84,14 @@ def test_a_harmless_free_run_divergence_is_recorded_in_full_with_no_reason():
     device_row = logits([4, 3, 5, 6])  # the reference's top two, swapped
     ok, where, matched, detail = stepwise.free_running(Recording([device_row]), 4, prompt_reference(REF), 2, [7])
     assert (ok, where, matched) == (True, 0, 0)
-    assert detail == Divergence(4, 0, 3, 4, pairs(REF[0], [3, 4]), pairs(device_row, [4, 3]), True, "")
+    assert detail == divergence(4, 0, 3, 4, pairs(REF[0], [3, 4]), pairs(device_row, [4, 3]), True, "")
 
 
 def test_a_free_run_names_the_reference_token_missing_from_the_device_top_k():
     device_row = logits([4, 6, 3, 5])  # device token 4 is in the reference's top-2; reference token 3 is not in ours
     ok, _, _, detail = stepwise.free_running(Recording([device_row]), 1, prompt_reference(REF), 2, [7])
     assert not ok
-    assert detail == Divergence(
+    assert detail == divergence(
         1, 0, 3, 4, pairs(REF[0], [3, 4]), pairs(device_row, [4, 6]), False, "reference token 3 not in device top-2"
     )
 
@@ -107,7 +121,7 @@ def test_a_teacher_forced_miss_is_judged_against_the_top_k_not_the_stored_top_m(
     assert result.forced_violations == 1 and result.forced_first_violation == 0
     (failure,) = result.failures
     why = "teacher-forced: device token 5 not in reference top-2"
-    assert failure == Divergence(3, 0, 3, 5, pairs(REF[0], [3, 4]), pairs(device_row, [5, 4]), False, why)
+    assert failure == divergence(3, 0, 3, 5, pairs(REF[0], [3, 4]), pairs(device_row, [5, 4]), False, why)
 
 
 def test_an_engine_with_only_its_chosen_token_gets_the_ids_and_a_full_failure_record():
@@ -121,4 +135,4 @@ def test_an_engine_with_only_its_chosen_token_gets_the_ids_and_a_full_failure_re
     assert engine.given == (PROMPT, [3, 4, 5])
     assert (result.prompt, result.kind, result.forced_ok, result.position_top1) == (5, "long", False, [1, 0, 1])
     why = "teacher-forced (top-1 only): device token 6 not in reference top-2"
-    assert result.failures == [Divergence(5, 1, 4, 6, pairs(REF[1], [4, 3]), [], False, why)]
+    assert result.failures == [divergence(5, 1, 4, 6, pairs(REF[1], [4, 3]), [], False, why)]

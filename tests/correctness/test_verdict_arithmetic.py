@@ -9,9 +9,9 @@ import pytest
 
 from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
-from harness.correctness.outcome import GateConfig, PromptResult
-from harness.correctness.reference import PromptReference, Reference
-from harness.records.correctness import GatePhase
+from harness.correctness.stored_reference import PromptReference, Reference
+from harness.records.correctness import GatePhase, PromptResult
+from harness.scenario.gate import Gate
 
 # --- KL tiers and phases --------------------------------------------------------------------------
 
@@ -46,16 +46,24 @@ def test_floors_fall_back_to_the_overall_floor_and_never_go_under_the_minimum():
 
 def test_phases_judge_each_phase_on_its_own_floor_and_say_when_one_is_empty():
     floor = {"kl_mean": 0.1, "phases": {"prefill": {"kl_mean": 0.01}, "decode": {"kl_mean": 0.1}}}
-    parts = kl.phases([[0.5, 0.2, 0.4], [0.6, 0.3, 0.5]], floor, kl.Lines(5, 40, min_positions=2))
+    parts = kl.phases(
+        [[0.5, 0.2, 0.4], [0.6, 0.3, 0.5]],
+        floor,
+        Gate(drift_factor=5, fail_factor=40, min_positions=2).settings(quantized=False),
+    )
     assert (parts.prefill.kl_mean, parts.prefill.noise_floor) == (pytest.approx(0.55), 0.01)
     assert parts.prefill.kl_ratio == pytest.approx(55.0) and parts.prefill.positions == 2
     assert parts.prefill.verdict == "fail" and parts.prefill.floor_source == "phase" and not parts.prefill.pooled
     assert parts.decode.kl_mean == pytest.approx(0.35) and parts.decode.kl_ratio == pytest.approx(3.5)
     assert parts.decode.verdict == "pass" and parts.decode.positions == 4 and parts.note is None
-    few = kl.phases([[0.5, 0.2, 0.4]], floor, kl.Lines(5, 40, min_positions=2))  # one prefill position
+    few = kl.phases(
+        [[0.5, 0.2, 0.4]], floor, Gate(drift_factor=5, fail_factor=40, min_positions=2).settings(quantized=False)
+    )  # one prefill position
     assert few.prefill.pooled and few.prefill.verdict is None and few.prefill.test is None
     assert not few.decode.pooled and few.decode.verdict == "pass"
-    one_token = kl.phases([[0.5]], {"kl_mean": 0.1}, kl.Lines(5, 100, min_positions=1))  # no decode position
+    one_token = kl.phases(
+        [[0.5]], {"kl_mean": 0.1}, Gate(drift_factor=5, fail_factor=100, min_positions=1).settings(quantized=False)
+    )  # no decode position
     assert one_token.decode == GatePhase(
         kl_mean=None, noise_floor=0.1, kl_ratio=None, positions=0, verdict=None, floor_source="overall", pooled=True
     )
@@ -67,21 +75,21 @@ def _phase(kl_mean, floor, verdict):
 
 
 def test_judge_names_every_tier_that_fails_or_drifts_with_its_figures():
-    lines = kl.Lines(5, 100)
-    drifting = kl.overall_test([[0.06] * 10], {"kl_mean": 0.01}, lines)
-    assert kl.judge(6.0, drifting, None, lines) == (
+    settings = Gate(drift_factor=5, fail_factor=100).settings(quantized=False)
+    drifting = kl.overall_test([[0.06] * 10], {"kl_mean": 0.01}, settings)
+    assert kl.judge(6.0, drifting, None, settings) == (
         [],
         [
             "mean KL is 6.0x its noise floor over 10 positions, drift above 5x "
             "(paired by position: 6.0x, >= 6.0x at 99% confidence)"
         ],
     )
-    failing = kl.overall_test([[2.0] * 10], {"kl_mean": 0.01}, lines)
-    (fail,), drifts = kl.judge(200.0, failing, None, lines)
+    failing = kl.overall_test([[2.0] * 10], {"kl_mean": 0.01}, settings)
+    (fail,), drifts = kl.judge(200.0, failing, None, settings)
     assert fail.startswith("mean KL is 200.0x its noise floor over 10 positions, fail above 100x") and not drifts
-    assert kl.judge(6.0, None, None, lines) == ([], [])  # no paired test (too few positions): no tier
-    assert kl.judge(None, drifting, None, lines) == ([], [])
-    assert kl.judge(4.0, drifting, None, lines) == ([], [])  # under the drift line
+    assert kl.judge(6.0, None, None, settings) == ([], [])  # no paired test (too few positions): no tier
+    assert kl.judge(None, drifting, None, settings) == ([], [])
+    assert kl.judge(4.0, drifting, None, settings) == ([], [])  # under the drift line
 
 
 def test_spread_reads_the_stated_percentiles_and_distribution_pools_prompts():
@@ -111,7 +119,7 @@ def _prompt(i, **fields) -> PromptResult:
 
 
 def _conclude(prompts, floor=0.01, mode="both", **config):
-    return gate._conclude(prompts, _reference({"kl_mean": floor}), GateConfig(k=2, **config), mode)
+    return gate._conclude(prompts, _reference({"kl_mean": floor}), Gate(k=2, **config).settings(quantized=False), mode)
 
 
 def test_the_gate_concludes_pass_with_the_pooled_figures():

@@ -12,15 +12,19 @@ from harness import io
 from harness.cli.app import main
 from harness.records import store
 from harness.records.columns import flatten
-from harness.records.correctness import Correctness
+from harness.records.correctness import Correctness, Divergence, PromptResult
 from harness.records.engine import EngineInfo
 from harness.records.fingerprint import fingerprint
+from harness.records.gate_diagnosis import Diagnosis
 from harness.records.migration import SCHEMA_VERSION
 from harness.records.record import Record
 from tests.records import record
 
 V1 = Path(__file__).parents[1] / "data" / "records_v1"
 V2 = Path(__file__).parents[1] / "data" / "records_v2"
+# Written by the harness before the gate's prompts and diagnosis were typed parts: a failing gate with dict
+# prompts and a diagnosis that stored ``departs_at_layer``, and one whose diagnosis could not run.
+V2_GATE = Path(__file__).parents[1] / "data" / "records_v2_gate"
 
 
 def test_version_1_records_load_with_details_split_into_named_parts():
@@ -49,6 +53,56 @@ def test_a_migrated_record_writes_and_reads_back_as_the_current_version(tmp_path
     assert data["schema_version"] == 3 and "details" not in data and "adapter" not in data
     assert data["unavailable"]["energy_gpu_j"] and data["routing"]["counts"]
     assert store.read(path) == old
+
+
+def test_records_with_untyped_gate_prompts_and_diagnosis_load_typed_and_write_back_without_the_derived_layer(
+    tmp_path,
+):
+    loaded = {r.point_id: r for _, r in store.iter_records(V2_GATE)}
+    gate, blind = loaded["hf-cpu-bf16"].correctness, loaded["hf-cpu-fp32"].correctness
+    (prompt,) = gate.prompts
+    assert isinstance(prompt, PromptResult) and prompt.free_divergence == prompt.forced_first_violation == 1
+    assert prompt.position_kl == pytest.approx([0, 2.502, 0], abs=1e-3) and prompt.position_top1 == [1, 0, 1]
+    assert prompt.failures[0] == Divergence(
+        prompt=0,
+        position=1,
+        reference_token=2,
+        device_token=5,
+        reference_topk=[(2, -0.4519), (1, -1.4519)],
+        device_topk=[(5, -0.4519), (4, -1.4519)],
+        ok=False,
+        why="device token 5 not in reference top-2",
+    )
+    found = gate.diagnosis
+    assert isinstance(found, Diagnosis) and found.departs_at == "decoder layer 1"
+    assert [c.name for c in found.components] == ["embedding", "decoder layer 0", "decoder layer 1"]
+    assert found.input_ids.agree is True and (found.phase, found.prompt, found.position) == ("prefill", 0, 1)
+    assert blind.diagnosis.not_run == "opaque exposes no hidden states" and blind.diagnosis.departs_at is None
+    assert "no tokenizer of its own" in blind.diagnosis.input_ids.not_compared
+
+    path = store.write(loaded["hf-cpu-bf16"], tmp_path)
+    data = json.loads(path.read_text())
+    assert "departs_at_layer" not in data["correctness"]["diagnosis"]
+    assert data["correctness"]["prompts"][0]["failures"][0]["reference_topk"] == [[2, -0.4519], [1, -1.4519]]
+    assert store.read(path) == loaded["hf-cpu-bf16"]
+
+
+def test_the_readers_of_gate_prompts_take_records_written_before_they_were_typed(tmp_path, capsys):
+    out = tmp_path / "rows.jsonl"
+    assert main(["export", str(V2_GATE), "--format", "jsonl", "-o", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    gate_rows = [row for row in rows if row["kind"] == "gate"]
+    assert [(row["point"], row["position"], row["top1_match"]) for row in gate_rows] == [
+        ("hf-cpu-bf16", 0, 1),
+        ("hf-cpu-bf16", 1, 0),
+        ("hf-cpu-bf16", 2, 1),
+        ("hf-cpu-fp32", 0, 1),
+        ("hf-cpu-fp32", 1, 0),
+        ("hf-cpu-fp32", 2, 1),
+    ]
+    assert gate_rows[1]["kl"] == pytest.approx(2.502, abs=1e-3) and {row["verdict"] for row in gate_rows} == {"fail"}
+    assert main(["report", str(V2_GATE), "-o", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "plots" / "gate_kl.png").exists()  # the per-position KL plot reads the prompts
 
 
 def test_version_2_records_load_with_a_typed_engine_part_and_one_spelling_of_threads(tmp_path):

@@ -10,30 +10,33 @@ import pytest
 
 from harness.cli.app import main
 from harness.correctness import gate
-from harness.correctness.outcome import GateConfig
 from harness.records import store
 from harness.records.record import Record
 from harness.report import export
 from harness.report.readable import number, times_floor
 from harness.report.summary import summarize
+from harness.scenario.gate import Gate
 from tests.correctness.test_gate import REF_TABLE, ChosenOnly, Scripted, logits, reference_from
 from tests.records import record
 
 
 def test_the_gate_keeps_kl_and_top1_per_position():
     device = [logits([2, 1, 3]), REF_TABLE[1], logits([6, 5, 4])]
-    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), GateConfig(k=2))
+    result = gate.evaluate(Scripted(device), reference_from(REF_TABLE), Gate(k=2).settings(quantized=False))
     (prompt,) = result.prompts
     assert len(prompt.position_kl) == 3 and prompt.position_top1 == [0, 1, 0]
     assert prompt.position_kl[1] == 0 and prompt.position_kl[2] > prompt.position_kl[0] > 0
-    top1 = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), GateConfig(k=2))
+    top1 = gate.evaluate_top1(ChosenOnly([1, 1, 3]), reference_from(REF_TABLE), Gate(k=2).settings(quantized=False))
     assert top1.prompts[0].position_top1 == [1, 0, 1] and top1.prompts[0].position_kl is None
 
 
 def test_seen_by_a_progress_callback():
     seen = []
     gate.evaluate(
-        Scripted(REF_TABLE), reference_from(REF_TABLE), GateConfig(k=2), on_prompt=lambda j, m: seen.append((j, m))
+        Scripted(REF_TABLE),
+        reference_from(REF_TABLE),
+        Gate(k=2).settings(quantized=False),
+        on_prompt=lambda j, m: seen.append((j, m)),
     )
     assert seen == [(1, 1)]
 
@@ -98,7 +101,7 @@ def test_export_has_one_row_per_token_and_per_gate_position(tmp_path, fmt, capsy
     assert main(["export", str(tmp_path / "results"), "--format", fmt, "-o", str(out)]) == 0
     table = pd.read_json(out, lines=True) if fmt == "jsonl" else pd.read_parquet(out)
     tokens = sum(1 + len(s.gaps_s) for r in records for s in r.samples.rounds)
-    positions = sum(len(p["position_kl"]) for r in records if r.correctness for p in r.correctness.prompts)
+    positions = sum(len(p.position_kl) for r in records if r.correctness for p in r.correctness.prompts)
     assert (table.kind == "token").sum() == tokens and (table.kind == "gate").sum() == positions
     assert f"wrote {tokens + positions} rows" in capsys.readouterr().out
     first = records[0].samples.rounds[0]

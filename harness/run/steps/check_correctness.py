@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.adapters.base import Adapter
 from harness.adapters.trace import now_ns
-from harness.correctness.outcome import GateConfig, NotRun, format_failures
+from harness.correctness.outcome import NotRun, format_failures
 from harness.models import prompts
 from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
 from harness.run.steps.contribution import Contribution
@@ -72,19 +72,11 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
 
     spec = resolved.scenario.gate
     point = resolved.point
-    fail_on_drift = not adapter.runs_quantized(point) if spec.fail_on_drift == "auto" else spec.fail_on_drift
-    config = GateConfig(
-        k=spec.k,
-        mode=spec.mode,
-        drift_factor=spec.drift_factor,
-        fail_factor=spec.fail_factor,
-        fail_on_drift=fail_on_drift,
-        min_positions=spec.min_positions,
-    )
+    settings = spec.settings(quantized=adapter.runs_quantized(point))
     start = now_ns()
 
     def run_gate(ref):
-        return gate.run(adapter, ref, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: gate prompt {j}/{m}"))
+        return gate.run(adapter, ref, settings, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: gate prompt {j}/{m}"))
 
     result = run_gate(reference)
     if isinstance(result, NotRun):  # the engine exposes neither logits nor forced tokens here
@@ -98,9 +90,8 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
             return run_gate(wider), wider
 
         result, reference, found_power = widen(spec, result, reference, gate_selection(ctx, spec), rerun)
-    part = Correctness.model_validate(
-        result.to_dict()
-        | {
+    part = result.model_copy(
+        update={
             "reference": ReferenceInfo(
                 created_at=reference.created_at,
                 versions=reference.versions,
@@ -109,14 +100,14 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
                 tokens=reference.settings["tokens"],
             ),
             "length": reference.settings.get("length"),
+            "power": found_power,
+            "path": GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]}),
+            "report": format_failures(result, reference, resolved.tokenizer) if result.reasons else "",
         }
     )
-    part.power = found_power
-    part.path = GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]})
-    part.report = format_failures(result, reference, resolved.tokenizer) if result.reasons else ""
     if result.verdict in (FAIL, DRIFT):  # a KL tier not judged has no departure to look for
         found = diagnose(resolved, adapter, reference, result)
-        part.diagnosis = found.to_dict()
+        part.diagnosis = found
         if found.departs_at is not None:
             part.report += (
                 f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"

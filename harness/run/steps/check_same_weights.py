@@ -8,11 +8,12 @@ from dataclasses import replace
 from typing import Optional
 
 from harness.adapters.base import Adapter
-from harness.correctness.outcome import GateConfig, NotRun, format_failures
+from harness.correctness.outcome import NotRun, format_failures
 from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
+from harness.scenario.gate import GateSettings
 
 
 def check_same_weights(
@@ -54,16 +55,14 @@ def check_same_weights(
         return ctx.caches.reference(sw.path_for(ctx.settings.reference_store, hf_reference, twin, label), compute)
 
     reference = stored(twin, "same-weights")
-    spec = resolved.scenario.gate
-    config = GateConfig(
-        k=spec.k,
-        mode=spec.mode,
-        drift_factor=spec.drift_factor,
-        fail_factor=spec.fail_factor,
-        min_positions=spec.min_positions,
-    )
+    # against identical weights drift is a bug, not quantization: it fails here (``sw.compare``) whatever the
+    # scenario's fail_on_drift; the dequantized-model check decides its own (``dm.fails_on_drift``)
+    settings = resolved.scenario.gate.settings(quantized=False)
     result = sw.compare(
-        adapter, reference, config, on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: same-weights prompt {j}/{m}")
+        adapter,
+        reference,
+        settings,
+        on_prompt=lambda j, m: ctx.on_phase(f"{point.id}: same-weights prompt {j}/{m}"),
     )
     if isinstance(result, NotRun):
         found = SameWeights(skipped=result.why)
@@ -73,7 +72,7 @@ def check_same_weights(
     audit = dequantized.check(
         ctx.settings.reference_store, resolved.model, twin, refresh=ctx.settings.refresh_reference
     )
-    model_check = dequantized_model(ctx, resolved, adapter, twin, audit, config, stored)
+    model_check = dequantized_model(ctx, resolved, adapter, twin, audit, settings, stored)
     found = found.model_copy(update={"dequantized": audit, "dequantized_model": model_check})
     verdict, why = sw.combine(
         correctness.verdict,
@@ -95,7 +94,9 @@ def check_same_weights(
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
 
 
-def dequantized_model(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, twin, audit, config, stored):
+def dequantized_model(
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, twin, audit, settings: GateSettings, stored
+):
     """The point against HF transformers running its artefact's dequantized weights
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
@@ -115,7 +116,7 @@ def dequantized_model(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
     result = gate.run(
         adapter,
         reference,
-        replace(config, fail_on_drift=drift_fails),
+        replace(settings, fail_on_drift=drift_fails),
         lambda j, m: ctx.on_phase(f"{point.id}: dequantized prompt {j}/{m}"),
     )
     if isinstance(result, NotRun):

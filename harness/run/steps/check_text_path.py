@@ -9,6 +9,7 @@ from typing import Optional
 from harness.adapters.base import Adapter
 from harness.models import prompts
 from harness.records.correctness import NOT_JUDGED, Correctness
+from harness.records.gate_diagnosis import Diagnosis
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
@@ -26,7 +27,7 @@ def check_text_path(
     ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
 ) -> Contribution:
     from harness.correctness import batch, text_path, vocabulary
-    from harness.correctness.diagnosis import Diagnosis, compare_input_ids
+    from harness.correctness.diagnosis import compare_input_ids
 
     if correctness is None or reference is None or correctness.skipped:
         return Contribution()
@@ -62,7 +63,7 @@ def check_text_path(
                     input_ids=differing[0] if differing else None,
                 )
             )
-            update["diagnosis"] = found.to_dict()
+            update["diagnosis"] = found
             if found.departs_at:
                 update["report"] += f"\ndiagnosis: input ids depart from the reference's (prompt {found.prompt})"
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})
