@@ -32,7 +32,7 @@ from harness.correctness import gate, lengths  # noqa: E402
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
 from harness.models import sources  # noqa: E402
 from harness.records.environment import cpu_model  # noqa: E402
-from harness.scenario.gate import Gate  # noqa: E402
+from harness.scenario.gate_section import Gate  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 from tests import faults_long  # noqa: E402

@@ -21,7 +21,7 @@ from harness.correctness.reference import ReferenceSettings, ReferenceStore  # n
 from harness.models import sources  # noqa: E402
 from harness.models.prompts import select_gate_prompts  # noqa: E402
 from harness.records.environment import cpu_flags, cpu_model  # noqa: E402
-from harness.scenario.gate import Gate  # noqa: E402
+from harness.scenario.gate_section import Gate  # noqa: E402
 from harness.scenario.schema import ModelSpec  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 from tests import faults  # noqa: E402

@@ -61,9 +61,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "regression/outcome": ("harness/regression/outcome.py", ("harness.regression.outcome.*",)),
     "regression/verdicts": ("harness/regression/verdicts.py", ("harness.regression.verdicts.*",)),
     "measure/launches (statistics, intervals)": (
-        "harness/measure/launches.py",
+        "harness/measure/launch_stats.py",
         tuple(
-            f"harness.measure.launches.x_{name}__*" for name in ("interval", "rel_half_width", "intervals", "_metrics")
+            f"harness.measure.launch_stats.x_{name}__*"
+            for name in ("interval", "rel_half_width", "intervals", "_metrics")
         ),
     ),
     "measure/drift (trend test)": (
@@ -71,7 +72,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("harness.measure.drift.x__fewest_rounds__*", "harness.measure.drift.x_drift__*"),
     ),
     "history/changepoints": ("harness/history/changepoints.py", ("harness.history.changepoints.*",)),
-    "history/check": ("harness/history/check.py", ("harness.history.check.*",)),
+    "history/check": ("harness/history/series_check.py", ("harness.history.series_check.*",)),
 }
 
 # Surviving mutants that change no behaviour: name -> why (one line each). "In practice": no input the
@@ -158,13 +159,13 @@ EQUIVALENT: dict[str, str] = {
     "harness.measure.drift.x_drift__mutmut_29": "theilslopes' default x is arange(len(y)), the round index",
     "harness.measure.drift.x_drift__mutmut_51": "in practice: no exact Kendall p for 5-50 rounds equals 0.05",
     "harness.measure.drift.x_drift__mutmut_60": "only flagged trends are worded, and those have |total| > 0.05",
-    "harness.measure.launches.x_interval__mutmut_21": "'single launch' is the Interval's default method",
-    "harness.measure.launches.x_interval__mutmut_46": _BOOT,
-    "harness.measure.launches.x_interval__mutmut_49": "CONFIDENCE is scipy's default, 0.95",
-    "harness.measure.launches.x_interval__mutmut_50": _BOOT,
-    "harness.measure.launches.x_interval__mutmut_51": _BOOT,
-    "harness.measure.launches.x_interval__mutmut_53": _SCIPY_CASE,
-    "harness.measure.launches.x_interval__mutmut_54": _BOOT,
+    "harness.measure.launch_stats.x_interval__mutmut_21": "'single launch' is the Interval's default method",
+    "harness.measure.launch_stats.x_interval__mutmut_46": _BOOT,
+    "harness.measure.launch_stats.x_interval__mutmut_49": "CONFIDENCE is scipy's default, 0.95",
+    "harness.measure.launch_stats.x_interval__mutmut_50": _BOOT,
+    "harness.measure.launch_stats.x_interval__mutmut_51": _BOOT,
+    "harness.measure.launch_stats.x_interval__mutmut_53": _SCIPY_CASE,
+    "harness.measure.launch_stats.x_interval__mutmut_54": _BOOT,
     "harness.history.changepoints.x_noise__mutmut_3": _DTYPE,
     "harness.history.changepoints.x_noise__mutmut_5": _DTYPE,
     "harness.history.changepoints.x_noise__mutmut_29": "two values have one difference, whose stdev is 0: the floor",
@@ -195,10 +196,10 @@ EQUIVALENT: dict[str, str] = {
     "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
     "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
     "harness.regression.launch_findings.x_decide__mutmut_24": "lone is read only when there are tests, never its value for none",
-    "harness.history.check.x_findings__mutmut_36": "with MIN_SIZE = 2 the range holds the one night count either way",
-    "harness.history.check.x_findings__mutmut_46": "held's direction differs only for an improving last change, and the "
+    "harness.history.series_check.x_findings__mutmut_36": "with MIN_SIZE = 2 the range holds the one night count either way",
+    "harness.history.series_check.x_findings__mutmut_46": "held's direction differs only for an improving last change, and the "
     "step it then lets recent_step find is an improvement too, which check() drops as not open",
-    "harness.history.check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
+    "harness.history.series_check.x_check__mutmut_6": "a change needs 2 runs after it, so the newest run is never "
     "the first after one: since=1 finds nothing either way",
 }
 

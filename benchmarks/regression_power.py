@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.adapters import registry
-from harness.measure import launches as launch_stats
+from harness.measure import launch_stats
 from harness.records import store
 from harness.records.record import Record, launch_values, recorded_launches
 from harness.regression import check
@@ -143,7 +143,7 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
     detectable change of tpot against the detection measured, and the detection the simulation predicts."""
     import statistics
 
-    from harness.regression import power
+    from harness.regression import launch_power
 
     nominal = {build: int(build.removeprefix("slow")) / 100 for build in builds}
     # The change each build really made on this machine: the median over all its launches against A's (the
@@ -155,7 +155,7 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
     shift = {build: max(0.0, pooled[build] / pooled["slow0"] - 1) for build in builds}
     results = {build: [night(pool, build, per_side, rng, fdr) for _ in range(nights)] for build in builds}
     tests = sum(results["slow0"][0].verdicts.values())
-    level = power.alpha(fdr, tests)
+    level = launch_power.alpha(fdr, tests)
     aa = [t for n in results["slow0"] for t in n.tpot]
     if not aa or any(t.cv is None for t in aa):
         print("\nthree-outcome verdicts: no launch-level tests (a night needs 2 launches a side)")
@@ -179,7 +179,9 @@ def verdict_rows(pool: dict, builds: tuple, per_side: int, nights: int, rng: ran
         detected[build] = sum(any(t.verdict == "different" and t.change > 0 for t in n.tpot) for n in found) / nights
         total = sum(sum(n.verdicts.values()) for n in found) or 1
         share = {word: sum(n.verdicts[word] for n in found) / total for word in found[0].verdicts}
-        predicted = power.detection_rate(cv, shift[build], per_side, per_side, level, 0.05) if shift[build] else 0.0
+        predicted = (
+            launch_power.detection_rate(cv, shift[build], per_side, per_side, level, 0.05) if shift[build] else 0.0
+        )
         red = sum(n.red for n in found)
         print(
             f"| +{nominal[build]:.0%} | {shift[build]:+.1%} | {red / nights:.1%} ({red} of {nights}) "

@@ -105,9 +105,9 @@ class PatchedArtefact(OpenVINOAdapter):
     def load(self, model, point, settings):
         import shutil
 
-        from harness.adapters.openvino import export
+        from harness.adapters.openvino import ir_export
 
-        original = export.artefact
+        original = ir_export.artefact
 
         def patched(model, quantization, compression, cache):
             clean = original(model, quantization, compression, cache)
@@ -117,11 +117,11 @@ class PatchedArtefact(OpenVINOAdapter):
             self.patch(out, model)
             return out
 
-        export.artefact = patched
+        ir_export.artefact = patched
         try:
             super().load(model, point, settings)
         finally:
-            export.artefact = original
+            ir_export.artefact = original
 
 
 class PatchedScale(PatchedArtefact):
@@ -146,7 +146,7 @@ def swapped_tokenizer(hf_dir, out, text: str = "The river and the sea") -> tuple
     from tokenizers import Tokenizer
     from transformers import AutoTokenizer
 
-    from harness.adapters.openvino.export import convert_tokenizer
+    from harness.adapters.openvino.ir_export import convert_tokenizer
 
     spec = json.loads((Path(hf_dir) / "tokenizer.json").read_text(encoding="utf-8"))
     encoded = Tokenizer.from_str(json.dumps(spec)).encode(text, add_special_tokens=False)
@@ -178,7 +178,7 @@ class NoTokenizerIR(PatchedArtefact):
     label = "no-tokenizer"
 
     def patch(self, out, model) -> None:
-        from harness.adapters.openvino.export import TOKENIZER_FILES
+        from harness.adapters.openvino.ir_export import TOKENIZER_FILES
 
         for name in TOKENIZER_FILES:
             (out / name).unlink()

@@ -18,7 +18,7 @@ def cpu_has_bf16() -> bool:
 def openvino_cpu_precision() -> Optional[str]:
     """The precision word of the CPU plugin's default ``INFERENCE_PRECISION_HINT`` here (``bf16`` on a CPU
     with bf16, ``f32`` on one without); None where OpenVINO cannot say."""
-    from harness.adapters.openvino.export import inference_precision
+    from harness.adapters.openvino.ir_export import inference_precision
 
     return inference_precision("CPU")
 

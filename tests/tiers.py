@@ -132,7 +132,9 @@ TABLE: dict[str, Tier] = {
     "history/test_changepoint_decisions.py": U,
     "history/test_changepoints.py": U,
     "history/test_excluded_launches.py": A,
-    "history/test_history_databases.py": E,
+    "history/test_history_databases.py": Tier(
+        "engine", {"test_a_database_from_a_newer_harness_is_one_line_naming_it": "unit"}
+    ),
     "history/test_persist_option.py": U,
     "history/test_persistence_rule.py": U,
     "history/test_run_into_history.py": A,

@@ -4,7 +4,7 @@ tasks, beside the HF reference on the same tasks (computed once per model and ta
 Shipped tasks (``harness/accuracy/tasks``, offline): ``harness_cloze`` (LAMBADA style) and ``harness_choice``
 (PIQA / HellaSwag style). Any standard lm-eval task name also works where its dataset is cached.
 
-This module runs lm-eval; ``outcomes.py`` reads its output back, ``reference.py`` stores the HF reference's.
+This module runs lm-eval; ``outcomes.py`` reads its output back, ``reference_scores.py`` stores the HF reference's.
 """
 
 from __future__ import annotations

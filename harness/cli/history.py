@@ -34,7 +34,7 @@ def _positive(text: str) -> float:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from harness.history.changepoints import DEFAULT_PENALTY
-    from harness.history.check import DEFAULT_PERSIST, DEFAULT_SINCE, DEFAULT_THRESHOLD
+    from harness.history.series_check import DEFAULT_PERSIST, DEFAULT_SINCE, DEFAULT_THRESHOLD
 
     history = subparsers.add_parser("history", help="keep every run in a database; trends and change points")
     commands = history.add_subparsers(dest="history_command", metavar="COMMAND", required=True)
@@ -119,18 +119,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(args):
-    from harness.history.store import open_db
+    from harness.history.database import open_db
 
     return open_db(args.db)
 
 
 def _add(args) -> int:
-    from harness.history import ingest, store
+    from harness.history import database, ingest
 
     runs = [ingest.read_run(path, args.commit) for path in args.results]  # read all before writing any
     engine = _open(args)
     for run in runs:
-        added = store.add(engine, run)
+        added = database.add(engine, run)
         if added.new:
             print(
                 f"added run #{added.run_id} from {run.source}: {added.points} points, {added.values} values, "
@@ -268,7 +268,7 @@ def _export(args) -> int:
 
 def _check(args) -> int:
     from harness.history import queries
-    from harness.history.check import check
+    from harness.history.series_check import check
 
     if args.since < 0:
         raise UsageError("--since must be >= 0")

@@ -173,17 +173,17 @@ def run_table_lines(records) -> list[str]:
 def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict[tuple[str, str], list[str]]:
     """Per point with two or more launches: the smallest worsening ``harness gate`` (default thresholds and
     FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on."""
-    from harness.regression import power
+    from harness.regression import launch_power
     from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
 
     thresholds = thresholds or parse_thresholds(DEFAULT_THRESHOLDS)
     fdr = DEFAULT_FDR if fdr is None else fdr
     ok = [r for r in records if r.status == "ok"]
-    tests = sum(len(power.testable(r, thresholds)) for r in ok)
-    level = power.alpha(fdr, tests)
+    tests = sum(len(launch_power.testable(r, thresholds)) for r in ok)
+    level = launch_power.alpha(fdr, tests)
     out = {}
     for r in ok:
-        found = power.detectable(r, thresholds, level)
+        found = launch_power.detectable(r, thresholds, level)
         if found:
             launches = found[0].launches
             out[(r.scenario, r.point_id)] = [

@@ -23,6 +23,12 @@ def add_parsers(commands) -> None:
         "sources", nargs="+", metavar="RESULTS", help="results directories, record files or pytest-benchmark JSON files"
     )
     report.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory, e.g. reports/nightly")
+    report.add_argument(
+        "--replace",
+        action="store_true",
+        help="write into DIR even if it is a non-empty directory an earlier report did not write "
+        "(files of the same name are overwritten; nothing else is removed)",
+    )
     report.add_argument("--title", default=None)
     report.add_argument(
         "--history",
@@ -86,10 +92,13 @@ def add_parsers(commands) -> None:
 
 
 def _report(args) -> int:
-    from harness.io import check_writable_dir
-    from harness.report.build import build
+    from harness.io import check_own_dir, check_writable_dir
+    from harness.report.build import MARKER, build
 
-    check_writable_dir(args.output, "report -o")
+    if args.replace:
+        check_writable_dir(args.output, "report -o")
+    else:
+        check_own_dir(args.output, "report -o", MARKER, "--replace")
     written = build(args.sources, args.output, title=args.title, history=args.history)
     print(f"wrote {written.html}, {written.markdown}, {len(written.csv)} CSV tables, {len(written.plots)} plots")
     return 0

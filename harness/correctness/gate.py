@@ -34,7 +34,7 @@ from harness.correctness.stepwise import forced_top1, free_running, teacher_forc
 from harness.correctness.stored_reference import Reference
 from harness.errors import Unsupported
 from harness.records.correctness import NOT_JUDGED, Correctness, PromptResult
-from harness.scenario.gate import GateSettings
+from harness.scenario.gate_section import GateSettings
 
 
 def unsupported_reason(adapter) -> Optional[str]:

@@ -8,7 +8,7 @@ prefill positions exact, so each phase is judged against its own noise floor, wi
 factors, and the point takes the worse of the phases' tiers and of the overall one. A tier compares its
 mean KL over its mean floor with the gate's lines (``GateSettings``), never on fewer than ``min_positions`` positions: a phase with
 fewer (one prefill position per prompt, on a few prompts) is pooled into the overall tier, not judged
-alone. Beside each, the paired test of ``harness.correctness.power`` (device KL against the floor's KL at
+alone. Beside each, the paired test of ``harness.correctness.paired_kl`` (device KL against the floor's KL at
 the same position) is recorded.
 
 Distribution figures (median, p90, p99, max) pool every teacher-forced position of every prompt.
@@ -20,9 +20,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from harness.correctness import power
+from harness.correctness import paired_kl
 from harness.records.correctness import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
-from harness.scenario.gate import GateSettings
+from harness.scenario.gate_section import GateSettings
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure
 PHASES = ("prefill", "decode")
@@ -110,8 +110,8 @@ def paired_test(
     settings: GateSettings,
     offset: float,
 ) -> Optional[PairedTest]:
-    """The paired test of device KL against the floor's, position by position (``harness.correctness.power``)."""
-    found = power.paired_rise(power.log_ratios(device, floor, offset), settings.drift_factor)
+    """The paired test of device KL against the floor's, position by position (``harness.correctness.paired_kl``)."""
+    found = paired_kl.paired_rise(paired_kl.log_ratios(device, floor, offset), settings.drift_factor)
     if found is None:
         return None
     return PairedTest(
@@ -121,7 +121,7 @@ def paired_test(
         line=settings.failing,
         margin=found.rise_low / settings.failing,
         detectable=found.detectable,
-        alpha=power.ALPHA,
+        alpha=paired_kl.ALPHA,
         se_source=found.se_source,
         floor=source,
     )

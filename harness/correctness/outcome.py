@@ -1,6 +1,6 @@
 """The gate's verdict from its checks' reasons (``decide``), what a gate that cannot run says (``NotRun``), and the
 readable failure table; the checks live in ``harness.correctness.gate``. The gate's settings are
-``harness.scenario.gate.GateSettings``; its result is the record's ``Correctness`` part, with per-prompt
+``harness.scenario.gate_section.GateSettings``; its result is the record's ``Correctness`` part, with per-prompt
 ``PromptResult`` (``harness.records.correctness``)."""
 
 from __future__ import annotations

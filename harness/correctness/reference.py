@@ -43,7 +43,7 @@ from harness.correctness.logprobs import (
 )
 from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 
 
 def _gate_default(name: str):

@@ -38,7 +38,7 @@ from harness.correctness.outcome import NotRun
 from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, read_json, safe_name, write_json_atomic
 from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeights
-from harness.scenario.gate import GateSettings
+from harness.scenario.gate_section import GateSettings
 
 if TYPE_CHECKING:
     from harness.adapters.base import Adapter, Twin

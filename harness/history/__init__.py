@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Optional
 
 if TYPE_CHECKING:
-    from harness.history.store import Added
+    from harness.history.database import Added
     from harness.records.record import Record
 
 DEFAULT_URL = "sqlite:///results/history.sqlite"
@@ -25,10 +25,10 @@ def add_records(
 ) -> Added:
     """Add the records of one run (e.g. the points ``harness run --history URL`` just measured) as one
     run; adding the same records again stores nothing."""
-    from harness.history import ingest, store
+    from harness.history import database, ingest
 
-    engine = store.open_db(url)
+    engine = database.open_db(url)
     try:
-        return store.add(engine, ingest.run_rows([ingest._rows(r) for r in records], source, commit))
+        return database.add(engine, ingest.run_rows([ingest._rows(r) for r in records], source, commit))
     finally:
         engine.dispose()

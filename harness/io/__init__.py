@@ -191,6 +191,20 @@ def check_writable_dir(path: str | Path, what: str) -> Path:
     return path
 
 
+def check_own_dir(path: str | Path, what: str, marker: str, replace_option: str) -> Path:
+    """``check_writable_dir``, and refuse a non-empty directory that holds no ``marker`` (the file a
+    command leaves in every directory it writes): writing there would overwrite or mix with files it did
+    not write (``report -o /`` as root wrote into ``/``). Its own earlier output, or an empty or new
+    directory, is fine; the caller skips this check when the user gave ``replace_option``."""
+    path = check_writable_dir(path, what)
+    if path.is_dir() and not (path / marker).exists() and any(path.iterdir()):
+        raise UsageError(
+            f"{what} {path}: not empty and holds no {marker}, so this command did not write it; "
+            f"give a new or empty directory, or add {replace_option} to write into it anyway"
+        )
+    return path
+
+
 def check_writable_file(path: str | Path, what: str) -> Path:
     """Refuse, naming ``what`` and the path, a file that cannot be written: a directory, a read-only file,
     or a parent directory that cannot be created or written."""

@@ -1,6 +1,6 @@
 """Drift within one launch: whether per-round TPOT trended over the launch's rounds (thermal throttling, a
 neighbour starting), by a Theil-Sen slope with Kendall's exact trend test. A pure function of the rounds;
-scipy loads inside it, so ``import harness`` stays light. ``harness.measure.launches`` stores the result in
+scipy loads inside it, so ``import harness`` stays light. ``harness.measure.launch_stats`` stores the result in
 each launch's entry."""
 
 from __future__ import annotations

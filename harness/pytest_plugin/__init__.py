@@ -10,6 +10,7 @@ generated token and whose ``extra_info`` holds every harness metric.
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,7 @@ def pytest_collection_finish(session):
     config = session.config
     if not points or config.option.collectonly or RUNNER not in config.stash:
         return
-    from harness.errors import HarnessError
+    from harness.errors import HarnessError, WriteFailed
     from harness.io import results_lock
     from harness.records.store import check_free_space
 
@@ -126,7 +127,10 @@ def pytest_collection_finish(session):
         held = contextlib.ExitStack()
         held.enter_context(results_lock(results, "--harness-results"))
         config.stash[HELD] = held
-    except HarnessError as exc:
+    except WriteFailed as exc:  # no room for the records, or the lock cannot be written: 2, as `harness run`
+        sys.stderr.write(f"ERROR: {exc}\n")
+        pytest.exit("harness: no point ran (the ERROR line says why)", returncode=exc.exit_code)
+    except HarnessError as exc:  # pytest's usage error (4)
         raise pytest.UsageError(str(exc)) from None
 
 

@@ -91,7 +91,7 @@ class KLDistribution(Part):
 
 
 class PairedTest(Part):
-    """The KL tier's test (``harness.correctness.power``): per-position KL paired with the floor's KL at the
+    """The KL tier's test (``harness.correctness.paired_kl``): per-position KL paired with the floor's KL at the
     same position. ``rise``: the geometric-mean factor of device KL over floor KL; ``rise_low``: its one-sided
     lower bound (``alpha``); ``margin``: ``rise_low`` over ``line``, the factor that fails this point (the
     drift line where drift fails, else the fail line); ``detectable``: the smallest rise the drift line

@@ -26,7 +26,7 @@ def confirm(
     apart from ``rerun``."""
     from dataclasses import replace
 
-    from harness.measure.launches import since
+    from harness.measure.launch_stats import since
     from harness.records.record import recorded_launches
     from harness.regression.check import check, index, key
     from harness.regression.outcome import RegressionOutcome

@@ -1,14 +1,14 @@
 """The one-sided Mann-Whitney U test on launch values (asv's test), the regression check's launch test
 (``harness.regression.launch_test``, registered as ``mann-whitney``): exact without ties, an exact permutation
-test with them; its power comes from ``harness.regression.power``'s simulation of this very test."""
+test with them; its power comes from ``harness.regression.launch_power``'s simulation of this very test."""
 
 from __future__ import annotations
 
 import math
 from typing import Optional, Sequence, cast
 
-from harness.measure.launches import SEED
-from harness.regression import power
+from harness.measure.launch_stats import SEED
+from harness.regression import launch_power
 from harness.regression.launch_test import Case, Comparison, LaunchTest
 
 
@@ -33,12 +33,12 @@ class MannWhitney(LaunchTest):
     def detectable_change(
         self, cv: float, n_base: int, n_new: int, level: float, limit: float, higher_is_better: bool
     ) -> Optional[float]:
-        return power.detectable_change(cv, n_base, n_new, level, limit, higher_is_better)
+        return launch_power.detectable_change(cv, n_base, n_new, level, limit, higher_is_better)
 
     def launches_to_detect(
         self, cv: float, change: float, level: float, limit: float, higher_is_better: bool
     ) -> Optional[int]:
-        return power.launches_to_detect(cv, change, level, limit, higher_is_better)
+        return launch_power.launches_to_detect(cv, change, level, limit, higher_is_better)
 
 
 def worse_p_values(cases: Sequence[tuple[Sequence[float], Sequence[float], bool]]) -> list[float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from harness.measure.launches import CONFIDENCE, SEED
+from harness.measure.launch_stats import CONFIDENCE, SEED
 
 
 def fdr_adjust(p_values: Sequence[float], q: float) -> list[float]:

@@ -8,14 +8,14 @@
 - **unknown**: neither; inconclusive. The test says how many launches a side would decide it.
 
 Each test also gets the change's 95 % bootstrap interval of the ratio of medians and the minimum detectable
-change at its launches (the launch test's; Mann-Whitney's from ``harness.regression.power``). Pure: no I/O.
+change at its launches (the launch test's; Mann-Whitney's from ``harness.regression.launch_power``). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from harness.regression import power, significance
+from harness.regression import launch_power, significance
 from harness.regression.launch_test import LaunchTest
 from harness.regression.outcome import MetricTest, RegressionOutcome
 
@@ -32,7 +32,7 @@ def decide(outcome: RegressionOutcome, launch_test: LaunchTest) -> None:
     better = [t.better_p for t in tests if t.better_p is not None]  # every test got both p-values
     for test, q_value in zip(tests, significance.fdr_adjust(better, fdr)):
         test.better_q = q_value
-    level = power.alpha(fdr, len(tests))
+    level = launch_power.alpha(fdr, len(tests))
     for test in tests:
         _judge(test, launch_test, fdr, level)
 
@@ -41,7 +41,7 @@ def _judge(test: MetricTest, launch_test: LaunchTest, fdr: float, level: float) 
     if test.ratio_low is None:
         test.ratio_low, test.ratio_high = significance.ratio_interval(test.base_values, test.new_values)
     test.equivalence_p = significance.equivalence_p(test.base_values, test.new_values, test.limit)
-    test.cv = power.pooled_cv(test.base_values, test.new_values)
+    test.cv = launch_power.pooled_cv(test.base_values, test.new_values)
     if test.cv is not None:
         test.detectable = launch_test.detectable_change(
             test.cv, *test.launches, level, test.limit, test.higher_is_better
@@ -65,7 +65,7 @@ def _needed(test: MetricTest, launch_test: LaunchTest, level: float) -> Optional
         return None
     if abs(test.change) > test.limit:
         return launch_test.launches_to_detect(test.cv, abs(test.change), level, test.limit, test.higher_is_better)
-    return power.launches_to_show_same(test.cv, test.change, test.limit)
+    return launch_power.launches_to_show_same(test.cv, test.change, test.limit)
 
 
 def line(test: MetricTest) -> str:
@@ -89,7 +89,7 @@ def line(test: MetricTest) -> str:
             if min(test.base_values + test.new_values) <= 0
             else f"about {test.launches_needed} launches a side would decide it"
             if test.launches_needed is not None
-            else f"over {power.MOST_LAUNCHES} launches a side would be needed: widen the limit"
+            else f"over {launch_power.MOST_LAUNCHES} launches a side would be needed: widen the limit"
         )
         text += f"; inconclusive: {more}"
     return text

@@ -24,6 +24,10 @@ from harness.report.plots import Plot
 from harness.report.sections import SECTIONS
 from harness.report.sections.base import Context, Figure, Page, SectionOutput
 
+# Left in every directory a report is written to: ``harness report -o`` writes again only into a
+# directory that holds it (or an empty one, or with --replace), never over files it did not write.
+MARKER = ".harness-report"
+
 
 @dataclass
 class Written:
@@ -52,6 +56,7 @@ def build(
 
 def _write(pairs, paths: list[Path], out: Path, title: str | None, history: str | None) -> Written:
     (out / "plots").mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(out / MARKER, f"written by harness report {__version__}\n".encode("utf-8"))
     timed = store.timing_view(pairs)  # one record per point: the run's where it also has a verify record
     kept = {id(record) for _, record in timed}
     verified = store.frame(pair for pair in pairs if id(pair[1]) not in kept)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.history.changepoints import DEFAULT_PENALTY
-from harness.history.check import DEFAULT_THRESHOLD, Finding, findings
 from harness.history.queries import SeriesData
+from harness.history.series_check import DEFAULT_THRESHOLD, Finding, findings
 
 OPEN_COLUMNS = (
     "point",
@@ -149,7 +149,7 @@ def trend_figures(
     from concurrent.futures import ProcessPoolExecutor
 
     from harness.history import queries
-    from harness.history.store import open_db
+    from harness.history.database import open_db
     from harness.io import safe_name
     from harness.records import metrics as catalogue
 

@@ -1,6 +1,6 @@
 """``measurement.launches: auto``: each point's launch count, chosen from the variance components a previous
 record of the same point stored (``harness.measure.noise``), so that the regression check would detect a
-``target_change`` worsening of ms/token with 80 % power (``harness.regression.power``) within
+``target_change`` worsening of ms/token with 80 % power (``harness.regression.launch_power``) within
 ``time_budget_s``. Pure apart from reading that record."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def plan(scenario: Scenario, point: Point, stored: Optional[Record]) -> Plan:
     """The fewest launches whose detectable change is within the target and whose time fits the budget."""
     from harness.measure import noise
     from harness.records.record import recorded_launches
-    from harness.regression import power
+    from harness.regression import launch_power
     from harness.regression.thresholds import DEFAULT_FDR
 
     m = scenario.measurement
@@ -75,20 +75,22 @@ def plan(scenario: Scenario, point: Point, stored: Optional[Record]) -> Plan:
     seconds = (
         sum(stored.time_split.model_dump().values()) / len(recorded_launches(stored)) if stored.time_split else 0.0
     )
-    level = power.alpha(DEFAULT_FDR, 2)  # a lone regression among the point's ms/token and TTFT tests
+    level = launch_power.alpha(DEFAULT_FDR, 2)  # a lone regression among the point's ms/token and TTFT tests
     budget = m.time_budget_s
     most = (
-        power.MOST_LAUNCHES if not budget or not seconds else max(2, min(power.MOST_LAUNCHES, int(budget // seconds)))
+        launch_power.MOST_LAUNCHES
+        if not budget or not seconds
+        else max(2, min(launch_power.MOST_LAUNCHES, int(budget // seconds)))
     )
-    needed = power.launches_to_detect(cv, target, level, limit(), False)
+    needed = launch_power.launches_to_detect(cv, target, level, limit(), False)
     if needed is not None and needed <= most:
-        change = power.detectable_change(cv, needed, needed, level, limit())
+        change = launch_power.detectable_change(cv, needed, needed, level, limit())
         return Plan(
             needed,
             f"launches: auto: {needed} launches detect {change:.1%} (target {target:.1%}) at launch CV {cv:.1%}"
             + (f", about {needed * seconds:.0f} s" if seconds else ""),
         )
-    change = power.detectable_change(cv, most, most, level, limit())
+    change = launch_power.detectable_change(cv, most, most, level, limit())
     seen = "nothing at any size" if change is None else f"{change:.1%}"
     bound = f"the time budget ({budget:g} s, about {seconds:.1f} s a launch)" if budget else f"{most} launches"
     return Plan(

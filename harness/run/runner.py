@@ -1,7 +1,7 @@
 """Run sweeps: choose the points, run each launch of each (through the launcher of the run's isolation mode,
 ``harness.run.launchers``), merge a point's launches, write its record, show progress. Orchestration only: what happens inside a point is
 ``harness.run.steps``; when a point has had enough launches, ``harness.run.stopping``; the statistics over
-launches, ``harness.measure.launches``."""
+launches, ``harness.measure.launch_stats``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from harness.errors import HarnessError, writing
-from harness.measure.launches import combine
+from harness.measure.launch_stats import combine
 from harness.models import sources
 from harness.records import store
 from harness.records.record import Record

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from harness.measure.launches import combine, rel_half_width
+from harness.measure.launch_stats import combine, rel_half_width
 from harness.records.record import Record
 from harness.scenario.measurement import Measurement
 

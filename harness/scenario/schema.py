@@ -29,7 +29,7 @@ from harness.scenario.fields import (
     Strict,
     Tokens,
 )
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 from harness.scenario.measurement import Measurement
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")

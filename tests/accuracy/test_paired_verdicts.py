@@ -206,7 +206,7 @@ def test_a_weighted_aggregation_without_weights_is_not_paired():
 def test_outcomes_need_one_value_per_document(tmp_path):
     with pytest.raises(ValueError, match="values.acc: 2 items for 3 doc_ids"):
         TaskOutcomes(doc_ids=[0, 1, 2], values={"acc": [1, 0]})
-    from harness.accuracy import reference as accuracy_reference
+    from harness.accuracy import reference_scores as accuracy_reference
 
     broken = tmp_path / "accuracy-0.json"
     broken.write_text(json.dumps({"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}))
@@ -261,7 +261,7 @@ def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
 
 
 def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
-    from harness.accuracy import reference as accuracy_reference
+    from harness.accuracy import reference_scores as accuracy_reference
 
     model = types.SimpleNamespace(checksum="abc", name="m")
     evaluation = Evaluation({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)})

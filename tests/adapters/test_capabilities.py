@@ -14,7 +14,7 @@ from harness.correctness.outcome import NotRun
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.errors import HarnessError, Unsupported
 from harness.records.correctness import Correctness
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 from tests.fakes import FakeAdapter
 
 

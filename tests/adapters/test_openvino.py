@@ -16,7 +16,7 @@ from harness.records import store
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
-from harness.scenario.gate import Gate  # noqa: E402
+from harness.scenario.gate_section import Gate  # noqa: E402
 from harness.scenario.sweep import Point  # noqa: E402
 
 SMALL_GROUPS = {"int4_group_size": 32}  # tiny-llama's 64-wide layers cannot take NNCF's default of 128

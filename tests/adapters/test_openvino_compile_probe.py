@@ -44,13 +44,13 @@ def test_harness_run_survives_a_plugin_that_dies_at_one_thread(tmp_path, write_s
     """In-process (``--isolation none``) the compile that would kill the harness becomes a skip naming the signal;
     on a CPU where it compiles, the point runs. Either way the run returns and writes a record."""
     pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
-    from harness.adapters.openvino import export
+    from harness.adapters.openvino import ir_export
 
     path = write_scenario(ONE_THREAD)
     argv = ["run", str(path), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
     assert main([*argv, "--no-energy"]) == 0
     [record] = [r for _, r in store.iter_records(tmp_path / "results")]
-    at_risk = compile_probe.at_risk("CPU", {"INFERENCE_NUM_THREADS": 1}, export.inference_precision("CPU"))
+    at_risk = compile_probe.at_risk("CPU", {"INFERENCE_NUM_THREADS": 1}, ir_export.inference_precision("CPU"))
     if record.status == "skipped":
         assert at_risk and "dies of SIG" in (record.reason or ""), record.reason
     else:

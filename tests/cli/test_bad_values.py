@@ -179,6 +179,22 @@ def test_every_writing_command_names_an_unusable_output(argv, option, records_di
     assert option in line and str(blocker) in line and "is a file" in line
 
 
+def test_report_refuses_a_non_empty_directory_it_did_not_write(records_dir, tmp_path, capsys):
+    # Before: `report -o DIR` wrote into any directory (as root, `report -o /` wrote into `/`).
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "index.html").write_text("someone else's page")
+    line = _quiet_fail(["report", str(records_dir), "-o", str(theirs)], capsys)
+    assert f"report -o {theirs}: not empty and holds no .harness-report" in line and "--replace" in line
+    assert [p.name for p in theirs.iterdir()] == ["index.html"]  # refused before anything was written
+    assert cli.main(["report", str(records_dir), "-o", str(theirs), "--replace"]) == 0
+    assert "someone else's page" not in (theirs / "index.html").read_text()
+
+    own = tmp_path / "own"
+    assert cli.main(["report", str(records_dir), "-o", str(own)]) == 0
+    assert cli.main(["report", str(records_dir), "-o", str(own)]) == 0  # its own report: rendered again
+
+
 def test_compare_csv_that_is_a_directory_is_refused(records_dir, tmp_path, capsys):
     line = _quiet_fail(["compare", str(records_dir), str(records_dir), "--csv", str(tmp_path)], capsys)
     assert f"compare --csv {tmp_path}: is a directory" in line
@@ -370,7 +386,7 @@ def test_the_accuracy_reference_store_computes_once_under_concurrency(tmp_path, 
     pytest.importorskip("lm_eval")
     import threading
 
-    from harness.accuracy import reference as accuracy_reference
+    from harness.accuracy import reference_scores as accuracy_reference
 
     calls = []
 

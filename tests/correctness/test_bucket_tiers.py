@@ -12,7 +12,7 @@ from harness.correctness import same_weights as sw
 from harness.correctness.outcome import format_failures
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.records.correctness import Correctness, PromptResult
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 
 
 def _long_reference(floor: dict, head: int = 16, tokens: int = 280) -> Reference:

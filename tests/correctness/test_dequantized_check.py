@@ -212,10 +212,10 @@ def test_a_patched_scale_in_an_int8_ir_fails_harness_run(write_scenario, tmp_pat
     ],
 )
 def test_every_nncf_level_reads_back_as_the_checkpoint(tiny_llama, level, options, stored):
-    from harness.adapters.openvino import export, weights
+    from harness.adapters.openvino import ir_export, weights
     from harness.models.sources import cache_dir
 
-    xml = export.artefact(tiny_llama, level, options, cache_dir()) / "openvino_model.xml"
+    xml = ir_export.artefact(tiny_llama, level, options, cache_dir()) / "openvino_model.xml"
     found = dequantized.audit_artefact(tiny_llama.hf_dir, lambda names, config: weights.read(xml, names, config))
     assert found.verdict == "pass" and found.ratio < 2.5 and found.tensors == 16, found
     assert stored in found.floors  # zero points and group-wise scales applied (4-bit: two per byte)

@@ -14,7 +14,7 @@ from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.gate import Gate, GateSettings
+from harness.scenario.gate_section import Gate, GateSettings
 from tests.faults import StaleKVCache
 
 VOCAB = 8

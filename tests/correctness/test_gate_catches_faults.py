@@ -14,7 +14,7 @@ from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 from harness.scenario.schema import ModelSpec
 from harness.scenario.sweep import Point
 from tests import faults

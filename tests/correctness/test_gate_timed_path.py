@@ -11,7 +11,7 @@ import pytest
 
 from harness import cli
 from harness.records import store
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 from tests import faults
 from tests.conftest import registered
 
@@ -78,7 +78,7 @@ def test_the_same_fault_passes_a_gate_that_prefills_in_one_forward(tmp_path, tin
 def test_openvino_steps_the_ir_compiled_for_the_points_device_with_the_pipelines_properties(tiny_llama):
     pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
     from harness.adapters.base import LoadSettings, PointSkipped
-    from harness.adapters.openvino import OpenVINOAdapter, compile_probe, export
+    from harness.adapters.openvino import OpenVINOAdapter, compile_probe, ir_export
     from harness.scenario.sweep import Point
 
     adapter = OpenVINOAdapter()
@@ -86,7 +86,7 @@ def test_openvino_steps_the_ir_compiled_for_the_points_device_with_the_pipelines
     try:
         adapter.load(tiny_llama, Point(adapter="openvino", device="CPU", id="path"), LoadSettings(threads=1))
     except PointSkipped as skipped:  # a CPU where the plugin dies compiling bf16 at one thread (AMX): said, not died
-        assert compile_probe.at_risk("CPU", {"INFERENCE_NUM_THREADS": 1}, export.inference_precision("CPU"))
+        assert compile_probe.at_risk("CPU", {"INFERENCE_NUM_THREADS": 1}, ir_export.inference_precision("CPU"))
         assert "dies of SIG" in str(skipped) and "measurement.threads to 2" in str(skipped)
         pytest.skip(f"this CPU cannot compile the one-thread request: {skipped}")
     try:

@@ -12,7 +12,7 @@ from harness.cli import app as cli
 from harness.correctness import lengths, positions
 from harness.records.correctness import PromptResult
 from harness.run import planning
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 
 REPO = Path(__file__).parents[2]
 LENGTH_AXES = ("prompt_len", "max_seq_len", "moe_chunk_size")

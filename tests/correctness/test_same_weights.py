@@ -203,11 +203,11 @@ def test_device_side_faults_on_an_int8_point_fail_against_its_own_weights(write_
 def test_the_openvino_twin_runs_one_path_on_every_cpu(tiny_llama):
     """The twin pins f32 and dynamic quantization off: a CPU with int8 dot products (AVX512-VNNI, AVX-VNNI)
     would otherwise quantize its matmuls' inputs where an AVX2-only one does not, under one reference key."""
-    from harness.adapters.openvino import export, twin
+    from harness.adapters.openvino import ir_export, twin
     from harness.models.sources import cache_dir
     from harness.records.precision import from_openvino_type
 
-    ir_dir = export.artefact(tiny_llama, "int8_sym", {}, cache_dir())
+    ir_dir = ir_export.artefact(tiny_llama, "int8_sym", {}, cache_dir())
     found = twin.twin(ir_dir, 2)
     with found.open("reference") as steps:
         steps.prefill([0, 1])

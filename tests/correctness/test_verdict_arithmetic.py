@@ -11,7 +11,7 @@ from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.records.correctness import GatePhase, PromptResult
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 
 # --- KL tiers and phases --------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.history import check as history_check
+from harness.history import series_check as history_check
 from harness.history.changepoints import ChangePoint, detect, last_level, noise
 from harness.history.ingest import FingerprintKey
 from harness.history.queries import RunInfo, SeriesData

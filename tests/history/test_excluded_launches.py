@@ -127,7 +127,7 @@ def test_an_older_history_database_upgrades_and_keeps_its_runs(tmp_path, capsys)
     from alembic.script import ScriptDirectory
     from sqlalchemy import text
 
-    from harness.history import store as history_store
+    from harness.history import database as history_store
 
     shutil.copy(DATA / "history_0001.sqlite", tmp_path / "old.sqlite")
     db = f"sqlite:///{tmp_path / 'old.sqlite'}"

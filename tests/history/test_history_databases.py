@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness.cli import history as cli
-from harness.history import queries, store
+from harness.history import database, queries
 from harness.history.ingest import read_run
 from harness.records import store as record_store
 from harness.records.engine import EngineInfo
@@ -76,7 +76,7 @@ def db(request, tmp_path) -> str:
 def count(url: str, table: str) -> int:
     from sqlalchemy import text
 
-    engine = store.engine_for(url)
+    engine = database.engine_for(url)
     try:
         with engine.connect() as connection:
             return connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
@@ -89,11 +89,11 @@ def test_open_migrates_to_the_shipped_head_and_the_models_match_it(db):
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    from harness.history.schema import Base
+    from harness.history.tables import Base
 
-    engine = store.open_db(db)
-    store.open_db(db)  # a second open is a no-op
-    heads = ScriptDirectory(str(store._MIGRATIONS)).get_heads()
+    engine = database.open_db(db)
+    database.open_db(db)  # a second open is a no-op
+    heads = ScriptDirectory(str(database._MIGRATIONS)).get_heads()
     with engine.connect() as connection:
         context = MigrationContext.configure(connection)
         assert set(context.get_current_heads()) == set(heads)
@@ -113,9 +113,9 @@ def test_adding_the_same_run_twice_stores_it_once(db, tmp_path, capsys):
 
 def test_a_run_keeps_values_spread_verdict_commit_and_fingerprint(db, tmp_path):
     write_night(tmp_path, 0, {"p": 50.0}, verdict="fail")
-    engine = store.open_db(db)
+    engine = database.open_db(db)
     run = read_run(tmp_path / "night000")
-    assert store.add(engine, run).new
+    assert database.add(engine, run).new
     (tpot,) = queries.series(engine, "demo", "p", "tpot_ms", spread=True)
     assert tpot.values == [pytest.approx(50.0, rel=0.01)]
     low, high = tpot.spread[0]
@@ -130,9 +130,9 @@ def test_a_run_keeps_values_spread_verdict_commit_and_fingerprint(db, tmp_path):
 
 
 def test_a_new_engine_version_starts_a_new_series(db, tmp_path):
-    engine = store.open_db(db)
-    store.add(engine, read_run(write_night(tmp_path, 0, {"p": 50.0})))
-    store.add(engine, read_run(write_night(tmp_path, 1, {"p": 40.0}, engine_version="6")))
+    engine = database.open_db(db)
+    database.add(engine, read_run(write_night(tmp_path, 0, {"p": 50.0})))
+    database.add(engine, read_run(write_night(tmp_path, 1, {"p": 40.0}, engine_version="6")))
     found = queries.series(engine, "demo", "p", "tpot_ms")
     assert sorted(s.fingerprint.engine_version for s in found) == ["5", "6"]
     assert all(len(s.values) == 1 for s in found)
@@ -191,13 +191,38 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys):
         harness_history("check", "--threshold", "lots")
 
 
+@pytest.mark.parametrize("command", ["show", "check", "add", "export", "list"])
+def test_a_database_from_a_newer_harness_is_one_line_naming_it(command, tmp_path, capsys):
+    from harness import cli as harness_cli
+
+    # Before: a 77-line Alembic traceback ending in "Can't locate revision identified by '0099_future'".
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    engine = store.open_db(db)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0099_future'")
+    engine.dispose()
+    argv = {
+        "show": ["show", "demo::p"],
+        "check": ["check"],
+        "add": ["add", str(write_night(tmp_path, 0, {"p": 50.0}))],
+        "export": ["export", "-o", str(tmp_path / "rows.csv")],
+        "list": ["list"],
+    }[command]
+    capsys.readouterr()
+    assert harness_cli.main(["history", *argv, "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"ERROR --db: {db}: written by a newer harness (revision 0099_future;"), err
+    assert "upgrade harness" in err
+
+
 def test_trend_figures_and_the_open_change_points(tmp_path):
     from harness.report.trends import trend_figures
 
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    engine = store.open_db(db)
+    engine = database.open_db(db)
     for path in history(tmp_path, 40, seed=8, step_at=25, step=0.06):
-        store.add(engine, read_run(path))
+        database.add(engine, read_run(path))
     engine.dispose()
     report = trend_figures(db, tmp_path / "trends")
     assert [p.name for p in report.figures] == ["p.png"]  # only the point that moved
@@ -214,21 +239,21 @@ def test_a_verdict_change_gets_a_trend_figure(tmp_path):
     from harness.report.trends import trend_figures
 
     db = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    engine = store.open_db(db)
+    engine = database.open_db(db)
     for night in range(6):
-        store.add(
+        database.add(
             engine,
             read_run(write_night(tmp_path, night, {"p": 50.0, "q": 50.0}, verdict="fail" if night >= 4 else "pass")),
         )
     engine.dispose()
-    assert queries.verdict_changes(store.open_db(db)) == {("demo", "p"), ("demo", "q")}
+    assert queries.verdict_changes(database.open_db(db)) == {("demo", "p"), ("demo", "q")}
     report = trend_figures(db, tmp_path / "trends", workers=1)
     assert sorted(p.name for p in report.figures) == ["p.png", "q.png"] and report.open_changes.empty
 
 
 def _add_runs(url: str, paths: list[str]) -> int:
-    engine = store.open_db(url)
-    added = sum(store.add(engine, read_run(path)).new for path in paths)
+    engine = database.open_db(url)
+    added = sum(database.add(engine, read_run(path)).new for path in paths)
     engine.dispose()
     return added
 
@@ -255,7 +280,7 @@ def test_add_records_stores_a_run_from_records_in_memory(db):
     first = add_records(records, db, source="harness run", commit="abc123")
     assert first.new and first.points == 2 and first.values > 0
     assert not add_records(records[::-1], db).new  # same records in another order: the same run
-    engine = store.open_db(db)
+    engine = database.open_db(db)
     assert [(r.commit, r.source) for r in queries.runs(engine)] == [("abc123", "harness run")]
     engine.dispose()
 

@@ -1,4 +1,4 @@
-"""``history check``'s persistence rule at its edges (harness.history.check with changepoints.held and
+"""``history check``'s persistence rule at its edges (harness.history.series_check with changepoints.held and
 recent_step), on hand-built series: a lone bad newest night is suspicious, one that held is a regression.
 Each assertion is here because a mutant survived without it (``python benchmarks/mutation.py history``,
 docs/benchmarks.md)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from harness.history import check as history_check
+from harness.history import series_check as history_check
 from harness.history.changepoints import ChangePoint, held
 from harness.history.ingest import FingerprintKey
 from harness.history.queries import RunInfo, SeriesData

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.measure import drift
-from harness.measure import launches as launch_stats
+from harness.measure import drift, launch_stats
 from harness.records.record import Record
 from harness.records.samples import Interval, Launch, Samples
 

@@ -1,4 +1,4 @@
-"""Launch statistics (harness.measure.launches) and the statistical regression check built on them (issue #19)."""
+"""Launch statistics (harness.measure.launch_stats) and the statistical regression check built on them (issue #19)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.false_alarms import simulate
 from harness.measure import drift, rounds
-from harness.measure.launches import combine, interval, launch, rel_half_width
+from harness.measure.launch_stats import combine, interval, launch, rel_half_width
 from harness.records.record import Failure, Record
 from harness.records.samples import TimeSplit
 from harness.regression.check import check

@@ -1,4 +1,4 @@
-"""Launch statistics' variance components at their edges (harness.measure.launches.intervals with
+"""Launch statistics' variance components at their edges (harness.measure.launch_stats.intervals with
 harness.measure.noise), on hand-built launches and rounds. Each assertion is here because a mutant survived
 without it (``python benchmarks/mutation.py launches``, docs/benchmarks.md)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure.launches import intervals
+from harness.measure.launch_stats import intervals
 from harness.records.samples import Launch, RoundSample
 
 

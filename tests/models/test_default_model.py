@@ -56,7 +56,7 @@ def test_whitespace_runs_agree_across_the_reference_llamacpp_and_openvino_tokeni
     import openvino as ov
     from transformers import AutoTokenizer
 
-    from harness.adapters.openvino.export import TOKENIZER_FILES, convert_tokenizer
+    from harness.adapters.openvino.ir_export import TOKENIZER_FILES, convert_tokenizer
 
     reference = AutoTokenizer.from_pretrained(str(gemma.hf_dir))
     convert_tokenizer(gemma.hf_dir, tmp_path, reference)

@@ -131,8 +131,8 @@ def test_a_non_record_file_is_named_in_the_error(tmp_path, capsys):
 
 
 def write_launched(directory, tpot_ms, launches=5, seed=0):
-    """A point measured over ``launches`` launches, merged as the runner merges them (harness.measure.launches)."""
-    from harness.measure.launches import combine, launch
+    """A point measured over ``launches`` launches, merged as the runner merges them (harness.measure.launch_stats)."""
+    from harness.measure.launch_stats import combine, launch
 
     parts = []
     for i in range(launches):

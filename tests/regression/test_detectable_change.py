@@ -9,13 +9,13 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from harness.measure import noise
-from harness.regression import mann_whitney, power, significance
+from harness.regression import launch_power, mann_whitney, significance
 
 
 @pytest.mark.parametrize("n_base,n_new", [(4, 4), (5, 5), (4, 6), (8, 8)])
 def test_the_critical_u_is_where_scipys_exact_p_crosses_the_level(n_base, n_new):
     level = 0.025
-    u = power.critical_u(n_base, n_new, level)
+    u = launch_power.critical_u(n_base, n_new, level)
     base = list(range(n_base))
 
     def p_of(target: int) -> float:  # a new sample with exactly ``target`` pairs above the baseline
@@ -30,15 +30,15 @@ def test_the_critical_u_is_where_scipys_exact_p_crosses_the_level(n_base, n_new)
 
 
 def test_3_vs_3_launches_can_never_reach_a_strict_level():
-    assert power.critical_u(3, 3, 0.025) is None  # 1 / C(6, 3) = 0.05
-    assert power.detectable_change(0.01, 3, 3, 0.025, 0.05) is None
+    assert launch_power.critical_u(3, 3, 0.025) is None  # 1 / C(6, 3) = 0.05
+    assert launch_power.detectable_change(0.01, 3, 3, 0.025, 0.05) is None
 
 
 def test_the_detectable_change_matches_a_direct_simulation_of_the_check():
     """Nights drawn apart from the module's random numbers, judged by the check's own p-values: the share
     called different at the reported change is about 80 %."""
     cv, n, level, limit = 0.04, 5, 0.025, 0.05
-    change = power.detectable_change(cv, n, n, level, limit)
+    change = launch_power.detectable_change(cv, n, n, level, limit)
     assert limit < change < 0.3
     rng = np.random.default_rng(123)
     sigma = np.sqrt(np.log1p(cv * cv))
@@ -50,24 +50,24 @@ def test_the_detectable_change_matches_a_direct_simulation_of_the_check():
         beyond.append(np.median(new) / np.median(base) - 1 > limit)
     p_values = mann_whitney.worse_p_values(cases)
     rate = np.mean([p <= level and b for p, b in zip(p_values, beyond)])
-    assert rate == pytest.approx(power.POWER, abs=0.04)
+    assert rate == pytest.approx(launch_power.POWER, abs=0.04)
 
 
 def test_more_launches_and_less_noise_detect_smaller_changes_never_below_the_threshold():
     level, limit = 0.025, 0.05
-    by_launches = [power.detectable_change(0.05, n, n, level, limit) for n in (5, 8, 12)]
+    by_launches = [launch_power.detectable_change(0.05, n, n, level, limit) for n in (5, 8, 12)]
     assert by_launches == sorted(by_launches, reverse=True)
-    by_noise = [power.detectable_change(cv, 5, 5, level, limit) for cv in (0.01, 0.05, 0.2)]
+    by_noise = [launch_power.detectable_change(cv, 5, 5, level, limit) for cv in (0.01, 0.05, 0.2)]
     assert by_noise == sorted(by_noise) and by_noise[0] > limit
-    assert power.detectable_change(0.05, 5, 5, level, limit, higher_is_better=True) > limit
+    assert launch_power.detectable_change(0.05, 5, 5, level, limit, higher_is_better=True) > limit
 
 
 def test_launches_to_detect_and_to_show_same_shrink_with_the_noise():
-    assert power.launches_to_detect(0.02, 0.10, 0.025, 0.05, False) < power.launches_to_detect(
+    assert launch_power.launches_to_detect(0.02, 0.10, 0.025, 0.05, False) < launch_power.launches_to_detect(
         0.05, 0.10, 0.025, 0.05, False
     )
-    assert power.launches_to_show_same(0.01, 0.0, 0.05) < power.launches_to_show_same(0.04, 0.0, 0.05)
-    assert power.launches_to_show_same(0.04, 0.06, 0.05) is None  # outside the bounds: never the same
+    assert launch_power.launches_to_show_same(0.01, 0.0, 0.05) < launch_power.launches_to_show_same(0.04, 0.0, 0.05)
+    assert launch_power.launches_to_show_same(0.04, 0.06, 0.05) is None  # outside the bounds: never the same
 
 
 def test_variance_components_recover_known_between_and_within_parts():

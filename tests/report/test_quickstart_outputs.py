@@ -15,7 +15,7 @@ from harness.records.record import Record
 from harness.report import export
 from harness.report.readable import number, times_floor
 from harness.report.summary import summarize
-from harness.scenario.gate import Gate
+from harness.scenario.gate_section import Gate
 from tests.correctness.test_gate import REF_TABLE, ChosenOnly, Scripted, logits, reference_from
 from tests.records import record
 

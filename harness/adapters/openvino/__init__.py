@@ -20,9 +20,9 @@ from importlib.util import find_spec
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.adapters.openvino import compile_probe, export, twin
+from harness.adapters.openvino import compile_probe, ir_export, twin
 from harness.adapters.openvino.description import Description
-from harness.adapters.openvino.export import NNCF_MODES
+from harness.adapters.openvino.ir_export import NNCF_MODES
 from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
 from harness.adapters.openvino.steps import STATIC as _STATIC
 from harness.adapters.openvino.text import GenAITextPath
@@ -89,7 +89,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         missing, the device absent) and for the static pipelines, whose precision NPUW decides."""
         if device in _STATIC or not cls.available()[0]:
             return None
-        return export.inference_precision(device)
+        return ir_export.inference_precision(device)
 
     @classmethod
     def capability_reason(cls, point) -> Optional[str]:
@@ -119,11 +119,11 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         cache = cache_dir(settings.cache_dir)
         start = now_ns()
         self.compression = (
-            export.compression_options(point.quantization, settings.quantization)
+            ir_export.compression_options(point.quantization, settings.quantization)
             if point.quantization != "none"
             else {}
         )
-        self.ir_dir = export.artefact(model, point.quantization, self.compression, cache)
+        self.ir_dir = ir_export.artefact(model, point.quantization, self.compression, cache)
         self.convert_s = (now_ns() - start) / 1e9
         compile_cache = cache / "openvino" / "compiled"
         compile_cache.mkdir(parents=True, exist_ok=True)
@@ -157,7 +157,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         # The plugin properties the pipeline compiles with: the gate's step-wise request compiles with them too.
         self.plugin_device = device
         self.plugin_config = {k: v for k, v in config.items() if k not in _PIPELINE_ONLY}
-        if compile_probe.at_risk(device, self.plugin_config, export.inference_precision(device)):
+        if compile_probe.at_risk(device, self.plugin_config, ir_export.inference_precision(device)):
             crash = compile_probe.crash_reason(self.ir_dir / "openvino_model.xml", device, self.plugin_config)
             if crash:
                 raise PointSkipped(crash)
@@ -180,7 +180,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         self._ov, self._genai = ov, openvino_genai
         self._request = None
         dynamic_none = point.quantization == "none" and point.device not in _STATIC
-        self.precision = export.inference_precision(point.device) if dynamic_none else None  # as native_precision
+        self.precision = ir_export.inference_precision(point.device) if dynamic_none else None  # as native_precision
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         import numpy as np

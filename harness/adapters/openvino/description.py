@@ -4,7 +4,7 @@ engine part, and ``gate_path()`` (the device path the gate read and how) for the
 
 from __future__ import annotations
 
-from harness.adapters.openvino.export import weight_types
+from harness.adapters.openvino.ir_export import weight_types
 from harness.adapters.openvino.steps import EMULATED_NPU
 from harness.adapters.openvino.steps import STATIC as _STATIC
 

@@ -19,7 +19,7 @@ def tokenizer_dir(ir_dir: Path, model, cache: Path) -> tuple[Optional[Path], str
     its own; where the tokenizer came from, in words)."""
     import openvino_tokenizers
 
-    from harness.adapters.openvino.export import TOKENIZER_FILES, convert_tokenizer
+    from harness.adapters.openvino.ir_export import TOKENIZER_FILES, convert_tokenizer
     from harness.io import safe_name
     from harness.models.sources import build_once
 

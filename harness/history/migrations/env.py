@@ -1,11 +1,11 @@
-"""Alembic environment for the history database. ``harness.history.store.upgrade`` runs it in code with
+"""Alembic environment for the history database. ``harness.history.database.upgrade`` runs it in code with
 an open connection in ``config.attributes["connection"]``; there is no alembic.ini."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from harness.history.schema import Base
+from harness.history.tables import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # `alembic` command line with -x url=...: for writing new revisions

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError
-from harness.measure import canary, launches
+from harness.measure import canary, launch_stats
 from harness.records import metrics
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
@@ -138,7 +138,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
             wall_s = round(time.perf_counter() - clock.start, 3)
             tolerance = scenario.measurement.canary_tolerance
             record.samples.launches = [
-                launches.launch(
+                launch_stats.launch(
                     record.metrics,
                     timed.rounds,
                     machine=timed.machine,

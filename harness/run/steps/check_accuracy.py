@@ -14,7 +14,7 @@ from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
 
 if TYPE_CHECKING:
-    from harness.accuracy.reference import Reference
+    from harness.accuracy.reference_scores import Reference
 
 
 def accuracy_reference(ctx: LaunchContext, scenario, model) -> Optional[Reference]:
@@ -22,7 +22,7 @@ def accuracy_reference(ctx: LaunchContext, scenario, model) -> Optional[Referenc
     if spec is None or not spec.reference or not ctx.timing:
         return None
     from harness.accuracy import evaluate
-    from harness.accuracy.reference import reference
+    from harness.accuracy.reference_scores import reference
 
     if evaluate.unavailable():
         return None
@@ -46,7 +46,7 @@ def accuracy_reference(ctx: LaunchContext, scenario, model) -> Optional[Referenc
 def check_accuracy(
     resolved: ResolvedPoint, adapter: Adapter, reference: Optional[Reference], point_id: str
 ) -> Contribution:
-    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference.Reference``)
+    """The point's task scores and per-document outcomes; with ``reference`` (``harness.accuracy.reference_scores.Reference``)
     the delta, its paired test and interval, and the non-inferiority verdict."""
     from harness.accuracy.evaluate import evaluate as evaluate_tasks
     from harness.accuracy.evaluate import unavailable
@@ -68,7 +68,7 @@ def check_accuracy(
     part = Accuracy(tasks=scores, outcomes=outcomes, limit=spec.limit, num_fewshot=spec.num_fewshot)
     if reference is not None:
         from harness.accuracy.paired import compare
-        from harness.accuracy.reference import delta
+        from harness.accuracy.reference_scores import delta
 
         found = compare(
             scores, outcomes, reference.scores, reference.outcomes, reference.why_unpaired, spec.non_inferiority

@@ -13,7 +13,7 @@ from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
-from harness.scenario.gate import GateSettings
+from harness.scenario.gate_section import GateSettings
 
 
 def check_same_weights(

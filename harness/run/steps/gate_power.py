@@ -1,6 +1,6 @@
 """``gate.power``: widen the gate's prompt set until its KL test detects the target rise with 80 % power.
 
-The detectable rise (``harness.correctness.power``) shrinks as the positions grow, so from the spread the
+The detectable rise (``harness.correctness.paired_kl``) shrinks as the positions grow, so from the spread the
 point showed, the prompts needed follow (n x (ln(detectable / drift) / ln(target / drift))^2); prompts are
 taken from the shipped set in its fixed order (``select_gate_prompts(n)`` extends ``"ci"``), the reference
 for them computed once and stored like any other, and the gate run again, up to ``ROUNDS`` times. A
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from harness.correctness import power
+from harness.correctness import paired_kl
 from harness.correctness.lengths import is_long
 from harness.models import prompts
 from harness.records.correctness import GatePower
@@ -48,7 +48,7 @@ def widen(spec, result, reference, selection, rerun: Callable) -> tuple[object, 
             short = f"{positions} teacher-forced positions, fewer than gate.min_positions={spec.min_positions}"
             wanted = math.ceil(have * spec.min_positions / positions)
         else:
-            factor = power.positions_needed(test.detectable, spec.drift_factor, spec.power)
+            factor = paired_kl.positions_needed(test.detectable, spec.drift_factor, spec.power)
             if factor is None:
                 why = f"a target at or below drift_factor ({spec.drift_factor:g}x) is never detectable"
                 return result, reference, found.model_copy(update={"why": why})

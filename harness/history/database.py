@@ -88,8 +88,27 @@ def upgrade(engine) -> None:
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":  # DDL is transactional there: the second migrator waits
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_UPGRADE_LOCK})")
+        _refuse_unknown_revision(config, connection, engine.url.render_as_string(hide_password=True))
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+def _refuse_unknown_revision(config, connection, url: str) -> None:
+    """A database at a revision this harness does not ship was written by a newer one: say so in one
+    line (Alembic's own error is a traceback that ends in "Can't locate revision")."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from harness import __version__
+
+    script = ScriptDirectory.from_config(config)
+    known = {revision.revision for revision in script.walk_revisions()}
+    unknown = sorted(set(MigrationContext.configure(connection).get_current_heads()) - known)
+    if unknown:
+        raise UsageError(
+            f"--db: {url}: written by a newer harness (revision {', '.join(unknown)}; harness {__version__} "
+            f"knows up to {', '.join(script.get_heads())}); upgrade harness to read or add to it"
+        )
 
 
 def open_db(url: str):
@@ -130,7 +149,7 @@ def _insert_ignore(session, table, rows: list[dict], keys: list[str]) -> None:
 def _fingerprint_ids(session, keys: Iterable[FingerprintKey]) -> dict[FingerprintKey, int]:
     from sqlalchemy import select
 
-    from harness.history.schema import Fingerprint
+    from harness.history.tables import Fingerprint
 
     by_hash = {key.hash: key for key in keys}
     _insert_ignore(
@@ -144,7 +163,7 @@ def _add_once(engine, run: RunRows) -> Added:
     from sqlalchemy import insert, select
     from sqlalchemy.orm import Session
 
-    from harness.history.schema import Measurement, PointResult, Run, Series
+    from harness.history.tables import Measurement, PointResult, Run, Series
 
     with Session(engine) as session, session.begin():
         _insert_ignore(
