@@ -1,11 +1,17 @@
-"""Synthetic result records with real structure (rounds of per-token gaps), for report and gate tests."""
+"""Synthetic result records for report and regression-check tests: ``record`` with real structure (rounds
+of per-token gaps), ``launch_record`` with launch entries only (what the regression check reads), and
+``noise_night``: the two sides of a night where nothing changed, drawn from those."""
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
+from collections.abc import Sequence
 
 from harness.measure.rounds import Round, summarize
 from harness.records.record import Record
+from harness.records.samples import Launch, Samples
 
 AXES = dict(
     adapter="hf",
@@ -85,3 +91,64 @@ def record(
         outputs=outputs or {"0": "a plain output"},
         environment={"hostname": "test-host"},
     )
+
+
+def launch_record(
+    *values: float,
+    metric: str = "tpot_ms",
+    point_id: str = "p",
+    scenario: str = "demo",
+    excluded: Sequence[int] = (),
+    also: dict[str, Sequence[float]] | None = None,
+    **fields,
+) -> Record:
+    """A point measured by one launch per value of ``metric`` (its launch median; ``also`` gives other
+    metrics' per-launch medians), with launch entries only: the regression check reads launch medians, and
+    simulations build thousands of these. The launches at the indices in ``excluded`` are left out by the
+    canary; the record's metric is the median over its launches, as ``measure.launches.combine`` makes it."""
+    medians = {metric: values, **(also or {})}
+    entries = [
+        Launch(
+            index=i,
+            medians={name: series[i] for name, series in medians.items()},
+            rounds=5,
+            excluded="canary moved" if i in excluded else None,
+        )
+        for i in range(len(values))
+    ]
+    metrics = {name: statistics.median(series) for name, series in medians.items()}
+    return Record(
+        scenario=scenario,
+        point_id=point_id,
+        point={},
+        status="ok",
+        metrics=metrics,
+        samples=Samples(launches=entries),
+        **fields,
+    )
+
+
+def lognormal(rng: random.Random, median: float, cv: float, n: int) -> list[float]:
+    """``n`` draws around ``median`` with coefficient of variation ``cv`` (launch-to-launch noise)."""
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    return [median * rng.lognormvariate(0, sigma) for _ in range(n)]
+
+
+def noise_night(
+    rng: random.Random, points: int = 10, cv: float = 0.08, launches: int = 5
+) -> tuple[list[Record], list[Record]]:
+    """A baseline and a candidate drawn from the same distributions: ``points`` points, each with TPOT
+    (40 ms + 1 ms per point) and TTFT (200 ms) at launch-to-launch CV ``cv``, ``launches`` launches a side.
+    Any regression the check finds here is a false alarm."""
+
+    def side() -> list[Record]:
+        return [
+            launch_record(
+                *lognormal(rng, 40.0 + i, cv, launches),
+                point_id=f"p{i}",
+                also={"ttft_ms": lognormal(rng, 200.0, cv, launches)},
+            )
+            for i in range(points)
+        ]
+
+    return side(), side()

@@ -24,6 +24,7 @@ from harness.run.settings import RunSettings
 from tests import records as synthetic
 from tests.conftest import registered
 from tests.fakes import NONFINITE
+from tests.tiny_scenario import tiny
 
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
@@ -33,14 +34,9 @@ def nonfinite_adapters(fake_adapters):
     yield from registered(NONFINITE)
 
 
-NAN_SWEEP = """
-    model: tiny-llama
-    prompts: ["x"]
-    generation: {max_new_tokens: 4}
-    measurement: {warmup_rounds: 0, min_rounds: 2}
-    sweep:
-      adapter: [fake-nan-metrics, fake-nan-clock, fake]
-    """
+NAN_SWEEP = tiny(
+    prompts=["x"], measurement={"min_rounds": 2}, sweep={"adapter": ["fake-nan-metrics", "fake-nan-clock", "fake"]}
+)
 
 
 # -- 1. NaN and infinity from an engine ---------------------------------------------------------------
@@ -132,13 +128,7 @@ def records_dir(tmp_path) -> Path:
     return out
 
 
-FAKE_SCENARIO = """
-    model: tiny-llama
-    prompts: ["x"]
-    generation: {max_new_tokens: 2}
-    measurement: {warmup_rounds: 0, min_rounds: 1}
-    sweep: {adapter: [fake]}
-    """
+FAKE_SCENARIO = tiny(prompts=["x"], generation={"max_new_tokens": 2})
 
 
 @pytest.mark.parametrize("command", ["run", "verify"])
@@ -150,7 +140,7 @@ def test_run_and_verify_refuse_an_unusable_results_path_before_any_point(
 
     ran = []
     monkeypatch.setattr(steps, "execute", lambda *a, **k: ran.append(a) or pytest.fail("a point ran"))
-    scenario = write_scenario(FAKE_SCENARIO + "gate: {prompts: 1, tokens: 2}\n")
+    scenario = write_scenario(tiny(prompts=["x"], generation={"max_new_tokens": 2}, gate={"prompts": 1, "tokens": 2}))
     target = blocker if case == "is-a-file" else blocker / "results"
     line = _quiet_fail(
         [command, str(scenario), "--results", str(target), "--isolation", "none", "--no-energy"]
@@ -218,7 +208,7 @@ def test_history_db_under_a_file_is_refused(records_dir, blocker, capsys):
 
 def test_pytest_refuses_an_unusable_results_directory_before_any_point(pytester, fake_adapters):
     (pytester.path / "blocker").write_text("x")
-    pytester.makefile(".yaml", **{"scenarios/s": FAKE_SCENARIO.replace("\n    ", "\n").strip()})
+    pytester.makefile(".yaml", **{"scenarios/s": FAKE_SCENARIO})
     result = pytester.runpytest("scenarios/", "--harness-results", "blocker/results", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--harness-results blocker/results: cannot create it, *blocker is a file*"])
@@ -304,7 +294,7 @@ def test_the_regression_check_refuses_a_baseline_with_no_point_in_common(records
 def test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare(pytester, fake_adapters):
     (pytester.path / "baselines" / "empty").mkdir(parents=True)
     (pytester.path / "baselines" / "empty" / "baseline.json").write_text('{"kind": "harness-baseline"}')
-    pytester.makefile(".yaml", **{"scenarios/s": FAKE_SCENARIO.replace("\n    ", "\n").strip()})
+    pytester.makefile(".yaml", **{"scenarios/s": FAKE_SCENARIO})
     result = pytester.runpytest(
         "scenarios/",
         "--harness-baseline",
@@ -478,15 +468,7 @@ def test_astronomic_token_counts_are_refused_by_the_schema(field, text, write_sc
 
 def test_tokens_beyond_the_model_context_skip_the_point_with_the_reason(write_scenario, tmp_path, fake_adapters):
     loaded = planning.load(
-        write_scenario(
-            """
-        model: tiny-llama
-        prompts: ["x"]
-        generation: {max_new_tokens: 9000}
-        sweep: {adapter: [fake]}
-        """,
-            "long.yaml",
-        )
+        write_scenario(tiny(prompts=["x"], generation={"max_new_tokens": 9000}, measurement=None), "long.yaml")
     )
     start = time.perf_counter()
     [record] = Runner(RunSettings(results_dir=tmp_path / "results", energy=False)).run([loaded], progress=False)
@@ -511,7 +493,7 @@ def test_two_scenarios_with_one_name_in_one_run_are_refused_naming_both(tmp_path
     first, second = tmp_path / "a" / "nightly.yaml", tmp_path / "b" / "nightly.yaml"
     for path in (first, second):
         path.parent.mkdir()
-        path.write_text(FAKE_SCENARIO.replace("\n    ", "\n").strip() + "\n")
+        path.write_text(FAKE_SCENARIO)
     line = _quiet_fail(["run", str(first), str(second), "--results", str(tmp_path / "r"), "--no-progress"], capsys)
     assert str(second) in line and str(first.resolve()) in line and "same place" in line
     assert not (tmp_path / "r").exists()
@@ -521,7 +503,7 @@ def test_two_scenarios_with_one_name_in_one_run_are_refused_naming_both(tmp_path
 
 
 def test_pytest_refuses_two_scenario_files_with_one_name(pytester, fake_adapters):
-    text = FAKE_SCENARIO.replace("\n    ", "\n").strip()
+    text = FAKE_SCENARIO
     pytester.makefile(".yaml", **{"scenarios/a/nightly": text, "scenarios/b/nightly": text})
     result = pytester.runpytest("scenarios/", "--collect-only", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*scenario name 'nightly' is also the name of *nightly.yaml*"])

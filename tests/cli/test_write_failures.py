@@ -19,6 +19,7 @@ import pytest
 from harness import cli
 from harness.records import store
 from tests.records import record
+from tests.tiny_scenario import tiny
 
 TOO_LARGE = "File too large"
 
@@ -140,13 +141,7 @@ def test_history_add_that_cannot_grow_the_database_adds_nothing(history_db, tmp_
 
 # -- before a sweep: room, a writable lock, and the lock under pytest ----------------------------------
 
-FAKE_SCENARIO = """
-model: tiny-llama
-prompts: ["x"]
-generation: {max_new_tokens: 2}
-measurement: {warmup_rounds: 0, min_rounds: 1}
-sweep: {adapter: [fake], max_seq_len: [32, 64, 128]}
-"""
+FAKE_SCENARIO = tiny(prompts=["x"], generation={"max_new_tokens": 2}, sweep={"max_seq_len": [32, 64, 128]})
 
 
 def _no_point_may_run(monkeypatch):

@@ -36,11 +36,6 @@ sweep:
 """
 
 
-@pytest.fixture(scope="module")
-def reference_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("references")  # the HF reference is computed once for the module
-
-
 def verify(write_scenario, reference_dir, adapters, device, quantizations, classes=()):
     """``harness verify`` on a sweep; records by (adapter, quantization)."""
     text = (

@@ -66,12 +66,12 @@ def faults():
     yield from registered(FAULTS)
 
 
-def verify(write_scenario, tmp_path, model, adapters, extra=""):
+def verify(write_scenario, tmp_path, reference_dir, model, adapters, extra=""):
     text = SCENARIO.replace("MODEL", str(model)).replace("ADAPTERS", ", ".join(adapters))
     text = extra + text if extra.startswith("adapter_options") else text + extra
     path = write_scenario(text)
     argv = ["verify", str(path), "--results", str(tmp_path / "results"), "--isolation", "none"]
-    return main([*argv, "--reference-dir", str(tmp_path.parent / "text-path-references")])
+    return main([*argv, "--reference-dir", str(reference_dir)])
 
 
 def lines(out: str) -> dict[str, str]:
@@ -79,9 +79,11 @@ def lines(out: str) -> dict[str, str]:
 
 
 def test_clean_llamacpp_passes_every_text_check_and_faults_on_the_input_path_fail(
-    write_scenario, tmp_path, capsys, faults, chat_model
+    write_scenario, tmp_path, reference_dir, capsys, faults, chat_model
 ):
-    code = verify(write_scenario, tmp_path, chat_model, ["llamacpp", "llamacpp-squashed", "llamacpp-llama2"])
+    code = verify(
+        write_scenario, tmp_path, reference_dir, chat_model, ["llamacpp", "llamacpp-squashed", "llamacpp-llama2"]
+    )
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1
@@ -99,8 +101,12 @@ def test_clean_llamacpp_passes_every_text_check_and_faults_on_the_input_path_fai
     assert "the engine's chat template (llama-2" in out and "[INST]" in out
 
 
-def test_batch_invariance_fails_a_batch_that_mixes_sequences(write_scenario, tmp_path, capsys, faults, tiny_llama):
-    code = verify(write_scenario, tmp_path, "tiny-llama", ["hf", "hf-mixed-batch"], "  batch_size: [1, 2]\n")
+def test_batch_invariance_fails_a_batch_that_mixes_sequences(
+    write_scenario, tmp_path, reference_dir, capsys, faults, tiny_llama
+):
+    code = verify(
+        write_scenario, tmp_path, reference_dir, "tiny-llama", ["hf", "hf-mixed-batch"], "  batch_size: [1, 2]\n"
+    )
     found = lines(capsys.readouterr().out)
     assert code == 1
     assert found["hf-cpu-bf16-bs1"].startswith("PASS ") and "batch -" in found["hf-cpu-bf16-bs1"]
@@ -190,11 +196,11 @@ def test_whitespace_runs_of_a_sentencepiece_gguf_split_as_sentencepiece_and_llam
 
 
 def test_the_chat_template_option_gives_llama_cpp_the_checkpoints_template(
-    write_scenario, tmp_path, capsys, faults, chat_model
+    write_scenario, tmp_path, reference_dir, capsys, faults, chat_model
 ):
     """``adapter_options: {llamacpp: {chat_template: checkpoint}}`` (the quickstart's, for the Gemma GGUF that
     carries none) replaces whatever llama-cpp-python picked: the llama-2 point now passes its chat check."""
     extra = "adapter_options: {llamacpp-llama2: {chat_template: checkpoint}}\n"
-    code = verify(write_scenario, tmp_path, chat_model, ["llamacpp-llama2"], extra)
+    code = verify(write_scenario, tmp_path, reference_dir, chat_model, ["llamacpp-llama2"], extra)
     line = lines(capsys.readouterr().out)["llamacpp-llama2-cpu-f16"]
     assert code == 0 and line.startswith("PASS ") and "chat pass" in line, line

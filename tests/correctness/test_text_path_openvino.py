@@ -44,16 +44,10 @@ def faults():
     yield from registered((Swapped, Unconverted))
 
 
-@pytest.fixture(scope="module")
-def references(tmp_path_factory):
-    """One stored HF reference for the module's runs (computing it takes most of a run here)."""
-    return tmp_path_factory.mktemp("references")
-
-
-def harness(command, write_scenario, tmp_path, model, adapters, references) -> int:
+def harness(command, write_scenario, tmp_path, model, adapters, reference_dir) -> int:
     text = SCENARIO.replace("MODEL", str(model)).replace("ADAPTERS", ", ".join(adapters))
     argv = [command, str(write_scenario(text)), "--results", str(tmp_path / "results"), "--isolation", "none"]
-    return main([*argv, "--reference-dir", str(references)])
+    return main([*argv, "--reference-dir", str(reference_dir)])
 
 
 def lines(out: str) -> dict[str, str]:
@@ -61,9 +55,9 @@ def lines(out: str) -> dict[str, str]:
 
 
 def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
-    write_scenario, tmp_path, capsys, faults, chat_model, references
+    write_scenario, tmp_path, capsys, faults, chat_model, reference_dir
 ):
-    code = harness("verify", write_scenario, tmp_path, chat_model, ["openvino", Swapped.name], references)
+    code = harness("verify", write_scenario, tmp_path, chat_model, ["openvino", Swapped.name], reference_dir)
     out = capsys.readouterr().out
     found = lines(out)
     assert code == 1, out
@@ -82,10 +76,10 @@ def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
 
 
 def test_the_record_says_which_tokenizer_ran_and_an_ir_without_one_gets_it_converted(
-    write_scenario, tmp_path, faults, chat_model, references
+    write_scenario, tmp_path, faults, chat_model, reference_dir
 ):
     adapters = ["openvino", Unconverted.name]
-    assert harness("run", write_scenario, tmp_path, chat_model, adapters, references) == 0
+    assert harness("run", write_scenario, tmp_path, chat_model, adapters, reference_dir) == 0
     records = {r.point["adapter"]: r.correctness for _, r in iter_records(tmp_path / "results")}
     ran = records["openvino"].text_path
     assert ran.tokenizer.verdict == "pass" and ran.tokenizer.strings == 28  # 20 tricky strings + 8 prompts

@@ -18,21 +18,17 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 pytest.importorskip("sqlalchemy")
 
 DATA = Path(__file__).parents[1] / "data"
-SCENARIO = """
-name: disturbed
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1, launches: 4, canary_tolerance: 0}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    name="disturbed",
+    measurement={"min_rounds": 2, "threads": 1, "launches": 4, "canary_tolerance": 0},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 POINT = "disturbed::hf-cpu-bf16"
 START = datetime(2026, 1, 1, 2, 0, tzinfo=timezone.utc)
 

@@ -20,6 +20,7 @@ from harness.records import store as record_store
 from harness.records.engine import EngineInfo
 from tests.history_pg import pg_url, postgres_server  # noqa: F401 - fixtures
 from tests.records import record
+from tests.tiny_scenario import tiny
 
 START = datetime(2025, 1, 1, 2, 0, tzinfo=timezone.utc)
 
@@ -310,14 +311,7 @@ def test_the_report_shows_trends_and_open_change_points_from_a_history(tmp_path)
 def test_harness_run_adds_its_records_to_a_history(tmp_path, write_scenario, fake_adapters, capsys):
     from harness import cli as harness_cli
 
-    scenario = write_scenario("""
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2}
-sweep:
-  adapter: [fake]
-""")
+    scenario = write_scenario(tiny(measurement={"min_rounds": 2}))
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
     argv = [
         "run",

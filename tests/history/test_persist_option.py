@@ -4,6 +4,9 @@ through the command on a real SQLite history built by ingesting records."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,21 +17,34 @@ pytest.importorskip("sqlalchemy")
 NIGHTS = 30
 
 
-def nights(root, url: str, stepped: int, step: float = 0.15) -> None:
-    """``NIGHTS`` nights at 2 % CV around 50 ms/token for points p and q, then ``stepped`` nights with p
-    ``step`` slower, each added to the history as one run."""
-    rng = np.random.default_rng(3)
-    for night in range(NIGHTS + stepped):
-        values = 50 * (1 + 0.02 * rng.standard_normal(2))
-        if night >= NIGHTS:
-            values[0] *= 1 + step
-        path = write_night(root, night, {"p": float(values[0]), "q": float(values[1])})
+def nights(root, url: str, stepped: int, step: float = 0.15, first: int = 0) -> None:
+    """Nights ``first`` to ``NIGHTS + stepped - 1`` at 2 % CV around 50 ms/token for points p and q, the last
+    ``stepped`` of them with p ``step`` slower, each added to the history as one run."""
+    values = 50 * (1 + 0.02 * np.random.default_rng(3).standard_normal((NIGHTS + stepped, 2)))
+    for night in range(first, NIGHTS + stepped):
+        p, q = values[night]
+        path = write_night(root, night, {"p": float(p * (1 + step) if night >= NIGHTS else p), "q": float(q)})
         assert harness_history("add", path, "--db", url) == 0
 
 
-def test_a_one_night_step_is_suspicious_and_passes(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory) -> Path:
+    """The ``NIGHTS`` quiet nights, ingested once for the module; each test adds its own nights to a copy."""
+    root = tmp_path_factory.mktemp("quiet")
+    nights(root, f"sqlite:///{root / 'h.sqlite'}", stepped=0)
+    return root / "h.sqlite"
+
+
+def with_nights(quiet: Path, tmp_path: Path, stepped: int, step: float = 0.15) -> str:
+    """A copy of the quiet history with ``stepped`` more nights, p ``step`` slower in them; its URL."""
+    shutil.copyfile(quiet, tmp_path / "h.sqlite")
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    nights(tmp_path, url, stepped=1)
+    nights(tmp_path, url, stepped=stepped, step=step, first=NIGHTS)
+    return url
+
+
+def test_a_one_night_step_is_suspicious_and_passes(quiet, tmp_path, capsys):
+    url = with_nights(quiet, tmp_path, 1)
     capsys.readouterr()
     assert harness_history("check", "--db", url) == 0
     out = capsys.readouterr().out
@@ -41,9 +57,8 @@ def test_a_one_night_step_is_suspicious_and_passes(tmp_path, capsys):
     assert "REGRESSION demo::p tpot_ms" in capsys.readouterr().out
 
 
-def test_the_step_held_a_second_night_is_a_regression(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    nights(tmp_path, url, stepped=2)
+def test_the_step_held_a_second_night_is_a_regression(quiet, tmp_path, capsys):
+    url = with_nights(quiet, tmp_path, 2)
     capsys.readouterr()
     assert harness_history("check", "--db", url) == 1
     out = capsys.readouterr().out
@@ -54,9 +69,8 @@ def test_the_step_held_a_second_night_is_a_regression(tmp_path, capsys):
     assert "held 2 of the 3 night(s)" in capsys.readouterr().out
 
 
-def test_a_one_night_improvement_is_neither(tmp_path, capsys):
-    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    nights(tmp_path, url, stepped=1, step=-0.15)
+def test_a_one_night_improvement_is_neither(quiet, tmp_path, capsys):
+    url = with_nights(quiet, tmp_path, 1, step=-0.15)
     capsys.readouterr()
     assert harness_history("check", "--db", url) == 0
     out = capsys.readouterr().out

@@ -7,26 +7,22 @@ import pandas as pd
 import pytest
 
 from harness import cli
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 pytest.importorskip("sqlalchemy")
 
-SCENARIO = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}  # 2: OpenVINO 2026.4.1 dies compiling bf16 at 1 thread on AMX CPUs (compile_probe)
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def scenario_text(adapter: str = "hf", device: str = "cpu") -> str:
+    # 2 threads: OpenVINO 2026.4.1 dies compiling bf16 at 1 thread on AMX CPUs (compile_probe)
+    return tiny(measurement={"min_rounds": 2, "threads": 2}, sweep={"adapter": [adapter], "device": [device]})
 
 
 @pytest.fixture(scope="module")
 def history_of_a_three_launch_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("history")
     scenario = root / "scenario.yaml"
-    scenario.write_text(SCENARIO.lstrip())
+    scenario.write_text(scenario_text())
     db = f"sqlite:///{root / 'h.sqlite'}"
     argv = ["run", str(scenario), "--results", str(root / "results"), "--launches", "3", "--isolation", "none"]
     assert cli.main([*argv, "--no-progress", "--no-energy", "--history", db]) == 0
@@ -56,7 +52,7 @@ def test_the_series_fingerprint_names_the_device_plugin(tmp_path, capsys):
     series instead of continuing the old one and reading as a regression."""
     pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
     scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(SCENARIO.replace("adapter: [hf]", "adapter: [openvino]").replace("[cpu]", "[CPU]").lstrip())
+    scenario.write_text(scenario_text("openvino", "CPU"))
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
     argv = ["run", str(scenario), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
     assert cli.main([*argv, "--no-energy", "--history", db]) == 0

@@ -13,18 +13,15 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 8}
-measurement: {warmup_rounds: 1, min_rounds: 3, min_time_s: 1.5, threads: 1}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    generation={"max_new_tokens": 8},
+    measurement={"warmup_rounds": 1, "min_rounds": 3, "min_time_s": 1.5, "threads": 1},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from harness.run.runner import Runner
 from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.records import record
+from tests.tiny_scenario import tiny
 
 
 def test_a_moved_canary_or_a_noisy_machine_excludes_a_launch():
@@ -60,14 +61,12 @@ def test_disturbed_launches_are_rerun_a_bounded_number_of_times(
     write_scenario, tmp_path, fake_adapters, reruns, expected
 ):
     loaded = planning.load(
-        write_scenario(f"""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {{max_new_tokens: 3}}
-        measurement: {{warmup_rounds: 0, min_rounds: 1, launches: 2, canary_tolerance: 0, disturbed_reruns: {reruns}}}
-        sweep:
-          adapter: [fake]
-        """)
+        write_scenario(
+            tiny(
+                generation={"max_new_tokens": 3},
+                measurement={"launches": 2, "canary_tolerance": 0, "disturbed_reruns": reruns},
+            )
+        )
     )
     runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
     (point,) = expand(loaded)

@@ -14,19 +14,15 @@ import pytest
 
 from harness import cli
 from harness.records import benchmark_json, store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: canary
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1, launches: 2, canary_tolerance: 0, disturbed_reruns: 1}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    name="canary",
+    measurement={"min_rounds": 2, "threads": 1, "launches": 2, "canary_tolerance": 0, "disturbed_reruns": 1},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 EXCLUDED = "excluded from the significance test: canary"
 
 

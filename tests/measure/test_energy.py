@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.measure import energy, roofline
+from tests.tiny_scenario import tiny
 
 UJ_PER_READ = {"package-0": 500_000, "dram": 125_000}  # each read finds the counter 0.5 J / 0.125 J on
 
@@ -209,12 +210,7 @@ def test_records_carry_cycles_and_device_memory_or_their_reasons(write_scenario,
     from harness.scenario.sweep import expand
 
     loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 2, threads: 2}
-        sweep: {adapter: [hf]}
-        """)
+        write_scenario(tiny(prompts=None, measurement={"min_rounds": 2, "threads": 2}, sweep={"adapter": ["hf"]}))
     )
     (point,) = expand(loaded)
     record = Runner(RunSettings(results_dir=None)).run_point(loaded, point)

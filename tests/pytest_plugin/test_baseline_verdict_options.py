@@ -12,19 +12,16 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: verdicts
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 3}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1, launches: 3}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    name="verdicts",
+    generation={"max_new_tokens": 3},
+    measurement={"min_rounds": 2, "threads": 1, "launches": 3},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 RUN = ("scenario.yaml", "--harness-isolation", "none", "--harness-no-energy", "-p", "no:cacheprovider")
 
 

@@ -7,18 +7,15 @@ from __future__ import annotations
 import pytest
 
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 3}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1, launches: 2}
-sweep:
-  adapter: [hf]
-  max_seq_len: [32, 64]
-"""
+SCENARIO = tiny(
+    generation={"max_new_tokens": 3},
+    measurement={"threads": 1, "launches": 2},
+    sweep={"adapter": ["hf"], "max_seq_len": [32, 64]},
+)
 
 
 def test_pytest_interleaves_launches_across_points(pytester, tiny_llama):

@@ -17,6 +17,7 @@ from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.cli.test_verify_top1_engine import ForcedTop1Adapter
 from tests.records import record, rounds
+from tests.tiny_scenario import tiny
 
 
 def run_points(write_scenario, tmp_path, text: str, name: str):
@@ -39,27 +40,22 @@ def test_every_metric_a_real_point_records_is_catalogued(write_scenario, tmp_pat
         moe = run_points(
             write_scenario,
             tmp_path,
-            """
-            model: tiny-qwen2-moe
-            prompts: ["The river"]
-            generation: {max_new_tokens: 4}
-            measurement: {warmup_rounds: 1, min_rounds: 2, threads: 2}
-            gate: {tokens: 4, prompts: 1}
-            sweep:
-              adapter: [hf, fake-top1]
-            """,
+            tiny(
+                model="tiny-qwen2-moe",
+                measurement={"warmup_rounds": 1, "min_rounds": 2, "threads": 2},
+                gate={"tokens": 4, "prompts": 1},
+                sweep={"adapter": ["hf", "fake-top1"]},
+            ),
             "moe.yaml",
         )
         fakes = run_points(
             write_scenario,
             tmp_path,
-            """
-            model: tiny-llama
-            generation: {max_new_tokens: 4}
-            measurement: {warmup_rounds: 1, min_rounds: 2}
-            sweep:
-              adapter: [fake, fake-failing, fake-truncating]
-            """,
+            tiny(
+                prompts=None,
+                measurement={"warmup_rounds": 1, "min_rounds": 2},
+                sweep={"adapter": ["fake", "fake-failing", "fake-truncating"]},
+            ),
             "fakes.yaml",
         )
     finally:

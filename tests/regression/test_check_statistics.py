@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import EXIT_INCOMPARABLE, UsageError
 from harness.records.record import Record
-from harness.records.samples import Launch, Samples
+from harness.records.samples import Samples
 from harness.regression import mann_whitney, significance
 from harness.regression.check import check, metric_test
 from harness.regression.launch_test import launches_needed
@@ -17,6 +17,7 @@ from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
 from harness.regression.settings import RegressionSettings
 from harness.regression.spread_rule import _iqr, metric_check
 from harness.regression.thresholds import Threshold, parse_thresholds
+from tests.records import launch_record
 
 TPOT = parse_thresholds("tpot=5%")[0]
 
@@ -90,7 +91,7 @@ def test_findings_read_as_one_line_each():
     assert str(Finding("demo", "p", "incomparable", "engine differs")) == "INCOMPARABLE demo::p: engine differs"
 
 
-def test_the_outcome_exit_code_and_the_points_worth_more_launches():
+def test_the_outcome_exit_code_and_the_points_worth_morelaunch_record():
     assert RegressionOutcome().passed and RegressionOutcome().exit_code == 0
     incomparable = RegressionOutcome(incomparable=[Finding("demo", "q", "incomparable", "x")])
     assert not incomparable.passed and incomparable.exit_code == EXIT_INCOMPARABLE
@@ -166,23 +167,11 @@ def test_a_baseline_under_one_unit_still_gets_an_interval():
 # --- the check's launch-level and one-launch paths --------------------------------------------------
 
 
-def _launches(*tpots: float) -> Record:
-    entries = [Launch(index=i, medians={"tpot_ms": t}, rounds=5) for i, t in enumerate(tpots)]
-    return Record(
-        scenario="demo",
-        point_id="p",
-        point={},
-        status="ok",
-        metrics={"tpot_ms": tpots[0]},
-        samples=Samples(launches=entries),
-    )
-
-
 def test_two_launches_a_side_get_a_launch_level_test_whatever_the_unit():
-    test = metric_test(MannWhitney(), TPOT, _launches(0.5, 0.5), _launches(0.6, 0.6))
+    test = metric_test(MannWhitney(), TPOT, launch_record(0.5, 0.5), launch_record(0.6, 0.6))
     assert test is not None and test.launches == (2, 2) and test.change == pytest.approx(0.2)
-    assert metric_test(MannWhitney(), TPOT, _launches(0.0, 0.0), _launches(0.6, 0.6)) is None
-    assert metric_test(MannWhitney(), TPOT, _launches(0.5), _launches(0.6, 0.6)) is None
+    assert metric_test(MannWhitney(), TPOT, launch_record(0.0, 0.0), launch_record(0.6, 0.6)) is None
+    assert metric_test(MannWhitney(), TPOT, launch_record(0.5), launch_record(0.6, 0.6)) is None
 
 
 def test_one_launch_a_side_is_judged_by_the_spread_rule_and_recorded():

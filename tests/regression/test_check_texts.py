@@ -10,24 +10,17 @@ from harness.errors import UsageError
 from harness.records.accuracy import Accuracy, PairedDelta
 from harness.records.correctness import Correctness
 from harness.records.record import Record
-from harness.records.samples import Launch, Samples
+from harness.records.samples import Samples
 from harness.regression.check import check, index
 from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
+from tests.records import launch_record
 
 TPOT = parse_thresholds("tpot=5%")[0]
 
 
 def _record(point_id="p", status="ok", scenario="demo", **fields) -> Record:
     return Record(scenario=scenario, point_id=point_id, point={}, status=status, **fields)
-
-
-def _launches(*tpots: float, point_id="p", excluded=(), metric="tpot_ms", **fields) -> Record:
-    entries = [
-        Launch(index=i, medians={metric: t}, rounds=5, excluded="canary moved" if i in excluded else None)
-        for i, t in enumerate(tpots)
-    ]
-    return _record(point_id, metrics={metric: tpots[0]}, samples=Samples(launches=entries), **fields)
 
 
 def _texts(outcome) -> list[str]:
@@ -177,8 +170,8 @@ def test_a_point_whose_fingerprint_differs_is_incomparable_unless_the_difference
 
 
 def test_excluded_and_disturbed_launches_are_noted_per_side():
-    base = _launches(10.0, 10.1, 10.2, excluded=(0, 1))
-    new = _launches(10.0, 10.1, 10.2, 10.3, excluded=(0, 1, 2))
+    base = launch_record(10.0, 10.1, 10.2, excluded=(0, 1))
+    new = launch_record(10.0, 10.1, 10.2, 10.3, excluded=(0, 1, 2))
     disturbed = (
         "under two undisturbed launches, so the significance test counts the disturbed ones too; its figures "
         "may be the machine's, not the build's — rerun on a quiet machine"
@@ -196,7 +189,7 @@ def test_excluded_and_disturbed_launches_are_noted_per_side():
         f"demo::p: new: {disturbed}",
     ]
     quiet = check(
-        [_launches(10.0, 10.1, 10.2)], [_launches(10.0, 10.1, 10.2, excluded=(0,))], RegressionSettings([TPOT])
+        [launch_record(10.0, 10.1, 10.2)], [launch_record(10.0, 10.1, 10.2, excluded=(0,))], RegressionSettings([TPOT])
     ).notes
     assert quiet[0] == "demo::p: new launch 1/3 excluded from the significance test: canary moved"
     assert not any("undisturbed" in note for note in quiet)
@@ -276,7 +269,7 @@ _LAUNCH_NOTE = "launch-level test of 1 metric(s): one-sided Mann-Whitney U, Benj
 
 
 def test_a_significant_regression_is_a_finding_with_its_test_and_interval():
-    outcome = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2)], RegressionSettings([TPOT]))
+    outcome = check([launch_record(10.0, 10.1, 10.2)], [launch_record(12.0, 12.1, 12.2)], RegressionSettings([TPOT]))
     (finding,) = outcome.findings
     (test,) = outcome.tests
     assert str(finding) == (
@@ -291,7 +284,7 @@ def test_a_significant_regression_is_a_finding_with_its_test_and_interval():
 
 
 def test_a_regression_without_spread_has_no_interval_in_its_message():
-    outcome = check([_launches(10.0, 10.0, 10.0)], [_launches(12.0, 12.0, 12.0)], RegressionSettings([TPOT]))
+    outcome = check([launch_record(10.0, 10.0, 10.0)], [launch_record(12.0, 12.0, 12.0)], RegressionSettings([TPOT]))
     assert _texts(outcome) == [
         "FAIL demo::p: regression: tpot_ms 10 -> 12 (+20.0% worse; limit 5%; 3 vs 3 launches, "
         "Mann-Whitney p=0.05, q=0.05; ratio 1.200)"
@@ -300,8 +293,8 @@ def test_a_regression_without_spread_has_no_interval_in_its_message():
 
 def test_a_higher_is_better_metric_is_tested_in_its_worse_direction():
     tps = parse_thresholds("decode_tokens_per_s=5%")
-    base = _launches(100.0, 101.0, 102.0, metric="decode_tokens_per_s")
-    new = _launches(80.0, 81.0, 82.0, metric="decode_tokens_per_s")
+    base = launch_record(100.0, 101.0, 102.0, metric="decode_tokens_per_s")
+    new = launch_record(80.0, 81.0, 82.0, metric="decode_tokens_per_s")
     outcome = check([base], [new], RegressionSettings(tps))
     (test,) = outcome.tests
     assert test.p_value == pytest.approx(0.05) and test.higher_is_better
@@ -311,7 +304,7 @@ def test_a_higher_is_better_metric_is_tested_in_its_worse_direction():
 
 
 def test_too_few_launches_to_show_a_change_is_a_note_with_the_power_needed():
-    outcome = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1)], RegressionSettings([TPOT]))
+    outcome = check([launch_record(10.0, 10.1)], [launch_record(12.0, 12.1)], RegressionSettings([TPOT]))
     assert outcome.findings == [] and outcome.beyond_limit == [("demo", "p")]
     assert outcome.notes == [
         "demo::p: tpot_ms +19.9% worse (limit 5%) but too few launches to show it (2 vs 2 launches reach "
@@ -326,7 +319,9 @@ def test_too_few_launches_to_show_a_change_is_a_note_with_the_power_needed():
 
 def test_a_change_short_of_significance_is_launch_noise_even_at_the_lone_p():
     outcome = check(
-        [_launches(10.0, 11.0, 12.0, 13.0, 14.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], RegressionSettings([TPOT])
+        [launch_record(10.0, 11.0, 12.0, 13.0, 14.0)],
+        [launch_record(11.0, 12.0, 13.0, 14.0, 15.0)],
+        RegressionSettings([TPOT]),
     )
     assert outcome.findings == [] and outcome.tests[0].verdict == "unknown"
     assert outcome.notes == [
@@ -335,14 +330,14 @@ def test_a_change_short_of_significance_is_launch_noise_even_at_the_lone_p():
         _LAUNCH_NOTE,
     ]
     # 3 vs 3 launches reach p = 0.05, exactly the lone p: significance was reachable, so it is noise too
-    at_lone = check([_launches(10.0, 12.0, 14.0)], [_launches(11.0, 13.0, 15.0)], RegressionSettings([TPOT]))
+    at_lone = check([launch_record(10.0, 12.0, 14.0)], [launch_record(11.0, 13.0, 15.0)], RegressionSettings([TPOT]))
     assert at_lone.notes[0].startswith("demo::p: tpot_ms +8.3% worse (limit 5%) but not significant over 3 vs 3")
     assert at_lone.notes[1:] == [_LAUNCH_NOTE]
 
 
 def test_the_power_note_follows_the_weakest_test_and_the_fdr_given():
-    base = [_launches(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), _launches(10.0, 10.1, point_id="b")]
-    new = [_launches(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), _launches(10.0, 10.1, point_id="b")]
+    base = [launch_record(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), launch_record(10.0, 10.1, point_id="b")]
+    new = [launch_record(10.0, 10.0, 10.0, 10.0, 10.0, 10.0, point_id="a"), launch_record(10.0, 10.1, point_id="b")]
     outcome = check(base, new, RegressionSettings([TPOT], fdr=0.1))
     assert outcome.fdr == 0.1 and [t.point_id for t in outcome.tests] == ["a", "b"]
     assert outcome.notes == [
@@ -350,15 +345,15 @@ def test_the_power_note_follows_the_weakest_test_and_the_fdr_given():
         "power: with 2 vs 2 launches the smallest attainable p is 0.17, and 2 test(s) at FDR 0.1 need p <= 0.05 "
         "for a lone regression (3 launches a side would do), so only regressions shared by several points can show",
     ]
-    strong = [_launches(*[10.0] * 6, point_id="a"), _launches(*[10.0] * 6, point_id="b")]
+    strong = [launch_record(*[10.0] * 6, point_id="a"), launch_record(*[10.0] * 6, point_id="b")]
     assert check(strong, strong, RegressionSettings([TPOT])).notes == [
         "launch-level test of 2 metric(s): one-sided Mann-Whitney U, Benjamini-Hochberg FDR 0.05"
     ]
 
 
 def test_only_tests_past_their_limit_are_worded_whatever_their_order():
-    base = [_launches(10.0, 10.1, 10.2, point_id="a"), _launches(10.0, 10.1, 10.2, point_id="b")]
-    new = [_launches(10.0, 10.1, 10.2, point_id="a"), _launches(12.0, 12.1, 12.2, point_id="b")]
+    base = [launch_record(10.0, 10.1, 10.2, point_id="a"), launch_record(10.0, 10.1, 10.2, point_id="b")]
+    new = [launch_record(10.0, 10.1, 10.2, point_id="a"), launch_record(12.0, 12.1, 12.2, point_id="b")]
     outcome = check(base, new, RegressionSettings([TPOT], fdr=0.1))
     assert [f.point_id for f in outcome.findings] == ["b"] and outcome.beyond_limit == [("demo", "b")]
     assert outcome.tests[1].q_value == pytest.approx(0.1)  # BH: p 0.05 ranked first of two
@@ -366,17 +361,21 @@ def test_only_tests_past_their_limit_are_worded_whatever_their_order():
 
 
 def test_unequal_launch_counts_are_named_baseline_first():
-    too_few = check([_launches(10.0, 10.1)], [_launches(12.0, 12.1, 12.2)], RegressionSettings([TPOT])).notes
+    too_few = check([launch_record(10.0, 10.1)], [launch_record(12.0, 12.1, 12.2)], RegressionSettings([TPOT])).notes
     assert too_few[0].startswith("demo::p: tpot_ms +20.4% worse (limit 5%) but too few launches to show it (2 vs 3 ")
     assert "(2 vs 3 launches reach p >= 0.1; a lone regression among 1 tests needs p <= 0.05)" in too_few[0]
     assert too_few[2].startswith("power: with 2 vs 3 launches the smallest attainable p is 0.1, and 1 test(s)")
-    found = check([_launches(10.0, 10.1, 10.2)], [_launches(12.0, 12.1, 12.2, 12.3)], RegressionSettings([TPOT]))
+    found = check(
+        [launch_record(10.0, 10.1, 10.2)], [launch_record(12.0, 12.1, 12.2, 12.3)], RegressionSettings([TPOT])
+    )
     assert _texts(found) == [
         "FAIL demo::p: regression: tpot_ms 10.1 -> 12.15 (+20.3% worse; limit 5%; 3 vs 4 launches, "
         "Mann-Whitney p=0.029, q=0.029; ratio 1.203 [95% CI 1.181, 1.225])"
     ]
     noise = check(
-        [_launches(10.0, 11.0, 12.0, 13.0)], [_launches(11.0, 12.0, 13.0, 14.0, 15.0)], RegressionSettings([TPOT])
+        [launch_record(10.0, 11.0, 12.0, 13.0)],
+        [launch_record(11.0, 12.0, 13.0, 14.0, 15.0)],
+        RegressionSettings([TPOT]),
     ).notes
     assert noise[0] == (
         "demo::p: tpot_ms +13.0% worse (limit 5%) but not significant over 4 vs 5 launches (p=0.13, q=0.13 > "

@@ -9,19 +9,15 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: confirm
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1, launches: 2}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    name="confirm",
+    measurement={"min_rounds": 2, "threads": 1, "launches": 2},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 
 
 def test_confirm_reruns_from_another_directory(tmp_path, monkeypatch, capsys):

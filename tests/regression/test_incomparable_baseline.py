@@ -8,26 +8,22 @@ import pytest
 
 from harness import cli
 from harness.errors import EXIT_INCOMPARABLE
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: fp
-model: tiny-llama
-prompts: ["The river"]
-generation: {{max_new_tokens: 4}}
-measurement: {{warmup_rounds: 0, min_rounds: 2, threads: {threads}}}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def scenario_text(threads: int) -> str:
+    return tiny(
+        name="fp", measurement={"min_rounds": 2, "threads": threads}, sweep={"adapter": ["hf"], "device": ["cpu"]}
+    )
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("fp")
     for threads in (1, 2):
-        (root / f"t{threads}.yaml").write_text(SCENARIO.format(threads=threads).lstrip())
+        (root / f"t{threads}.yaml").write_text(scenario_text(threads))
         argv = ["run", str(root / f"t{threads}.yaml"), "--results", str(root / f"t{threads}")]
         assert cli.main([*argv, "--isolation", "none", "--no-progress", "--no-energy"]) == 0
     assert cli.main(["baseline", "save", str(root / "t1"), "--name", "one", "--baselines-dir", str(root / "b")]) == 0

@@ -7,27 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.records.record import Record
-from harness.records.samples import Launch, Samples
 from harness.regression import verdicts
 from harness.regression.check import check
 from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
+from tests.records import launch_record
 
 TPOT = parse_thresholds("tpot=5%")[0]
 SPEED = parse_thresholds("decode_tokens_per_s=5%")[0]
-
-
-def _launches(*values: float, point_id="p", metric="tpot_ms") -> Record:
-    entries = [Launch(index=i, medians={metric: v}, rounds=5) for i, v in enumerate(values)]
-    return Record(
-        scenario="demo",
-        point_id=point_id,
-        point={},
-        status="ok",
-        metrics={metric: values[0]},
-        samples=Samples(launches=entries),
-    )
 
 
 BASE = (10.0, 10.1, 9.9, 10.05, 9.95)
@@ -35,7 +22,7 @@ BASE = (10.0, 10.1, 9.9, 10.05, 9.95)
 
 def _test(base, new, threshold=TPOT, metric="tpot_ms"):
     outcome = check(
-        [_launches(*base, metric=metric)], [_launches(*new, metric=metric)], RegressionSettings([threshold])
+        [launch_record(*base, metric=metric)], [launch_record(*new, metric=metric)], RegressionSettings([threshold])
     )
     (found,) = outcome.tests
     return outcome, found
@@ -139,15 +126,15 @@ def test_an_inconclusive_test_fails_the_check_only_when_asked_and_never_hides_a_
     outcome, found = _test(BASE, BASE)  # no change at all: the same, nothing inconclusive
     assert found.verdict == verdicts.SAME and outcome.exit_status(fail_on_unknown=True) == 0
     failing = check(
-        [_launches(*BASE), _launches(10.0, 10.5, 9.5, 10.2, 9.8, point_id="q")],
-        [_launches(*(v * 1.2 for v in BASE)), _launches(10.2, 10.7, 9.7, 10.4, 10.0, point_id="q")],
+        [launch_record(*BASE), launch_record(10.0, 10.5, 9.5, 10.2, 9.8, point_id="q")],
+        [launch_record(*(v * 1.2 for v in BASE)), launch_record(10.2, 10.7, 9.7, 10.4, 10.0, point_id="q")],
         RegressionSettings([TPOT]),
     )
     assert [t.verdict for t in failing.tests] == [verdicts.DIFFERENT, verdicts.UNKNOWN]
     assert failing.exit_status(fail_on_unknown=True) == 1  # the failure's code, not the inconclusive one
 
 
-def test_the_change_interval_is_the_seeded_bootstraps_own_at_eight_and_twenty_launches():
+def test_the_change_interval_is_the_seeded_bootstraps_own_at_eight_and_twentylaunch_record():
     # the 2.5th and 97.5th percentiles of 2000 seeded resampled median ratios: the same launches give this
     # very interval on every run (at 5 launches most seeds and percentiles land on the same ratio)
     base = (9.6, 10.3, 10.2, 10.1, 10.0, 9.9, 9.8, 9.7)

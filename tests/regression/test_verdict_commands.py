@@ -11,19 +11,15 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: verdicts
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 3, threads: 1, launches: 4}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+SCENARIO = tiny(
+    name="verdicts",
+    measurement={"min_rounds": 3, "threads": 1, "launches": 4},
+    sweep={"adapter": ["hf"], "device": ["cpu"]},
+)
 
 
 @pytest.fixture(scope="module")

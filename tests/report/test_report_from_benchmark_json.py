@@ -10,25 +10,23 @@ import sys
 import pytest
 
 from harness import cli
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 2, threads: 1}
-gate: {k: 5, tokens: 4, prompts: ["The river bank"]}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def scenario_text(*adapters: str) -> str:
+    return tiny(
+        measurement={"min_rounds": 2, "threads": 1},
+        gate={"k": 5, "tokens": 4, "prompts": ["The river bank"]},
+        sweep={"adapter": list(adapters or ["hf"]), "device": ["cpu"]},
+    )
 
 
 @pytest.fixture(scope="module")
 def benchmark_json(tmp_path_factory):
     root = tmp_path_factory.mktemp("bench")
-    (root / "scenario.yaml").write_text(SCENARIO.lstrip())
+    (root / "scenario.yaml").write_text(scenario_text())
     argv = [sys.executable, "-m", "pytest", "scenario.yaml", "--benchmark-json", "out.json", "-p", "no:cacheprovider"]
     argv += ["--harness-isolation", "none", "--harness-no-energy", "--harness-reference-dir", "refs", "-q"]
     done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=900)
@@ -66,7 +64,7 @@ def test_a_known_failure_keeps_its_timings_and_record_in_the_benchmark_json(pyte
 
     pytester.makefile(
         ".yaml",
-        scenario=SCENARIO.replace("adapter: [hf]", "adapter: [hf, hf-broken]")
+        scenario=scenario_text("hf", "hf-broken")
         + "known_failures:\n  - match: {adapter: hf-broken}\n    reason: stale KV cache, bug 1\n",
     )
     registry.register_adapter(BrokenHF)

@@ -11,24 +11,22 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: auto
-model: tiny-llama
-prompts: ["The river"]
-generation: {{max_new_tokens: 4}}
-measurement: {{warmup_rounds: 0, min_rounds: 3, threads: 1, launches: auto, target_change: "{target}", time_budget_s: 600}}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def scenario_text(target: str) -> str:
+    return tiny(
+        name="auto",
+        measurement={"min_rounds": 3, "threads": 1, "launches": "auto", "target_change": target, "time_budget_s": 600},
+        sweep={"adapter": ["hf"], "device": ["cpu"]},
+    )
 
 
 def test_check_refuses_a_target_below_the_gates_threshold(tmp_path, capsys):
     path = tmp_path / "auto.yaml"
-    path.write_text(SCENARIO.format(target="3%").lstrip())
+    path.write_text(scenario_text("3%"))
     assert cli.main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert "measurement.target_change: 3.0% is not above the regression check's ms/token threshold (5%)" in err
@@ -36,7 +34,7 @@ def test_check_refuses_a_target_below_the_gates_threshold(tmp_path, capsys):
 
 def test_auto_falls_back_then_plans_from_the_stored_components(tmp_path, capsys):
     path = tmp_path / "auto.yaml"
-    path.write_text(SCENARIO.format(target="200%").lstrip())
+    path.write_text(scenario_text("200%"))
     assert cli.main(["check", str(path)]) == 0
     argv = ["run", str(path), "--results", str(tmp_path / "r"), "--isolation", "none", "--no-progress", "--no-energy"]
     assert cli.main(argv) == 0

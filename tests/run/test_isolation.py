@@ -15,15 +15,13 @@ from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import Limits, RunSettings
 from harness.scenario.sweep import expand
+from tests.tiny_scenario import tiny
 
-FAULTY_SWEEP = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 6}
-measurement: {warmup_rounds: 0, min_rounds: 2}
-sweep:
-  adapter: [fake-segfault, fake, fake-hang, fake-failing, fake-hungry, fake-truncating]
-"""
+FAULTY_SWEEP = tiny(
+    generation={"max_new_tokens": 6},
+    measurement={"min_rounds": 2},
+    sweep={"adapter": ["fake-segfault", "fake", "fake-hang", "fake-failing", "fake-hungry", "fake-truncating"]},
+)
 
 
 def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(write_scenario, tmp_path, fake_adapters):
@@ -49,17 +47,7 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
 
 
 def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path, fake_adapters):
-    loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
-        sweep:
-          adapter: [fake, fake-failing]
-          batch_size: [1, 2, 3]
-        """)
-    )
+    loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake", "fake-failing"], "batch_size": [1, 2, 3]})))
     runner = Runner(RunSettings(results_dir=tmp_path))
     first = runner.run([loaded], progress=False, select=lambda p: p.batch_size == 1)  # "interrupted" here
     stamps = {r.point_id: r.started_at for r in first}
@@ -71,30 +59,15 @@ def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path
     assert by_id["fake-failing-cpu-bf16-bs1"].started_at != stamps["fake-failing-cpu-bf16-bs1"]  # failed: re-run
     assert set(store.load(tmp_path).point_id) == set(by_id)
 
-    changed = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 5}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
-        sweep:
-          adapter: [fake]
-          batch_size: [1]
-        """)
-    )
+    changed = planning.load(write_scenario(tiny(generation={"max_new_tokens": 5}, sweep={"batch_size": [1]})))
     (point,) = expand(changed)
     assert Runner(RunSettings(results_dir=tmp_path)).finished(changed, point) is None  # settings differ: re-run
 
 
 def test_killing_harness_run_mid_sweep_then_resuming_gives_every_record(write_scenario, tmp_path, tiny_llama):
-    path = write_scenario("""
-        model: tiny-llama
-        generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1}
-        sweep:
-          adapter: [hf]
-          prompt_len: [8, 12, 16, 20]
-        """)
+    path = write_scenario(
+        tiny(prompts=None, measurement={"threads": 1}, sweep={"adapter": ["hf"], "prompt_len": [8, 12, 16, 20]})
+    )
     out = tmp_path / "results"
     command = [sys.executable, "-m", "harness.cli", "run", str(path), "--results", str(out), "--no-progress"]
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -134,14 +107,9 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 def test_an_isolated_point_relays_its_phase_to_the_parent(write_scenario, tmp_path, fake_adapters):
     # The timed rounds last at least 2 s (min_time_s), so the parent's twice-a-second poll sees them.
     loaded = planning.load(
-        write_scenario("""
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 6}
-measurement: {warmup_rounds: 1, min_rounds: 2, min_time_s: 2}
-sweep:
-  adapter: [fake]
-""")
+        write_scenario(
+            tiny(generation={"max_new_tokens": 6}, measurement={"warmup_rounds": 1, "min_rounds": 2, "min_time_s": 2})
+        )
     )
     runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
     phases: list[str] = []

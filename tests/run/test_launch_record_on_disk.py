@@ -7,23 +7,18 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {{max_new_tokens: 4}}
-measurement: {{warmup_rounds: 0, min_rounds: {rounds}, threads: 1}}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def scenario_text(rounds: int) -> str:
+    return tiny(measurement={"min_rounds": rounds, "threads": 1}, sweep={"adapter": ["hf"], "device": ["cpu"]})
 
 
 def run_once(root, rounds: int):
     scenario = root / f"rounds{rounds}.yaml"
-    scenario.write_text(SCENARIO.format(rounds=rounds).lstrip())
+    scenario.write_text(scenario_text(rounds))
     out = root / f"results{rounds}"
     argv = ["run", str(scenario), "--results", str(out), "--isolation", "none", "--no-progress", "--no-energy"]
     assert cli.main(argv) == 0

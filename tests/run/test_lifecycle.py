@@ -19,18 +19,11 @@ from harness.run.runner import Runner
 from harness.run.settings import Limits, RunSettings
 from tests import lifecycle_fakes
 from tests.lifecycle_fakes import STATE_ENV
+from tests.tiny_scenario import tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH = "import sys; from tests.lifecycle_fakes import cli; sys.exit(cli(sys.argv[1:]))"
-SWEEP = """
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 1}
-sweep:
-  adapter: [fake-hang-once]
-  batch_size: [1, 2, 3]
-"""
+SWEEP = tiny(sweep={"adapter": ["fake-hang-once"], "batch_size": [1, 2, 3]})
 POINTS = {"fake-hang-once-cpu-bf16-bs1", "fake-hang-once-cpu-bf16-bs2", "fake-hang-once-cpu-bf16-bs3"}
 
 
@@ -212,16 +205,7 @@ def lifecycle_adapters(tiny_llama, tmp_path, monkeypatch):
 
 
 def _one_point(write_scenario, adapter: str):
-    return planning.load(
-        write_scenario(f"""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {{max_new_tokens: 4}}
-        measurement: {{warmup_rounds: 0, min_rounds: 1}}
-        sweep:
-          adapter: [{adapter}]
-        """)
-    )
+    return planning.load(write_scenario(tiny(sweep={"adapter": [adapter]})))
 
 
 def test_helpers_of_a_crashed_engine_die_with_it(write_scenario, tmp_path, lifecycle_adapters):

@@ -11,19 +11,20 @@ import json
 import pytest
 
 from harness import cli
+from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
 
-SCENARIO = """
-name: older
-model: tiny-llama
-prompts: ["The river"]
-generation: {max_new_tokens: 2}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 1}
-sweep:
-  adapter: [hf]
-  device: [cpu]
-"""
+
+def older(**measurement) -> str:
+    return tiny(
+        name="older",
+        generation={"max_new_tokens": 2},
+        measurement={"threads": 1, **measurement},
+        sweep={"adapter": ["hf"], "device": ["cpu"]},
+    )
+
+
 ADDED = ("canary_tolerance", "disturbed_reruns", "target_change", "time_budget_s")
 
 
@@ -42,7 +43,7 @@ def _written_before_the_new_settings(path) -> str:
 
 
 def test_an_older_record_resumes_when_the_new_settings_are_at_their_defaults(tmp_path):
-    (tmp_path / "older.yaml").write_text(SCENARIO.lstrip())
+    (tmp_path / "older.yaml").write_text(older())
     assert _run(tmp_path) == 0
     path = tmp_path / "results" / "older" / "hf-cpu-bf16.json"
     started = _written_before_the_new_settings(path)
@@ -51,7 +52,7 @@ def test_an_older_record_resumes_when_the_new_settings_are_at_their_defaults(tmp
     assert kept["started_at"] == started and "canary_tolerance" not in kept["settings"]["measurement"]
 
     # the scenario now sets one of them away from its default: not the configuration the record ran
-    (tmp_path / "older.yaml").write_text(SCENARIO.replace("threads: 1}", "threads: 1, canary_tolerance: 0.3}").lstrip())
+    (tmp_path / "older.yaml").write_text(older(canary_tolerance=0.3))
     assert _run(tmp_path, "--resume") == 0
     rerun = json.loads(path.read_text())
     assert rerun["started_at"] != started and rerun["settings"]["measurement"]["canary_tolerance"] == 0.3

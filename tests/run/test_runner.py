@@ -6,6 +6,7 @@ from harness.run.runner import Runner
 from harness.run.settings import RunSettings
 from harness.scenario.sweep import expand
 from tests.fakes import FakeAdapter
+from tests.tiny_scenario import tiny
 
 
 def run_all(write_scenario, tmp_path, text):
@@ -18,13 +19,12 @@ def test_a_crashing_or_truncating_engine_fails_its_point_and_the_sweep_goes_on(w
     records = run_all(
         write_scenario,
         tmp_path,
-        """
-        model: tiny-llama
-        generation: {max_new_tokens: 6}
-        measurement: {warmup_rounds: 0, min_rounds: 2}
-        sweep:
-          adapter: [fake-failing, fake-truncating, fake]
-        """,
+        tiny(
+            prompts=None,
+            generation={"max_new_tokens": 6},
+            measurement={"min_rounds": 2},
+            sweep={"adapter": ["fake-failing", "fake-truncating", "fake"]},
+        ),
     )
     failing = records["fake-failing-cpu-bf16"]
     assert failing.status == "failed"
@@ -41,18 +41,12 @@ def test_points_an_adapter_cannot_run_are_skipped_with_a_precise_reason(write_sc
     records = run_all(
         write_scenario,
         tmp_path,
-        """
-        model: tiny-llama
-        prompts: ["x"]
-        generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-        sweep:
-          adapter: [fake, hf]
-          device: [cpu, npu]
-          beam_width: [1, 2]
-        include:
-          - {adapter: fake, prompt_len: 30, max_seq_len: 16}
-        """,
+        tiny(
+            prompts=["x"],
+            measurement={"threads": 2},
+            sweep={"adapter": ["fake", "hf"], "device": ["cpu", "npu"], "beam_width": [1, 2]},
+            include=[{"adapter": "fake", "prompt_len": 30, "max_seq_len": 16}],
+        ),
     )
     assert records["fake-npu-bf16-beam1"].reason == "fake:npu unavailable: no fake NPU on this machine"
     assert records["fake-cpu-bf16-beam2"].reason == "fake has no beam search (beam_width=2)"

@@ -12,6 +12,7 @@ from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import Limits, RunSettings
 from tests.conftest import registered
+from tests.tiny_scenario import tiny
 
 
 @pytest.fixture
@@ -22,17 +23,7 @@ def worker_adapters(fake_adapters):
 
 
 def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 4}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
-        sweep:
-          adapter: [fake-picky]
-          batch_size: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
-        """)
-    )
+    loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake-picky"], "batch_size": list(range(1, 31))})))
     runner = Runner(
         RunSettings(
             results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
@@ -57,17 +48,7 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
 
 
 def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 3}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
-        sweep:
-          adapter: [fake]
-          batch_size: [1, 2, 3]
-        """)
-    )
+    loaded = planning.load(write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"batch_size": [1, 2, 3]})))
     runner = Runner(RunSettings(results_dir=tmp_path, isolation="point", energy=False))
     records = runner.run([loaded], progress=False)
     assert [r.status for r in records] == ["ok"] * 3
@@ -75,14 +56,12 @@ def test_point_isolation_starts_a_process_per_point(write_scenario, tmp_path, wo
     assert all(r.time_split.process_start_s > 0 and r.time_split.imports_s > 0 for r in records)
 
 
-SWEEP = """
-model: tiny-llama
-generation: {max_new_tokens: 5}
-measurement: {warmup_rounds: 2, min_rounds: 2}
-sweep:
-  adapter: [fake-reusable, fake]
-  prompt_len: [8, 12, 16]
-"""
+SWEEP = tiny(
+    prompts=None,
+    generation={"max_new_tokens": 5},
+    measurement={"warmup_rounds": 2, "min_rounds": 2},
+    sweep={"adapter": ["fake-reusable", "fake"], "prompt_len": [8, 12, 16]},
+)
 
 
 def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario, tmp_path, worker_adapters):
@@ -130,15 +109,7 @@ def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapt
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/clear_refs"), reason="needs Linux's clear_refs")
 def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 3}
-        measurement: {warmup_rounds: 0, min_rounds: 1}
-        sweep:
-          adapter: [fake-bulky]
-          batch_size: [1, 2]
-        """)
+        write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"adapter": ["fake-bulky"], "batch_size": [1, 2]}))
     )
     runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
     bulky, lean = runner.run([loaded], progress=False)
@@ -154,15 +125,12 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
     write_scenario, tmp_path, worker_adapters, target, launches
 ):
     loaded = planning.load(
-        write_scenario(f"""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {{max_new_tokens: 4}}
-        measurement: {{warmup_rounds: 0, min_rounds: 2, launches: 2, target_rel_ci: {target}, max_launches: 4}}
-        sweep:
-          adapter: [fake]
-          batch_size: [1, 2]
-        """)
+        write_scenario(
+            tiny(
+                measurement={"min_rounds": 2, "launches": 2, "target_rel_ci": target, "max_launches": 4},
+                sweep={"batch_size": [1, 2]},
+            )
+        )
     )
     records = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False)).run([loaded], progress=False)
     # A +-1000 % target is met by the first interval; an impossible one runs to max_launches.
@@ -172,15 +140,9 @@ def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
 
 def test_launches_are_interleaved_across_the_sweep(write_scenario, tmp_path, worker_adapters):
     loaded = planning.load(
-        write_scenario("""
-        model: tiny-llama
-        prompts: ["The river"]
-        generation: {max_new_tokens: 3}
-        measurement: {warmup_rounds: 0, min_rounds: 1, launches: 3}
-        sweep:
-          adapter: [fake]
-          batch_size: [1, 2]
-        """)
+        write_scenario(
+            tiny(generation={"max_new_tokens": 3}, measurement={"launches": 3}, sweep={"batch_size": [1, 2]})
+        )
     )
     runner = Runner(RunSettings(results_dir=tmp_path, isolation="none", energy=False))
     phases: list[str] = []

@@ -1,0 +1,143 @@
+"""The test suite's cost per tier: wall time, CPU time, the machine and its load, measured, not assumed.
+
+    python benchmarks/suite_time.py [--tiers unit engine acceptance full] [--json FILE] [-- PYTEST ARGS]
+    python benchmarks/suite_time.py --tiers unit full --paths tests/measure   # the script on one folder
+
+Runs ``pytest tests -m TIER`` for each tier asked (``full``: the whole suite, what CI runs; default
+``unit full``), one after another, each in a fresh process, and prints per run: wall time, the CPU time
+of pytest and its children, the test counts, and the 1-minute load average before and after (a run on a
+loaded machine measures the neighbours too: say the load with the figure). The full run also writes
+JUnit XML, from which the tests' own durations are summed per tier (``tests/tiers.py`` assigns them), so
+one full run gives each tier's share without running it again. The machine: CPU model (``lscpu``), the
+instruction sets the precision paths depend on, and the core count. ``--json`` (default
+``reports/suite_time.json``) keeps the figures; docs/testing.md quotes the last quiet measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.records.environment import cpu_flags  # noqa: E402
+from tests.tiers import TABLE  # noqa: E402  (the one table of each test's tier)
+
+TIERS = ("unit", "engine", "acceptance", "full")
+
+
+@dataclass
+class TierRun:
+    """One ``pytest -m TIER`` run (``full``: no ``-m``)."""
+
+    tier: str
+    wall_s: float
+    cpu_s: float  # user + system of pytest and everything it started
+    exit_code: int
+    counts: dict[str, int]  # passed / failed / errors / skipped, from the JUnit XML
+    load_before: float  # 1-minute load average
+    load_after: float
+    per_tier_s: dict[str, float] = field(default_factory=dict)  # the tests' own durations summed by tier
+
+
+def machine() -> dict:
+    model = ""
+    if shutil.which("lscpu"):
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "")
+    return {"cpu": model or "unknown", "flags": cpu_flags(), "cores": os.cpu_count(), "python": sys.version.split()[0]}
+
+
+def tier_of(classname: str, name: str) -> str:
+    """A JUnit test case's tier (``tests.measure.test_x`` + ``test_fn[param]``); "slow" is not a tier."""
+    parts = classname.split(".")
+    module = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[1 : module + 1]) + ".py"  # drop "tests", stop at the module (classes follow it)
+    entry = TABLE.get(path)
+    return entry.of(name.split("[", 1)[0]) if entry else "outside the table"
+
+
+def read_junit(path: Path) -> tuple[dict[str, int], dict[str, float]]:
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    per_tier: dict[str, float] = {}
+    for case in ElementTree.parse(path).iter("testcase"):
+        outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
+        counts[{"failure": "failed", "error": "errors"}.get(outcome, outcome)] += 1
+        tier = tier_of(case.get("classname", ""), case.get("name", ""))
+        per_tier[tier] = per_tier.get(tier, 0.0) + float(case.get("time", 0))
+    return counts, {tier: round(seconds, 1) for tier, seconds in sorted(per_tier.items())}
+
+
+def run_tier(tier: str, paths: list[str], extra: list[str], junit: Path) -> TierRun:
+    command = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+    command += [] if tier == "full" else ["-m", tier]
+    load_before = os.getloadavg()[0]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    exit_code = subprocess.run([*command, *extra], cwd=ROOT).returncode
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
+    counts, per_tier = read_junit(junit) if junit.exists() else ({}, {})
+    return TierRun(
+        tier=tier,
+        wall_s=round(wall, 1),
+        cpu_s=round(cpu, 1),
+        exit_code=exit_code,
+        counts=counts,
+        load_before=round(load_before, 2),
+        load_after=round(os.getloadavg()[0], 2),
+        per_tier_s=per_tier if tier == "full" else {},
+    )
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiers", nargs="+", choices=TIERS, default=["unit", "full"])
+    parser.add_argument("--paths", nargs="+", default=["tests"], help="what pytest collects (a check of the script)")
+    parser.add_argument("--json", type=Path, default=ROOT / "reports" / "suite_time.json")
+    parser.add_argument("pytest_args", nargs="*", help="after --: passed to every pytest run")
+    args = parser.parse_args()
+    about = machine()
+    print(f"machine: {about['cpu']}, {about['cores']} cores, flags {' '.join(about['flags']) or '-'}")
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for tier in args.tiers:
+            run = run_tier(tier, args.paths, args.pytest_args, Path(scratch) / f"{tier}.xml")
+            runs.append(run)
+            counted = ", ".join(f"{n} {what}" for what, n in run.counts.items() if n)
+            print(
+                f"{tier:<10} {minutes(run.wall_s):>14} wall, {minutes(run.cpu_s)} CPU, exit {run.exit_code} "
+                f"({counted}); load {run.load_before:.2f} before, {run.load_after:.2f} after"
+            )
+            for name, seconds in run.per_tier_s.items():
+                print(f"{'':<10}   {name}: {minutes(seconds)} of test time")
+    measured = {
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": about,
+        "runs": [asdict(run) for run in runs],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(measured, indent=1) + "\n")
+    print(f"written: {args.json}")
+    return max((run.exit_code for run in runs), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
