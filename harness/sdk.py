@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.capabilities import OPTIONAL_METHODS
-from harness.adapters.options import AdapterOptions
+from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.registry import register_adapter
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 from harness.errors import Unsupported

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from harness.adapters.base import Adapter
-from harness.adapters.options import AdapterOptions
+from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, now_ns
 from harness.records.engine import EngineInfo
 

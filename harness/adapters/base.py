@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Optional, Sequence
 
 from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
-from harness.adapters.options import AdapterOptions
+from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.trace import GenerationTrace
 from harness.errors import Unsupported
 

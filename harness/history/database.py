@@ -149,7 +149,7 @@ def _insert_ignore(session, table, rows: list[dict], keys: list[str]) -> None:
 def _fingerprint_ids(session, keys: Iterable[FingerprintKey]) -> dict[FingerprintKey, int]:
     from sqlalchemy import select
 
-    from harness.history.tables import Fingerprint
+    from harness.history.orm import Fingerprint
 
     by_hash = {key.hash: key for key in keys}
     _insert_ignore(
@@ -163,7 +163,7 @@ def _add_once(engine, run: RunRows) -> Added:
     from sqlalchemy import insert, select
     from sqlalchemy.orm import Session
 
-    from harness.history.tables import Measurement, PointResult, Run, Series
+    from harness.history.orm import Measurement, PointResult, Run, Series
 
     with Session(engine) as session, session.begin():
         _insert_ignore(

@@ -52,7 +52,7 @@ def runs(engine) -> list[RunInfo]:
     """Every run, oldest first (by start time, then by the order they were added)."""
     from sqlalchemy import select
 
-    from harness.history.tables import Run
+    from harness.history.orm import Run
 
     with engine.connect() as connection:
         rows = connection.execute(
@@ -85,7 +85,7 @@ def series(
     the per-round/per-launch values and the correctness verdicts (slower: JSON columns)."""
     from sqlalchemy import func, select
 
-    from harness.history.tables import Fingerprint, Measurement, PointResult, Series
+    from harness.history.orm import Fingerprint, Measurement, PointResult, Series
 
     order = {run.id: run for run in runs(engine)}
     where = [
@@ -152,7 +152,7 @@ def frame(engine):
     import pandas as pd
     from sqlalchemy import select
 
-    from harness.history.tables import Fingerprint, Measurement, PointResult, Run, Series
+    from harness.history.orm import Fingerprint, Measurement, PointResult, Run, Series
 
     query = (
         select(
@@ -194,7 +194,7 @@ def point_outcomes(engine, scenario: str, point_id: str) -> list[tuple[RunInfo, 
     """(run, status, verdict, KL ratio) of one point in every run that has it, oldest first."""
     from sqlalchemy import select
 
-    from harness.history.tables import PointResult
+    from harness.history.orm import PointResult
 
     order = {run.id: run for run in runs(engine)}
     with engine.connect() as connection:
@@ -210,7 +210,7 @@ def verdict_changes(engine) -> set[tuple[str, str]]:
     """(scenario, point_id) of the points whose correctness verdict was not the same in every run."""
     from sqlalchemy import func, select
 
-    from harness.history.tables import PointResult
+    from harness.history.orm import PointResult
 
     with engine.connect() as connection:
         rows = connection.execute(

@@ -7,7 +7,7 @@ import difflib
 from pathlib import Path
 from typing import Iterable, Optional
 
-from harness.adapters import options, registry
+from harness.adapters import engine_options, registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
 from harness.models import sources
 from harness.scenario.file import line_of, parse, read
@@ -156,7 +156,7 @@ def option_errors(scenario: Scenario, adapter_classes: dict, root, path: str) ->
         cls = adapter_classes.get(name)
         if cls is None:  # an unknown adapter: reported where the sweep names it
             continue
-        for loc, message in options.problems(name, cls.Options, given):
+        for loc, message in engine_options.problems(name, cls.Options, given):
             where = ("adapter_options", name, *loc)
             errors.append(ScenarioError(path, message, line_of(root, where), ".".join(map(str, where))))
     return errors

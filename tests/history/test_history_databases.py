@@ -89,7 +89,7 @@ def test_open_migrates_to_the_shipped_head_and_the_models_match_it(db):
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    from harness.history.tables import Base
+    from harness.history.orm import Base
 
     engine = database.open_db(db)
     database.open_db(db)  # a second open is a no-op

@@ -30,9 +30,9 @@ from typing import Optional, Sequence
 from pydantic import Field
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
-from harness.adapters.options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, now_ns
 
 FTYPES = {

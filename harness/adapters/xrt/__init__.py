@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 from pydantic import Field, PositiveInt
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.adapters.options import AdapterOptions
+from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 
 SYSFS_ROOT = Path("/sys")  # tests point this at a fake tree

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from harness.history.tables import Base
+from harness.history.orm import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # `alembic` command line with -x url=...: for writing new revisions
