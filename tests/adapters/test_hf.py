@@ -9,20 +9,11 @@ from harness.adapters.base import LoadSettings
 from harness.adapters.hf import HFAdapter
 from harness.models import prompts
 from harness.scenario.sweep import Point
+from tests.records import AXES
 
 
 def point(**axes) -> Point:
-    base = dict(
-        adapter="hf",
-        device="cpu",
-        max_seq_len=None,
-        quantization="none",
-        prompt_len=None,
-        beam_width=1,
-        batch_size=1,
-        moe_chunk_size=None,
-    )
-    return Point(**{**base, **axes})
+    return Point(**{**AXES, **axes})
 
 
 @pytest.fixture(scope="module")
