@@ -229,6 +229,9 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "scenario/test_point_selection.py": Tier(
+        "unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}
+    ),
     "run/test_shard.py": Tier(
         "unit",
         {

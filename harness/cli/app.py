@@ -16,7 +16,7 @@ from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
 from harness.cli.options import add_plan_options, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option, unknown_exit
-from harness.cli.sweeps import interruptible, load_all
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
 from harness.errors import HarnessError, WriteFailed, writing
 
 
@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
-    run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
+    run.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
         "--resume",
@@ -105,7 +105,7 @@ def _check(args) -> int:
         max_points=args.harness_max_points,
     ):
         for point in expand(scenario):
-            print(f"{scenario.path}::{point.id}")
+            print(f"{scenario.name}::{point.id}")  # the spelling every other command uses
     return 0
 
 
@@ -119,7 +119,7 @@ def _run_sweep(args) -> int:
 
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
-    select = (lambda point: args.select in point.id) if args.select else None
+    select = point_selector(args.select, scenarios)
     shard = None
     if args.harness_shard:
         from harness.run.shard import parse_shard
@@ -142,7 +142,7 @@ def _run_sweep(args) -> int:
         print(f"shard {shard}: no points fall to this shard")
         return 0
     if not records:
-        print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
+        print(f"ERROR no point matches -k {' -k '.join(map(repr, args.select or []))}", file=sys.stderr)
         return 2
     cli_output.run_table(records)
     print(cli_output.time_split_table(records))

@@ -126,7 +126,7 @@ class Runner:
         self,
         scenarios: Iterable[Scenario],
         progress: bool = True,
-        select: Optional[Callable[[Point], bool]] = None,
+        select: Optional[Callable[[Scenario, Point], bool]] = None,
         resume: bool = False,
         shard=None,
         on_phase: Callable[[str], None] = quiet,
@@ -145,7 +145,7 @@ class Runner:
         points have complete records.
         """
         lifecycle.sweep_stale(self.settings.results_dir)  # what killed runs left behind
-        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
+        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(s, p)]
         if shard is not None:
             from harness.run.shard import select as shard_select
 
