@@ -229,9 +229,11 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier(
         "unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}
     ),
+    "run/test_progress_lines.py": Tier("engine", {"test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit"}),
     "run/test_shard.py": Tier(
         "unit",
         {

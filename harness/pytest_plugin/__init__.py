@@ -18,7 +18,7 @@ import pytest
 from harness.cli.options import add_run_options, check_outputs, runner_from
 from harness.cli.regression_options import add_baseline_options, add_regression_options
 from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
-from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_check
+from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, phase_lines, regression_check
 
 
 def pytest_addoption(parser):
@@ -86,7 +86,8 @@ def pytest_runtestloop(session):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"harness: timing {len(items)} point(s), launches interleaved across them")
-    for item, record in zip(items, runner.run_pairs([item.harness_point for item in items], progress=False)):
+    pairs = [item.harness_point for item in items]
+    for item, record in zip(items, runner.run_pairs(pairs, progress=False, lines=phase_lines(session.config))):
         item.harness_record = record
     return None  # pytest's own loop now runs the items, which report the records
 

@@ -15,6 +15,7 @@ from harness.run.runner import Runner
 if TYPE_CHECKING:
     from harness.records.record import Record
     from harness.regression.settings import RegressionSettings
+    from harness.run.progress import PhaseLines
     from harness.run.shard import Shard
 
 
@@ -36,6 +37,30 @@ class SessionRecords:
 RUNNER = pytest.StashKey[Runner]()
 SESSION = pytest.StashKey[SessionRecords]()
 HELD = pytest.StashKey[contextlib.ExitStack]()  # the results directory's lock, while the session runs points
+
+PHASES = pytest.StashKey["PhaseLines"]()  # the points' phases as lines on pytest's terminal
+
+
+def phase_lines(config) -> Optional["PhaseLines"]:
+    """The session's progress lines (``harness.run.progress``) on pytest's terminal, written as pytest's live
+    logging writes, around the output capture: a point's phases (converting, gate reference, gate prompts,
+    launch k/N) show while it runs, never silent for minutes. None without a terminal reporter."""
+    if PHASES not in config.stash:
+        from harness.run.progress import PhaseLines
+
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return None
+
+        def write(text: str) -> None:
+            with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+                reporter.ensure_newline()
+                reporter.write_line(f"harness: {text}")
+
+        config.stash[PHASES] = PhaseLines(write)
+    return config.stash[PHASES]
+
 
 PREFIX = "harness-"  # the plugin's options are the command line's with this prefix (harness.cli.options)
 
