@@ -198,6 +198,13 @@ TABLE: dict[str, Tier] = {
     "regression/test_launch_test_protocol.py": U,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
+    "report/test_ci_pages.py": Tier(
+        "unit",
+        {
+            "test_run_writes_its_page_and_bencher_metric_format": "engine",
+            "test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json": "acceptance",
+        },
+    ),
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),
@@ -230,10 +237,15 @@ TABLE: dict[str, Tier] = {
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
     "pytest_plugin/test_progress_under_pytest.py": A,
-    "scenario/test_point_selection.py": Tier(
-        "unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}
-    ),
+    "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
     "run/test_progress_lines.py": Tier("engine", {"test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit"}),
+    "project/test_scheduler_templates.py": Tier(
+        "acceptance",
+        {
+            "test_shard_auto_reads_each_schedulers_variables": "unit",
+            "test_shard_auto_refuses_missing_or_impossible_variables_naming_them": "unit",
+        },
+    ),
     "run/test_shard.py": Tier(
         "unit",
         {

@@ -10,10 +10,12 @@ from typing import Optional, Sequence
 
 from harness import __version__
 from harness.cli import analysis as cli_analysis
+from harness.cli import ci_pages
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
+from harness.cli.ci_pages import add_bmf_option, add_markdown_option
 from harness.cli.options import add_plan_options, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option, unknown_exit
 from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
@@ -30,7 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
     run.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (nor progress lines in a log)")
+    add_markdown_option(run.add_argument)
+    add_bmf_option(run.add_argument)
     run.add_argument(
         "--resume",
         action="store_true",
@@ -119,12 +123,15 @@ def _run_sweep(args) -> int:
 
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
+    ci_pages.check(args)
     select = point_selector(args.select, scenarios)
     shard = None
     if args.harness_shard:
         from harness.run.shard import parse_shard
 
         shard = parse_shard(args.harness_shard)
+        if shard.source:
+            print(f"shard {shard} from {shard.source}", file=sys.stderr)
     from harness.io import results_lock
 
     with results_lock(args.harness_results):
@@ -149,6 +156,9 @@ def _run_sweep(args) -> int:
     if unjudged := cli_output.not_judged_line(records):
         print(unjudged)
     print(f"records written under {args.harness_results}/")
+    from harness.report.markdown_summary import from_records
+
+    ci_pages.write(args, from_records(records, "harness run"), records)
     if args.history:
         from harness.history import add_records
 

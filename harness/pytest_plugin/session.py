@@ -14,6 +14,7 @@ from harness.run.runner import Runner
 
 if TYPE_CHECKING:
     from harness.records.record import Record
+    from harness.regression.entry import RegressionResult
     from harness.regression.settings import RegressionSettings
     from harness.run.progress import PhaseLines
     from harness.run.shard import Shard
@@ -32,6 +33,8 @@ class SessionRecords:
     regression_lines: list[str] = field(default_factory=list)
     not_judged_lines: list[str] = field(default_factory=list)  # points whose gate is NOT JUDGED, and the closing line
     names: dict[str, str] = field(default_factory=dict)  # scenario name -> its file, across the session's files
+    regression_result: Optional[RegressionResult] = None  # --harness-baseline: the check's result
+    pages_written: list[str] = field(default_factory=list)  # the CI pages' lines for the terminal summary
 
 
 RUNNER = pytest.StashKey[Runner]()
@@ -95,7 +98,25 @@ def regression_check(state: SessionRecords) -> int:
     # Only points this session could have run: its scenarios, minus what -k/-m deselected.
     scope = {key(r) for r in base if r.scenario in state.scenarios} - state.deselected
     result = run_check(settings, base, state.records, scope=scope)
+    state.regression_result = result
     state.regression_lines = regression_report(result, fail_on_unknown_flag=f"--{PREFIX}fail-on-unknown")
     if settings.json_path:
         save_regression_json(settings.json_path, result)
     return result.exit_code
+
+
+def write_ci_pages(config, state: SessionRecords) -> None:
+    """``--harness-markdown`` / ``$GITHUB_STEP_SUMMARY`` and ``--harness-bmf``: the session's CI pages, as
+    ``harness run`` (no baseline) or ``harness gate`` (``--harness-baseline``) write them."""
+    from harness.cli import ci_pages
+    from harness.errors import HarnessError
+    from harness.report.markdown_summary import from_records, from_regression
+
+    if state.regression_result is not None:
+        summary = from_regression(state.regression_result, state.records)
+    else:
+        summary = from_records(state.records, "pytest")
+    try:
+        ci_pages.write(config.option, summary, state.records, log=state.pages_written.append)
+    except HarnessError as exc:  # the test outcomes stand; the page that could not be written says why
+        state.pages_written.append(f"ERROR {exc}")

@@ -75,9 +75,13 @@ def test_gate_leaves_excluded_launches_out_of_the_significance_test(ran, capsys)
     gate = ["gate", str(root / "results"), "--baseline", "b", "--baselines-dir", str(baselines)]
     assert cli.main([*gate, "--max-regression", "tpot=5%"]) == 0
     out = capsys.readouterr().out
-    assert "launches excluded from the significance test as disturbed" in out and "canary::hf-cpu-bf16 (new 3 of 3" in out, out
+    assert (
+        "launches excluded from the significance test as disturbed" in out and "canary::hf-cpu-bf16 (new 3 of 3" in out
+    ), out
     # every launch was excluded: the significance test counts them all rather than none, and says so
-    assert "under two undisturbed launches in 1 point(s), so the significance test counts the disturbed ones too" in out, out
+    assert (
+        "under two undisturbed launches in 1 point(s), so the significance test counts the disturbed ones too" in out
+    ), out
     assert "judged without launch statistics" not in out, out
 
 

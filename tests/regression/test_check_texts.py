@@ -186,7 +186,11 @@ def test_excluded_and_disturbed_launches_are_noted_once_for_all_points():
         "under two undisturbed launches in 1 point(s), so the significance test counts the disturbed ones too; "
         "their figures may be the machine's, not the build's — rerun on a quiet machine: demo::p (baseline, new)",
     ]
-    single = check([launch_record(10.0, point_id="s")], [launch_record(10.0, excluded=(0,), point_id="s")], RegressionSettings([TPOT]))
+    single = check(
+        [launch_record(10.0, point_id="s")],
+        [launch_record(10.0, excluded=(0,), point_id="s")],
+        RegressionSettings([TPOT]),
+    )
     assert not any("disturbed" in note for note in single.notes)  # one launch: no significance test to leave it out of
 
 
