@@ -76,7 +76,8 @@ def test_gate_leaves_excluded_launches_out_of_the_significance_test(ran, capsys)
     assert cli.main([*gate, "--max-regression", "tpot=5%"]) == 0
     out = capsys.readouterr().out
     assert (
-        "launches excluded from the significance test as disturbed" in out and "canary::hf-cpu-bf16 (new 3 of 3" in out
+        "launches excluded from the significance test as disturbed" in out
+        and "canary::hf-cpu-bf16 (baseline 3 of 3, new 3 of 3)" in out
     ), out
     # every launch was excluded: the significance test counts them all rather than none, and says so
     assert (
