@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.records import metrics
 from harness.records.columns import TIME_SPLIT, TIMED, has_interval, ok_launches, warnings
+from harness.report.readable import lopsided, number
 
 
 def verdict_line(name: str, gate) -> str:
@@ -118,6 +119,8 @@ def figure(record, name: str, digits: int = 1) -> str:
         return _fmt(value, digits)
     if value is None:
         value = interval.estimate
+    if lopsided(value, interval.low, interval.high):  # both ends: a ± would read below zero or hide the skew
+        return f"{_fmt(value, digits)} [{number(interval.low)}, {number(interval.high)}]"
     return f"{_fmt(value, digits)} ± {_fmt((interval.high - interval.low) / 2, max(digits, 1) + 1)}"
 
 
@@ -166,7 +169,9 @@ def run_table_lines(records) -> list[str]:
     for line, below in zip(body, notes):
         lines += [line, *(f"    {text}" for text in below)]
     if any(has_interval(i) for r in records for i in r.samples.intervals.values()):
-        lines.append("±: half-width of the 95 % confidence interval over launches")
+        lines.append(
+            "±: half-width of the 95 % confidence interval over launches ([low, high]: its ends, where it is lopsided)"
+        )
     return lines
 
 

@@ -44,7 +44,9 @@ def test_gate_writes_the_verdict_then_one_table_to_the_file_and_githubs_step_sum
     page = out.read_text()
     lines = page.splitlines()
     assert lines[0] == "## ❌ harness gate vs nightly: FAIL"
-    assert lines[2].startswith("2 point(s) compared against `nightly`; launch-level tests: 1 different, 0 same, 1 unknown")
+    assert lines[2].startswith(
+        "2 point(s) compared against `nightly`; launch-level tests: 1 different, 0 same, 1 unknown"
+    )
     table = [line for line in lines if line.startswith("| ")]
     assert table[0] == "| | point | what | detail |"
     groups = [row.split(" | ")[0] for row in table[1:]]
@@ -78,7 +80,11 @@ def test_without_the_variable_or_the_option_no_page_is_written(tmp_path, monkeyp
 def test_run_writes_its_page_and_bencher_metric_format(write_scenario, tmp_path, fake_adapters, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     path = write_scenario(
-        tiny(name="pages", measurement={"launches": 2}, sweep={"adapter": ["fake", "fake-failing"], "device": ["cpu", "npu"]})
+        tiny(
+            name="pages",
+            measurement={"launches": 2},
+            sweep={"adapter": ["fake", "fake-failing"], "device": ["cpu", "npu"]},
+        )
     )
     page, bmf = tmp_path / "run.md", tmp_path / "bmf.json"
     argv = ["run", str(path), "--results", str(tmp_path / "r"), "--isolation", "none", "--no-energy", "--no-progress"]
