@@ -177,7 +177,10 @@ def run_table_lines(records) -> list[str]:
 
 def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict[tuple[str, str], list[str]]:
     """Per point with two or more launches: the smallest worsening ``harness gate`` (default thresholds and
-    FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on."""
+    FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on. Named
+    for what it assumes: a baseline with this run's noise and launch count; ``harness gate`` prints its own
+    figure from both sides' pooled noise and their actual launches ("detectable change with both sides'
+    noise"), so the two differ when the baseline is noisier or has other launch counts."""
     from harness.regression import launch_power
     from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
 
@@ -192,8 +195,8 @@ def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict
         if found:
             launches = found[0].launches
             out[(r.scenario, r.point_id)] = [
-                f"detectable change (80 % power, {launches} vs {launches} launches, FDR {fdr:g} over {tests} "
-                f"test(s)): {', '.join(d.describe() for d in found)}"
+                f"detectable change if the baseline has this run's noise (80 % power, {launches} vs {launches} "
+                f"launches, FDR {fdr:g} over {tests} test(s)): {', '.join(d.describe() for d in found)}"
             ]
     return out
 
