@@ -135,8 +135,8 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         )
     for record in records:
         if record.status != "ok":
-            lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")
-        lines += [f"WARNING {record.point_id}: {text}" for text in warnings(record)]
+            lines.append(f"{record.status.upper()} {record.scenario}::{record.point_id}: {record.reason}")
+        lines += [f"WARNING {record.scenario}::{record.point_id}: {text}" for text in warnings(record)]
     if any(r.engine.emulated for r in ok):
         lines.append("emulated devices run the device's code path on the CPU: their timings are not the device's.")
     if report:
