@@ -86,7 +86,7 @@ def _test_detail(test: MetricTest) -> str:
 
 def _skipped(records: Iterable[Record], seen: set[str]) -> list[Row]:
     return [
-        Row(SKIPPED, name, "point", str(record.reason or "no reason given"))
+        Row(SKIPPED, name, "skipped", str(record.reason or "no reason given"))
         for record in records
         if record.status == "skipped" and (name := f"{record.scenario}::{record.point_id}") not in seen
     ]
