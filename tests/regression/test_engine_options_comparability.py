@@ -4,15 +4,11 @@ baseline taken with OpenVINO's latency hint does not judge a run with the throug
 
 from __future__ import annotations
 
-import pytest
-
 from harness import cli
 from harness.errors import EXIT_INCOMPARABLE
 from harness.records import store
 from harness.records.fingerprint import differences
 from tests.records import record
-
-pytestmark = pytest.mark.unit
 
 
 def with_options(options: dict, seed: int = 0):
@@ -41,5 +37,9 @@ def test_gate_calls_a_run_with_other_engine_options_incomparable(tmp_path, capsy
     code = cli.main(["gate", str(tmp_path / "after"), "--baseline", "one", *baselines])
     out = capsys.readouterr().out
     assert code == EXIT_INCOMPARABLE and "engine_options:" in out and "--accept-difference engine_options" in out, out
-    assert cli.main(["gate", str(tmp_path / "after"), "--baseline", "one", *baselines,
-                     "--accept-difference", "engine_options"]) != EXIT_INCOMPARABLE
+    assert (
+        cli.main(
+            ["gate", str(tmp_path / "after"), "--baseline", "one", *baselines, "--accept-difference", "engine_options"]
+        )
+        != EXIT_INCOMPARABLE
+    )
