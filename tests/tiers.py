@@ -239,7 +239,13 @@ TABLE: dict[str, Tier] = {
     "run/test_runner.py": E,
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
-    "run/test_progress_lines.py": Tier("engine", {"test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit"}),
+    "run/test_progress_lines.py": Tier(
+        "engine",
+        {
+            "test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit",
+            "test_a_quiet_phase_is_repeated_with_its_elapsed_time_and_idle_is_silent": "unit",
+        },
+    ),
     "project/test_scheduler_templates.py": Tier(
         "acceptance",
         {

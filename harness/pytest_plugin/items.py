@@ -92,7 +92,11 @@ def _point_test(scenario, point):
         if ran is None:
             lines = phase_lines(request.config)
             phase = lines.for_scenario(scenario.name) if lines is not None else quiet
-            ran = request.config.stash[RUNNER].run_point(scenario, point, on_phase=phase)
+            try:
+                ran = request.config.stash[RUNNER].run_point(scenario, point, on_phase=phase)
+            finally:
+                if lines is not None:
+                    lines.idle()  # the point is done: its heartbeat stops
         record = ran
         request.config.stash[SESSION].records.append(record)
         report_to_benchmark(benchmark, record, scenario)

@@ -242,6 +242,8 @@ class Runner:
             raise
         finally:
             self.launcher.close()
+            if lines is not None:
+                lines.idle()  # nothing under way: the heartbeat stops
         return [done[i] for i in range(len(work)) if i in done]
 
     def relaunch(self, records: list[Record], launches: int) -> list[Record]:

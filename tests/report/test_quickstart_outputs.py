@@ -82,7 +82,10 @@ def test_summary_answers_right_fast_and_energy_per_engine():
     assert "4x" in rows["llamacpp"] and "2x" in rows["openvino"]  # speed-up against the first row
     assert "12.5 mJ/token" in rows["openvino"] and "not measured: RAPL is not readable here" in rows["hf"]
     assert "ms/token" in rows["hf"] and " ± " in rows["hf"]
-    assert "SKIPPED quickstart::openvino-NPU-bf16: it skipped" in text and lines[-1] == "report: reports/quickstart/index.html"
+    assert (
+        "SKIPPED quickstart::openvino-NPU-bf16: it skipped" in text
+        and lines[-1] == "report: reports/quickstart/index.html"
+    )
 
 
 def test_harness_summary_command(tmp_path, capsys):

@@ -10,7 +10,7 @@ from tests.tiny_scenario import tiny
 
 def test_a_line_per_kind_of_phase_and_a_heartbeat_within_one():
     written, now = [], [0.0]
-    lines = PhaseLines(written.append, clock=lambda: now[0])
+    lines = PhaseLines(written.append, clock=lambda: now[0], watch=False)
     phase = lines.for_scenario("s")
     for j in range(1, 9):
         phase(f"p: gate prompt {j}/8")
@@ -27,6 +27,26 @@ def test_a_line_per_kind_of_phase_and_a_heartbeat_within_one():
         "s::p: timing round 1/3+",
         "[1/4] s::p: ok in 12.3 s",
         "s::p: timing round 2/3+",  # after a finished launch, the next phase always shows
+    ]
+
+
+def test_a_quiet_phase_is_repeated_with_its_elapsed_time_and_idle_is_silent():
+    written, now = [], [100.0]
+    lines = PhaseLines(written.append, clock=lambda: now[0], watch=False)
+    lines.for_scenario("s")("p: gate reference (computed once, then reused)")
+    now[0] += HEARTBEAT_S - 1
+    lines.beat()  # not yet: written less than HEARTBEAT_S ago
+    now[0] += 1
+    lines.beat()
+    now[0] += HEARTBEAT_S
+    lines.beat()
+    lines.idle()
+    now[0] += 10 * HEARTBEAT_S
+    lines.beat()  # between points: nothing under way, nothing said
+    assert written == [
+        "s::p: gate reference (computed once, then reused)",
+        f"s::p: gate reference (computed once, then reused) (still running, {HEARTBEAT_S:.0f} s)",
+        f"s::p: gate reference (computed once, then reused) (still running, {2 * HEARTBEAT_S:.0f} s)",
     ]
 
 
