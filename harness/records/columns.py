@@ -124,7 +124,7 @@ def excluded_launches(record: Record) -> list[str]:
         return []
     by_reason: dict[str, list[str]] = {}
     for launch in excluded:
-        by_reason.setdefault(launch.excluded, []).append(str(launch.index + 1))
+        by_reason.setdefault(str(launch.excluded), []).append(str(launch.index + 1))
     reasons = "; ".join(
         f"launch{'es' if len(which) > 1 else ''} {', '.join(which)}: {why}" for why, which in by_reason.items()
     )
