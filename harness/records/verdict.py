@@ -67,7 +67,9 @@ class RunVerdict:
         whose gate or accuracy margin failed, known failures still failing or now passing."""
         parts = [f"{n} {status}" for status, n in self.counts.items()]
         flagged = [
-            f"{self.verdict_failed} ok point(s) failed a verdict (gate or accuracy margin)" if self.verdict_failed else "",
+            f"{self.verdict_failed} ok point(s) failed a verdict (gate or accuracy margin)"
+            if self.verdict_failed
+            else "",
             f"{len(self.expected)} known failure(s) still failing" if self.expected else "",
             f"{len(self.fixed)} known failure(s) now pass" if self.fixed else "",
         ]
