@@ -5,6 +5,9 @@ that says why."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from harness import cli
@@ -102,3 +105,26 @@ def test_a_failed_point_is_named_in_the_closing_lines(tmp_path, capsys, engines)
     lines = out.rstrip().splitlines()
     assert "FAILED sweep::fake-failing-cpu-bf16: RuntimeError: fake engine fault at step 3" in lines
     assert lines[-1] == "exit 1: 1 point(s) failed"
+
+
+def test_a_real_engine_and_an_absent_npu_under_require_all(tmp_path, tiny_llama):
+    """The command a nightly types, in its own process: hf runs tiny-llama, the xrt NPU point is skipped
+    (no AMD NPU here), and `--require-all` turns that skip into exit 1 with the line that says why."""
+    path = tmp_path / "nightly.yaml"
+    path.write_text(
+        tiny(
+            name="nightly",
+            measurement={"threads": 2},
+            sweep={"adapter": ["hf"]},
+            include=[{"adapter": "xrt", "device": "npu"}],
+        )
+    )
+    argv = [sys.executable, "-m", "harness.cli", "run", str(path), "--results", str(tmp_path / "r")]
+    argv += ["--isolation", "none", "--no-progress", "--no-energy"]
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "2 points (1 ok, 1 skipped)" in plain.stdout and "1 skipped: 1 × xrt:npu unavailable: " in plain.stdout
+    required = subprocess.run([*argv, "--require-all"], capture_output=True, text=True, timeout=600)
+    assert required.returncode == 1, required.stdout + required.stderr
+    assert "REQUIRED nightly::xrt-npu-" in required.stdout
+    assert required.stdout.rstrip().splitlines()[-1] == "exit 1: 1 required point(s) skipped"
