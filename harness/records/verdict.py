@@ -148,7 +148,12 @@ def account(records: Iterable[Record], required: Collection[str] | bool = False)
     True for all (``--require-all``): their skipped points fail the run."""
     records = list(records)
     counts: dict[str, int] = {}
-    failed, expected, fixed, strict, required_skips, undecided = [], [], [], [], [], []
+    failed: list[PointNote] = []
+    expected: list[PointNote] = []
+    fixed: list[PointNote] = []
+    strict: list[PointNote] = []
+    required_skips: list[PointNote] = []
+    undecided: list[PointNote] = []
     skips: dict[str, list[str]] = {}
     verdicts = 0
     for record in records:
@@ -157,7 +162,7 @@ def account(records: Iterable[Record], required: Collection[str] | bool = False)
         known = record.known_failure
         if record.status == "skipped":
             skips.setdefault(str(record.reason), []).append(name)
-            if required is True or (required and record.scenario in required):
+            if required is True or (not isinstance(required, bool) and record.scenario in required):
                 required_skips.append(PointNote(name, str(record.reason)))
         elif record.status not in DECIDED:
             undecided.append(PointNote(name, f"{record.status}" + (f": {record.reason}" if record.reason else "")))
