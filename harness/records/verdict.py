@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Optional
 
+from harness.errors import EXIT_INCONCLUSIVE
 from harness.records.record import Record
 
 FAILED = ("failed", "timeout")
@@ -115,8 +116,6 @@ class RunVerdict:
     def exit_code(self, fail_on_unknown: bool = False) -> int:
         """0: every point decided and passed (or failed as known); 1: a failure (``exit_line`` says which);
         4 (``EXIT_INCONCLUSIVE``): nothing failed but a point is not judged, under ``fail_on_unknown``."""
-        from harness.errors import EXIT_INCONCLUSIVE
-
         if self._failures():
             return 1
         return EXIT_INCONCLUSIVE if fail_on_unknown and self.not_judged else 0
