@@ -116,7 +116,7 @@ def test_a_real_engine_and_an_absent_npu_under_require_all(tmp_path, tiny_llama)
             name="nightly",
             measurement={"threads": 2},
             sweep={"adapter": ["hf"]},
-            include=[{"adapter": "xrt", "device": "npu"}],
+            include=[{"adapter": "xrt", "device": "npu", "max_seq_len": 64}],
         )
     )
     argv = [sys.executable, "-m", "harness.cli", "run", str(path), "--results", str(tmp_path / "r")]
