@@ -16,8 +16,8 @@ from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
-from harness.cli.options import add_plan_options, add_run_options, runner_from
-from harness.cli.regression_options import add_unknown_option, unknown_exit
+from harness.cli.options import add_plan_options, add_require_option, add_run_options, runner_from
+from harness.cli.regression_options import add_unknown_option
 from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
 from harness.errors import HarnessError, WriteFailed, writing
 
@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
+    add_require_option(run.add_argument)
     run.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
     run.add_argument("--no-progress", action="store_true", help="no progress bar (nor progress lines in a log)")
     add_markdown_option(run.add_argument)
@@ -155,10 +156,14 @@ def _run_sweep(args) -> int:
     print(cli_output.time_split_table(records))
     if unjudged := cli_output.not_judged_line(records):
         print(unjudged)
-    print(f"records written under {args.harness_results}/")
-    from harness.report.markdown_summary import from_records
+    from harness.records.verdict import account
 
-    ci_pages.write(args, from_records(records, "harness run"), records)
+    verdict = account(records, required=args.harness_require_all or {s.name for s in scenarios if s.require_all})
+    print("\n".join(verdict.lines()))
+    print(f"records written under {args.harness_results}/")
+    from harness.report.markdown_summary import from_verdict
+
+    ci_pages.write(args, from_verdict(verdict, "harness run"), records)
     if args.history:
         from harness.history import add_records
 
@@ -166,8 +171,9 @@ def _run_sweep(args) -> int:
         with writing(args.history, kept=f"the records are written; add them with: {again}"):
             added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
-    failed = any(r.status in ("failed", "timeout") or r.verdict_failed for r in records)
-    return 1 if failed else unknown_exit(records, args.harness_fail_on_unknown)
+    if exit_line := verdict.exit_line(args.harness_fail_on_unknown):
+        print(exit_line)
+    return verdict.exit_code(args.harness_fail_on_unknown)
 
 
 def _reference(args) -> int:

@@ -32,6 +32,8 @@ class SessionRecords:
     deselected: set[tuple[str, str]] = field(default_factory=set)
     regression_lines: list[str] = field(default_factory=list)
     not_judged_lines: list[str] = field(default_factory=list)  # points whose gate is NOT JUDGED, and the closing line
+    verdict_lines: list[str] = field(default_factory=list)  # the run's account (harness.records.verdict)
+    required: set[str] = field(default_factory=set)  # scenarios whose every point must run (require_all: true)
     names: dict[str, str] = field(default_factory=dict)  # scenario name -> its file, across the session's files
     regression_result: Optional[RegressionResult] = None  # --harness-baseline: the check's result
     pages_written: list[str] = field(default_factory=list)  # the CI pages' lines for the terminal summary
@@ -115,7 +117,7 @@ def write_ci_pages(config, state: SessionRecords) -> None:
     if state.regression_result is not None:
         summary = from_regression(state.regression_result, state.records)
     else:
-        summary = from_records(state.records, "pytest")
+        summary = from_records(state.records, "pytest", required=config.option.harness_require_all or state.required)
     try:
         ci_pages.write(config.option, summary, state.records, log=state.pages_written.append)
     except HarnessError as exc:  # the test outcomes stand; the page that could not be written says why

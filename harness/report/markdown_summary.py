@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Collection, Iterable, Mapping, Optional
+
+from harness.records.verdict import RunVerdict, account
 
 if TYPE_CHECKING:
     from harness.records.record import Record
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 CHANGED, UNKNOWN, SKIPPED = "changed", "unknown", "skipped"
 ORDER = (CHANGED, UNKNOWN, SKIPPED)
 MARK = {CHANGED: "❌", UNKNOWN: "❔", SKIPPED: "⏭️"}
+SHOWN = 8  # points named in a skip row; the rest are counted
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"  # GitHub Actions: Markdown appended here shows on the job's page
 
 
@@ -84,12 +87,15 @@ def _test_detail(test: MetricTest) -> str:
     return "; ".join(parts)
 
 
-def _skipped(records: Iterable[Record], seen: set[str]) -> list[Row]:
-    return [
-        Row(SKIPPED, name, "skipped", str(record.reason or "no reason given"))
-        for record in records
-        if record.status == "skipped" and (name := f"{record.scenario}::{record.point_id}") not in seen
-    ]
+def _skip_rows(verdict: RunVerdict, seen: set[str] = frozenset()) -> list[Row]:
+    """One row per reason (the run's account groups skips by reason), naming its points."""
+    rows = []
+    for group in verdict.skipped:
+        points = [point for point in group.points if point not in seen]
+        if points:
+            shown = ", ".join(points[:SHOWN]) + (f" and {len(points) - SHOWN} more" if len(points) > SHOWN else "")
+            rows.append(Row(SKIPPED, shown, f"{len(points)} skipped", group.reason))
+    return rows
 
 
 def from_regression(result: RegressionResult, records: Iterable[Record] = ()) -> CiSummary:
@@ -119,7 +125,7 @@ def from_regression(result: RegressionResult, records: Iterable[Record] = ()) ->
         )
     for finding in [*outcome.incomparable, *outcome.not_judged]:
         rows.append(Row(UNKNOWN, f"{finding.scenario}::{finding.point_id}", finding.kind, finding.message))
-    rows += _skipped(records, {row.point for row in rows if row.group == SKIPPED})
+    rows += _skip_rows(account(records), {row.point for row in rows if row.group == SKIPPED})
     if outcome.findings:
         verdict = "FAIL"
     elif outcome.incomparable:
@@ -135,27 +141,26 @@ def from_regression(result: RegressionResult, records: Iterable[Record] = ()) ->
     return CiSummary(f"harness gate vs {result.baseline}", verdict, headline, rows, list(outcome.notes))
 
 
-def from_records(records: Iterable[Record], title: str) -> CiSummary:
-    """The summary of a run without a baseline (``harness run``, a pytest session): failed points and failed
-    gates changed, gates not judged unknown, skipped points with their reasons."""
-    from harness.records.correctness import NOT_JUDGED
+def from_verdict(verdict: RunVerdict, title: str) -> CiSummary:
+    """The summary of a run without a baseline (``harness run``, a pytest session) from its account
+    (``harness.records.verdict``): failures, required points skipped and known failures now passing
+    changed; points not complete or not judged unknown; skips by reason. The verdict is the run's exit."""
+    rows = [Row(CHANGED, note.point, "failed", note.why) for note in verdict.failed]
+    rows += [Row(CHANGED, note.point, "required, skipped", note.why) for note in verdict.required]
+    rows += [Row(CHANGED, note.point, "known failure now passes", note.why) for note in verdict.fixed]
+    rows += [Row(UNKNOWN, note.point, "not complete", note.why) for note in verdict.undecided]
+    rows += [
+        Row(UNKNOWN, point, "gate", "not judged: too few teacher-forced positions for the KL tier")
+        for point in verdict.not_judged
+    ]
+    rows += _skip_rows(verdict)
+    notes = [f"known failure still failing: {note}" for note in verdict.expected]
+    return CiSummary(title, "FAIL" if verdict.exit_code() == 1 else "PASS", verdict.count_line(), rows, notes)
 
-    records = list(records)
-    rows = []
-    for record in records:
-        name = f"{record.scenario}::{record.point_id}"
-        if record.status in ("failed", "timeout"):
-            rows.append(Row(CHANGED, name, record.status, str(record.reason or "")))
-        elif record.verdict_failed:
-            report = record.correctness.report if record.correctness else ""
-            rows.append(Row(CHANGED, name, "gate", (report or "failed").splitlines()[0]))
-        elif record.verdict == NOT_JUDGED:
-            rows.append(Row(UNKNOWN, name, "gate", "not judged: too few teacher-forced positions for the KL tier"))
-    rows += _skipped(records, set())
-    statuses = {s: sum(r.status == s for r in records) for s in ("ok", "failed", "timeout", "skipped")}
-    headline = f"{len(records)} point(s): " + ", ".join(f"{n} {s}" for s, n in statuses.items() if n)
-    verdict = "FAIL" if any(row.group == CHANGED for row in rows) else "PASS"
-    return CiSummary(title, verdict, headline, rows)
+
+def from_records(records: Iterable[Record], title: str, required: Collection[str] | bool = False) -> CiSummary:
+    """``from_verdict`` of the records' account."""
+    return from_verdict(account(records, required=required), title)
 
 
 def write(summary: CiSummary, path: Optional[str | Path] = None, env: Optional[Mapping[str, str]] = None) -> list[Path]:

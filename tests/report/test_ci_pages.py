@@ -90,7 +90,7 @@ def test_run_writes_its_page_and_bencher_metric_format(write_scenario, tmp_path,
     argv = ["run", str(path), "--results", str(tmp_path / "r"), "--isolation", "none", "--no-energy", "--no-progress"]
     assert main([*argv, "--markdown", str(page), "--bmf", str(bmf)]) == 1
     lines = page.read_text().splitlines()
-    assert lines[0] == "## ❌ harness run: FAIL" and lines[2] == "4 point(s): 1 ok, 1 failed, 2 skipped"
+    assert lines[0] == "## ❌ harness run: FAIL" and lines[2] == "4 points (1 ok, 2 skipped, 1 failed)"
     rows = [line for line in lines if line.startswith("| ") and not line.startswith("| | point |")]
     assert [row.split(" | ")[1] for row in rows] == [
         "`pages::fake-failing-cpu-bf16`",
@@ -117,6 +117,21 @@ def test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json(pytester, fake
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*harness CI pages*", f"Markdown summary written to {step}"])
     lines = step.read_text().splitlines()
-    assert lines[0] == "## ✅ pytest: PASS" and lines[2] == "2 point(s): 1 ok, 1 skipped"
+    assert lines[0] == "## ✅ pytest: PASS" and lines[2] == "2 points (1 ok, 1 skipped)"
     assert any(line.startswith("| ⏭️ skipped | `night::fake-npu-bf16` |") for line in lines)
     assert list(json.loads((pytester.path / "out.bmf.json").read_text())) == ["night::fake-cpu-bf16"]
+
+
+def test_skips_are_one_row_per_reason_and_a_known_failure_fixed_is_a_change():
+    from harness.report.markdown_summary import from_records, render
+
+    skipped = [record(f"p{i}", status="skipped") for i in range(10)]
+    for r in skipped:
+        r.reason = "openvino:NPU unavailable: no NPU here"
+    page = render(from_records([record("ok"), *skipped], "pytest"))
+    (row,) = [line for line in page.splitlines() if line.startswith("| ⏭️")]
+    assert row.startswith("| ⏭️ skipped | `demo::p0, demo::p1,") and "and 2 more` | 10 skipped |" in row
+    assert "openvino:NPU unavailable: no NPU here" in row
+    assert page.splitlines()[0] == "## ✅ pytest: PASS"  # a skip alone does not fail the run
+    required = render(from_records([record("ok"), *skipped], "pytest", required=True))
+    assert required.splitlines()[0] == "## ❌ pytest: FAIL" and required.count("required, skipped") == 10
