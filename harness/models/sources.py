@@ -201,23 +201,47 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
 def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
     """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
 
-    The build goes into a temporary directory beside ``target`` that is renamed into place, so a
-    crash never leaves half an artefact and two processes racing both end with a complete one.
+    The build goes into a temporary directory beside ``target`` that is renamed into place when complete,
+    so a crash never leaves half an artefact under the name. Builders of one target take turns under a lock
+    beside it (the second finds the first's result), and under it the leftovers of a killed build (its
+    temporary directory, or a ``target`` without ``marker``) are removed with a note on stderr, never used.
     """
+    from harness.io import locked
+
     if (target / marker).exists():
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        build(tmp)
+    with locked(target):
+        if (target / marker).exists():  # another process built it while this one waited
+            return False
+        _remove_leftovers(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_BUILDING}", dir=target.parent))
         try:
+            build(tmp)
             os.rename(tmp, target)
-        except OSError:  # another process finished first; theirs is as good as ours
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            raise
     return True
+
+
+_BUILDING = ".building-"  # a temporary build directory's name: .<target><_BUILDING><mkdtemp's 8 characters>
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Under ``target``'s lock: what a killed build of it left, removed with a note (no build of it runs now)."""
+    import re
+    import sys
+
+    own = re.compile(rf"\.{re.escape(target.name)}({re.escape(_BUILDING)}|-)[a-z0-9_]{{8}}")  # `-`: older harnesses
+    leftovers = [p for p in target.parent.iterdir() if own.fullmatch(p.name) and p.is_dir()]
+    if target.exists():
+        leftovers.append(target)  # there but incomplete: a copy cut short, or a build from before the lock
+    for path in leftovers:
+        print(f"note: removing {path}, the unfinished build of an interrupted run; building it again", file=sys.stderr)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _cached_build(
