@@ -124,6 +124,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_not_judged.py": A,
+    "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
