@@ -275,7 +275,10 @@ def test_an_accuracy_reference_is_sealed_and_one_without_outcomes_says_why(tmp_p
     stored = json.loads(fresh.path.read_text())
     stored["scores"]["t"]["acc"] = 1.0  # a better reference, by hand
     fresh.path.write_text(json.dumps(stored))
-    with pytest.raises(StoredContentError, match=re.escape(str(fresh.path)) + r": content differs .* in scores\.t .*--refresh-reference"):
+    with pytest.raises(
+        StoredContentError,
+        match=re.escape(str(fresh.path)) + r": content differs .* in scores\.t .*--refresh-reference",
+    ):
         accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
     del stored["content_sha256"]  # as the harness wrote it before references were sealed
     fresh.path.write_text(json.dumps(stored))
