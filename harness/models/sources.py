@@ -10,11 +10,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from harness.errors import ModelError
 from harness.io import file_sha256, per_file
@@ -204,7 +207,7 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
     The build goes into a temporary directory beside ``target`` that is renamed into place when complete,
     so a crash never leaves half an artefact under the name. Builders of one target take turns under a lock
     beside it (the second finds the first's result), and under it the leftovers of a killed build (its
-    temporary directory, or a ``target`` without ``marker``) are removed with a note on stderr, never used.
+    temporary directory, or a ``target`` without ``marker``) are removed with a note (``notes_to``), never used.
     """
     from harness.io import locked
 
@@ -224,20 +227,42 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
     return True
 
 
+# Where build notes go: the point's log while a point runs (``notes_to``; a worker's reaches the parent with
+# its record), else stderr.
+_notes: ContextVar[Optional[Callable[[str], None]]] = ContextVar("harness_build_notes", default=None)
+
+
+@contextmanager
+def notes_to(log: Callable[[str], None]) -> Iterator[None]:
+    """Send the notes of builds made inside (``build_once``'s removed leftovers) to ``log``."""
+    token = _notes.set(log)
+    try:
+        yield
+    finally:
+        _notes.reset(token)
+
+
+def _note(text: str) -> None:
+    log = _notes.get()
+    if log is None:
+        print(text, file=sys.stderr)
+    else:
+        log(text)
+
+
 _BUILDING = ".building-"  # a temporary build directory's name: .<target><_BUILDING><mkdtemp's 8 characters>
 
 
 def _remove_leftovers(target: Path) -> None:
     """Under ``target``'s lock: what a killed build of it left, removed with a note (no build of it runs now)."""
     import re
-    import sys
 
     own = re.compile(rf"\.{re.escape(target.name)}({re.escape(_BUILDING)}|-)[a-z0-9_]{{8}}")  # `-`: older harnesses
     leftovers = [p for p in target.parent.iterdir() if own.fullmatch(p.name) and p.is_dir()]
     if target.exists():
         leftovers.append(target)  # there but incomplete: a copy cut short, or a build from before the lock
     for path in leftovers:
-        print(f"note: removing {path}, the unfinished build of an interrupted run; building it again", file=sys.stderr)
+        _note(f"note: removing {path}, the unfinished build of an interrupted run; building it again")
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:

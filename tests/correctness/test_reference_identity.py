@@ -24,7 +24,7 @@ name: {name}
 model: {model}
 generation: {{max_new_tokens: 4}}
 measurement: {{warmup_rounds: 0, min_rounds: 1, threads: 2}}
-gate: {{tokens: 6, prompts: 1}}
+gate: {{tokens: 8, prompts: 2}}
 sweep:
   adapter: [hf]
 """
@@ -144,8 +144,8 @@ def test_a_reference_stored_before_content_keys_is_refused_with_the_rebuild_comm
 
     references = tmp_path / "references"
     store_ = ReferenceStore(references)
-    settings = ReferenceSettings(tokens=6, threads=2)
-    legacy = store_.legacy_path("model", prompts.select_gate_prompts(1), settings)
+    settings = ReferenceSettings(tokens=8, threads=2)
+    legacy = store_.legacy_path("model", prompts.select_gate_prompts(2), settings)
     legacy.parent.mkdir(parents=True)
     legacy.write_text(json.dumps({"schema_version": 2, "model": {"name": "model"}}))
 

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError, WriteFailed
 from harness.measure import canary, launch_stats
+from harness.models import sources
 from harness.records import metrics
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
@@ -62,7 +63,8 @@ def execute(
     record = new_record(caches, scenario, point)
     clock = Clock()
     try:
-        _steps(ctx, scenario, point, record, on_round, clock)
+        with sources.notes_to(log):  # a removed build leftover is said where the point's lines go
+            _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)
     except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
