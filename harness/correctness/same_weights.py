@@ -134,10 +134,10 @@ def compute(twin: Twin, hf: Reference) -> Reference:
     )
 
 
-def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
+def load(path: Path, twin: Twin, hf: Reference, folder: str = "same-weights") -> Optional[Reference]:
     if not path.exists():
         return None
-    reference = stored_reference.read(path, "stored same-weights reference")
+    reference = stored_reference.read(path, f"stored {folder} reference")
     problems = []
     if reference.settings.get("prefill_positions") != hf.settings.get("prefill_positions"):
         problems.append("prefill positions differ")
@@ -162,7 +162,7 @@ def get_or_compute(
     path = path_for(root, hf, twin, folder)
     reference, reused = compute_once(
         path,
-        lambda p: load(p, twin, hf),
+        lambda p: load(p, twin, hf, folder),
         lambda: compute(twin, hf),
         stored_reference.write,
         refresh=refresh,

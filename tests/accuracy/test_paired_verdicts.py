@@ -205,12 +205,15 @@ def test_a_weighted_aggregation_without_weights_is_not_paired():
 
 
 def test_outcomes_need_one_value_per_document(tmp_path):
+    from harness.io import sealed
+
     with pytest.raises(ValueError, match="values.acc: 2 items for 3 doc_ids"):
         TaskOutcomes(doc_ids=[0, 1, 2], values={"acc": [1, 0]})
     from harness.accuracy import reference_scores as accuracy_reference
 
     broken = tmp_path / "accuracy-0.json"
-    broken.write_text(json.dumps({"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}))
+    stored = {"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}
+    broken.write_text(json.dumps(sealed.seal(stored)))  # its digest holds; its outcomes do not
     with pytest.raises(ValueError, match=r"accuracy-0.json: outcomes: t: values.acc: 2 items for 1 doc_ids"):
         accuracy_reference._read(broken)
 

@@ -145,7 +145,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         # keyed by the source's content and the quantizer's version: two GGUFs of one name and size (two seeds
         # of one model) must not share a quantized file
         version = llama_cpp.__version__
-        target = cache / "llamacpp" / f"{source.stem}-{file_sha256(source)[:16]}-{short}-llama{version}"
+        target = cache / "llamacpp" / f"{source.stem}-{file_sha256(source)[:16]}-llama{version}-{short}"
 
         def quantize(out: Path) -> None:
             params = llama_cpp.llama_model_quantize_default_params()
