@@ -106,7 +106,7 @@ TABLE: dict[str, Tier] = {
         "unit",
         {
             "test_reference_is_stored_reused_and_refused_when_stale": "engine",
-            "test_reference_for_another_model_is_refused": "engine",
+            "test_a_model_of_the_same_name_gets_its_own_reference": "engine",
             "test_diagnosis_localises_a_skipped_layer": "engine",
             "test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model": "engine",
             "test_harness_verify_passes_then_reuses_the_reference": "acceptance",
@@ -125,6 +125,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_not_judged.py": A,
+    "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
