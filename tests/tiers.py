@@ -161,6 +161,9 @@ TABLE: dict[str, Tier] = {
     "measure/test_rounds.py": U,
     "measure/test_variance_components.py": U,
     "models/test_default_model.py": Tier("acceptance", slow=("*",)),
+    "models/test_hostile_model_files.py": Tier(
+        "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
+    ),
     "models/test_sources.py": Tier(
         "unit",
         {
