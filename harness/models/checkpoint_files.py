@@ -61,7 +61,9 @@ def _safetensors(path: Path, size: int) -> None:
     ]
     end = 8 + length + max((e for e in ends if isinstance(e, int)), default=0)
     if end > size:
-        raise ValueError(f"{path}: its tensors end at byte {end:,}, past the end of the {size:,}-byte file (cut short?)")
+        raise ValueError(
+            f"{path}: its tensors end at byte {end:,}, past the end of the {size:,}-byte file (cut short?)"
+        )
 
 
 def _weight(path: Path) -> None:
@@ -103,4 +105,3 @@ def problem(directory: Path) -> str | None:
     except OSError as exc:
         return f"{exc.filename or directory}: cannot be read ({exc.strerror or exc})"
     return None
-

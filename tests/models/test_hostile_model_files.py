@@ -39,7 +39,9 @@ def gguf(
         kvs += _string("tokenizer.ggml.tokens") + struct.pack("<II", 9, 8) + struct.pack("<Q", array_items)
         kvs += _string("a") + _string("b")
         count = 2
-    info = _string("t") + struct.pack("<I", 1) + struct.pack("<Q", 32) + struct.pack("<I", 0) + struct.pack("<Q", offset)
+    info = (
+        _string("t") + struct.pack("<I", 1) + struct.pack("<Q", 32) + struct.pack("<I", 0) + struct.pack("<Q", offset)
+    )
     head = b"GGUF" + struct.pack("<IQQ", version, 1 if tensors is None else tensors, count if keys is None else keys)
     body = head + kvs + info
     body += b"\0" * (-len(body) % 32)
@@ -70,7 +72,9 @@ def harness(*args, cwd) -> subprocess.CompletedProcess:
 def refused_in_one_line(tmp_path: Path, source: Path, *needles: str) -> None:
     """``harness check`` and ``harness run`` both exit 2 with one ERROR line naming the file; no point runs."""
     scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(f"model: {json.dumps(str(source))}\ngeneration: {{max_new_tokens: 2}}\nsweep: {{adapter: [hf]}}\n")
+    scenario.write_text(
+        f"model: {json.dumps(str(source))}\ngeneration: {{max_new_tokens: 2}}\nsweep: {{adapter: [hf]}}\n"
+    )
     for command in (["check", scenario], ["run", scenario, "--results", tmp_path / "results", "--no-progress"]):
         done = harness(*command, cwd=tmp_path)
         assert done.returncode == 2, done.stdout + done.stderr
@@ -82,7 +86,10 @@ def refused_in_one_line(tmp_path: Path, source: Path, *needles: str) -> None:
 
 HOSTILE_GGUFS = {
     # a 178-byte file claiming 2^60 strings: several GB and a MemoryError traceback before
-    "huge-array": (lambda: gguf(array_items=2**60), "'tokenizer.ggml.tokens': array length is 1,152,921,504,606,846,976"),
+    "huge-array": (
+        lambda: gguf(array_items=2**60),
+        "'tokenizer.ggml.tokens': array length is 1,152,921,504,606,846,976",
+    ),
     "absurd-keys": (lambda: gguf(keys=2**50), "metadata key-value count is 1,125,899,906,842,624"),
     "absurd-tensors": (lambda: gguf(tensors=2**40), "tensor count is 1,099,511,627,776"),
     "offset-past-end": (lambda: gguf(offset=4096), "tensor 't' ends at byte"),
