@@ -193,6 +193,7 @@ TABLE: dict[str, Tier] = {
     "record/test_store.py": U,
     "regression/test_baseline_compare_gate_commands.py": U,
     "regression/test_check.py": U,
+    "regression/test_failure_names_its_rule.py": U,
     "regression/test_check_statistics.py": U,
     "regression/test_check_texts.py": U,
     "regression/test_confirm_reruns.py": A,
