@@ -147,6 +147,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
         {
