@@ -71,7 +71,7 @@ class Runner:
             return
         old = self.caches.canary
         why = canary.disturbed_by(launch, old)
-        if why and self.recalibrations >= canary.MAX_RECALIBRATIONS:
+        if launch is not None and (why is None or self.recalibrations >= canary.MAX_RECALIBRATIONS):
             return
         made = self.caches.calibrate_canary(again=why is not None)
         if made is not None and why:
