@@ -149,6 +149,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
         {
@@ -163,6 +164,9 @@ TABLE: dict[str, Tier] = {
     "measure/test_rounds.py": U,
     "measure/test_variance_components.py": U,
     "models/test_default_model.py": Tier("acceptance", slow=("*",)),
+    "models/test_hostile_model_files.py": Tier(
+        "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
+    ),
     "models/test_sources.py": Tier(
         "unit",
         {
@@ -195,6 +199,7 @@ TABLE: dict[str, Tier] = {
     "record/test_store.py": U,
     "regression/test_baseline_compare_gate_commands.py": U,
     "regression/test_check.py": U,
+    "regression/test_failure_names_its_rule.py": U,
     "regression/test_check_statistics.py": U,
     "regression/test_check_texts.py": U,
     "regression/test_confirm_reruns.py": A,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from harness.errors import ModelError
-from harness.io import file_sha256, per_file
+from harness.io import file_sha256, per_file, read_json
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
@@ -83,7 +83,7 @@ class ResolvedModel:
         for name in ("generation_config.json", "config.json"):
             path = self.hf_dir / name
             if path.exists():
-                value = json.loads(path.read_text()).get("eos_token_id")
+                value = read_json(path).get("eos_token_id")
                 ids += value if isinstance(value, list) else [value] if value is not None else []
         return sorted(set(ids))
 
@@ -111,11 +111,15 @@ def check_source(spec: ModelSpec) -> str | None:
     path = Path(source).expanduser()
     if not path.exists():
         return f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) nor an existing path"
-    if path.is_dir() and not (path / "config.json").exists():
-        return f"{source!r} is a directory without config.json (expected an HF checkpoint)"
-    if path.is_file() and path.suffix != ".gguf":
+    if path.is_dir():  # every file a reader will be given: regular, bounded, present (checkpoint_files)
+        from harness.models import checkpoint_files
+
+        return checkpoint_files.problem(path)
+    if path.suffix != ".gguf":
         return f"{source!r} is a file but not a .gguf"
-    return None
+    from harness.models import gguf_header
+
+    return gguf_header.problem(path)  # counts, lengths and offsets against the file's size
 
 
 def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:

@@ -39,6 +39,8 @@ class CanaryCalibration(Part):
     seconds: float  # the median of the readings
     readings_s: list[float] = Field(default_factory=list)
     workload: str = ""
+    attempts: int = 1  # calibrations taken: one more each time the readings spread too far
+    disturbed: Optional[str] = None  # why this calibration is not the quiet machine's speed; None: it is
 
 
 class CanaryReading(Part):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from harness.errors import HarnessError, writing
+from harness.measure import canary
 from harness.measure.launch_stats import combine
 from harness.models import sources
 from harness.records import store
@@ -39,6 +40,7 @@ class Runner:
         self.caches = Caches()
         self.launcher = launcher_for(settings, self.caches, log)
         self.plans: dict[tuple[str, str], int] = {}  # (scenario, point id) -> launches planned by launches: auto
+        self.recalibrations = 0  # canary calibrations taken again this run (a launch beat the first)
 
     def close(self) -> None:
         """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
@@ -64,10 +66,21 @@ class Runner:
             self.log(f"{scenario.name}::{point.id}: {found.why}")
         return self.plans[key]
 
-    def _calibrate_canary(self) -> None:
-        """The machine's speed now, once per run, before any point (a gate-only run times nothing)."""
-        if not self.settings.correctness_only:
-            self.caches.calibrate_canary()
+    def _calibrate_canary(self, launch: Optional[Record] = None) -> None:
+        """The machine's speed now, once per run, before any point (a gate-only run times nothing); again
+        (at most ``MAX_RECALIBRATIONS`` times a run) when ``launch``'s canary beat it at both edges."""
+        if self.settings.correctness_only:
+            return
+        old = self.caches.canary
+        why = canary.disturbed_by(launch, old)
+        if launch is not None and (why is None or self.recalibrations >= canary.MAX_RECALIBRATIONS):
+            return
+        made = self.caches.calibrate_canary(again=why is not None)
+        if made is not None and why:
+            self.recalibrations += 1
+            self.launcher.close()  # a kept worker holds the old calibration
+        if made is not None and (why or made.attempts > 1):
+            self.log(canary.message(why, old, made))
 
     # --- one point -------------------------------------------------------------------------------
 
@@ -102,7 +115,9 @@ class Runner:
             record = new_record(self.caches, scenario, point)
             record.status, record.reason, record.finished_at = "skipped", str(reason), now_iso()
             return record
-        return self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
+        record = self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
+        self._calibrate_canary(record)  # a canary that beat it at both edges: the calibration was disturbed
+        return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
         """Another launch of the point (``harness.run.stopping``)."""
