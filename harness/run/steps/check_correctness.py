@@ -38,6 +38,8 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
             point.max_seq_len,
             scenario.generation.max_new_tokens,
             model.hf_dir,
+            chunk=point.moe_chunk_size,
+            tokens=spec.tokens,
         )
         if point is not None
         else None
