@@ -248,3 +248,12 @@ class TailChunkPositionsRestart(HFAdapter):
             return args, kwargs
 
         _decoder(self.model).register_forward_pre_hook(restart, with_kwargs=True)
+
+
+class BeamCacheNotReordered(HFAdapter):
+    """Beam search that does not reorder the KV cache when it reorders its beams: each beam goes on attending to
+    another beam's past. Only ``generate`` with ``num_beams`` > 1 runs it; every greedy and step-wise path is exact."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.model._reorder_cache = lambda cache, beam_idx: cache  # generate() calls it instead of reorder_cache
