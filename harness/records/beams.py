@@ -46,4 +46,6 @@ class BeamCheck(Part):
         if self.skipped:
             return "skipped"
         same = sum(p.identical for p in self.prompts)
-        return f"{self.verdict} ({same}/{len(self.prompts)} best beams identical, worst {self.worst:.3g} vs {self.line})"
+        return (
+            f"{self.verdict} ({same}/{len(self.prompts)} best beams identical, worst {self.worst:.3g} vs {self.line})"
+        )

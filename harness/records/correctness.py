@@ -9,8 +9,9 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
-from harness.records.gate_diagnosis import Diagnosis
 from harness.records.beams import BeamCheck
+from harness.records.gate_diagnosis import Diagnosis
+from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
@@ -265,6 +266,7 @@ class Correctness(Part):
     path: Optional[GatePath] = None
     power: Optional[GatePower] = None
     beams: Optional[BeamCheck] = None  # points timed with beam_width > 1 (None: greedy points, older records)
+    stopping: Optional[StopCheck] = None  # the engine's own stopping (None: older records)
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -107,7 +107,12 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_text_generation",
             "supports_stopping",
         },
-        "llamacpp": {"supports_logits", "supports_tokenize", "supports_chat_template", "supports_stopping"},  # its own text path
+        "llamacpp": {
+            "supports_logits",
+            "supports_tokenize",
+            "supports_chat_template",
+            "supports_stopping",
+        },  # its own text path
         "xrt": {"supports_logits"},
         "coreml": {"supports_logits"},
     }

@@ -86,6 +86,7 @@ class HFAdapter(Adapter):
             .eval()
         )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
+        self._stop_ids = model.stop_token_ids()  # a chat model's end of turn too, where its config names EOS only
         self._step_cache, self._step_position = None, 0
         self.monitor = self._capacity_monitor(model, point)
 
@@ -197,11 +198,12 @@ class HFAdapter(Adapter):
         )
 
     def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
-        """``generate``, greedy on the timed path's cache and chunks, stopping at the model's own EOS ids (its
-        generation config) instead of running to a forced length."""
+        """``generate``, greedy on the timed path's cache and chunks, stopping at the model's EOS and end-of-turn
+        ids (``ResolvedModel.stop_token_ids``) instead of running to a forced length."""
         torch = self._torch
         input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
         kwargs = self._generate_kwargs(input_ids, max_new_tokens, 1, forced=False)
+        kwargs["eos_token_id"] = self._stop_ids
         with torch.inference_mode():
             output = self.model.generate(input_ids, **kwargs)
         return output[0, input_ids.shape[1] :].tolist()
@@ -215,7 +217,9 @@ class HFAdapter(Adapter):
             out = self.model.generate(input_ids, return_dict_in_generate=True, output_scores=True, **kwargs)
         penalty = float(self.model.generation_config.length_penalty)
         return Beam(
-            tokens=out.sequences[0, input_ids.shape[1] :].tolist(), score=float(out.sequences_scores[0]), length_penalty=penalty
+            tokens=out.sequences[0, input_ids.shape[1] :].tolist(),
+            score=float(out.sequences_scores[0]),
+            length_penalty=penalty,
         )
 
     def _forward(self, ids: Sequence[int]):

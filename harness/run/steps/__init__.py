@@ -107,6 +107,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
     from harness.run.steps.check_beams import check_beams
     from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_stopping import check_stopping
     from harness.run.steps.check_text_path import check_text_path
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
@@ -155,6 +156,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_same_weights(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))

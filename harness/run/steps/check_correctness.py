@@ -122,7 +122,9 @@ def _path(adapter: Adapter, point, checks: list[str]) -> GatePath:
     from harness.correctness.beams import path_notes
 
     found = adapter.gate_path()
-    return GatePath.model_validate(found | {"checks": checks, "notes": [*found.get("notes", []), *path_notes(point, adapter)]})
+    return GatePath.model_validate(
+        found | {"checks": checks, "notes": [*found.get("notes", []), *path_notes(point, adapter)]}
+    )
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):
