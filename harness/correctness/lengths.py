@@ -74,19 +74,17 @@ def chunk_tail(chunk: int) -> int:
     return chunk // 2 if chunk >= 16 else max(1, chunk - 1)
 
 
-def fit_chunks(length: int, chunk: int, tokens: int, cap: Optional[int] = None) -> int:
+def fit_chunks(length: int, chunk: int, tokens: int) -> int:
     """``length`` moved so that a ``long-prefill`` prompt's head (``length - tokens`` positions) is at least one
-    full chunk plus a partial tail of at least ``chunk_tail(chunk)`` positions: raised by what the tail lacks
-    (lowered to the chunks before instead where that passes ``cap``)."""
+    full chunk plus a partial tail of at least ``chunk_tail(chunk)`` positions: a head shorter than that is
+    raised to it; a longer one ending too near a chunk boundary is lowered (never past the point's context,
+    which an engine may size its KV cache by) to one chunk fewer and a tail."""
     tail = chunk_tail(chunk)
     head = max(length - tokens, 0)
     if head < chunk + tail:
         return chunk + tail + tokens
     rest = head % chunk
-    if rest >= tail:
-        return length
-    raised = length + tail - rest
-    return raised if cap is None or raised <= cap else length - rest - chunk + tail
+    return length if rest >= tail else length - rest - chunk + tail
 
 
 def plan(
@@ -121,7 +119,7 @@ def plan(
         if window is not None and 2 * window > context:
             length, why = 2 * window, f"twice the sliding window {window} (the point's context is {context})"
     if chunk and setting == "auto" and (prompt_len is not None or max_seq_len is not None):
-        fitted = fit_chunks(length, chunk, tokens, cap)
+        fitted = fit_chunks(length, chunk, tokens)
         if fitted != length:
             length, why = fitted, f"{why}, moved to {fitted} so the prefill ends in a partial chunk of {chunk}"
     if cap is not None and length > cap:

@@ -24,7 +24,7 @@ from tests.conftest import registered
         ("auto", None, 4, 4 + 3 + 16),  # small chunks: a tail of chunk - 1
         ("auto", 200, 64, 200),  # the context's prefill (184) is 2 chunks and a tail of 56: kept
         ("auto", 176, 64, 176),  # a prefill of 160 = 2 chunks + 32: a tail of 32 already
-        ("auto", 144, 64, 176),  # a prefill of 128 ends on a chunk boundary: raised by a tail of 32
+        ("auto", 144, 64, 112),  # a prefill of 128 ends on a chunk boundary: lowered to one chunk and a tail
         ("short", None, 64, None),
         (300, None, 64, 300),  # an explicit length is the user's
     ],
