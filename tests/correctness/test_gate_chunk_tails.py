@@ -61,12 +61,10 @@ def tail_fault(tiny_llama):
 
 
 def test_a_tail_chunk_fault_at_a_chunk_larger_than_the_short_prompts_fails_through_harness_run(
-    write_scenario, tmp_path, capsys, tail_fault
+    write_scenario, tmp_path, tail_fault
 ):
     path = write_scenario(CHUNKED.replace("LENGTH", "auto"))
     assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
-    out = capsys.readouterr().out
-    assert "one prefill chunk of 64 and a tail of 32" in out
     records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
     clean = records["hf-cpu-bf16-chunk64"].correctness
     broken = records["hf-tailfault-cpu-bf16-chunk64"].correctness
@@ -75,6 +73,7 @@ def test_a_tail_chunk_fault_at_a_chunk_larger_than_the_short_prompts_fails_throu
     assert broken.verdict == "fail", broken.reasons
     ratios = [broken.kl_ratio, broken.phases.prefill.kl_ratio, broken.phases.decode.kl_ratio]
     ratio = max(r for r in ratios if r is not None)
+    print(f"tail fault: kl ratios {ratios}, clean {clean.kl_ratio} {clean.phases.prefill.kl_ratio}")
     assert ratio >= 3 * 100, (ratio, broken.reasons)  # 3x over the fail line
 
 
