@@ -215,7 +215,8 @@ class HFAdapter(Adapter):
         kwargs = self._generate_kwargs(input_ids, max_new_tokens, width)
         with torch.inference_mode():
             out = self.model.generate(input_ids, return_dict_in_generate=True, output_scores=True, **kwargs)
-        penalty = float(self.model.generation_config.length_penalty)
+        penalty = self.model.generation_config.length_penalty
+        penalty = 1.0 if penalty is None else float(penalty)  # unset: transformers' default
         return Beam(
             tokens=out.sequences[0, input_ids.shape[1] :].tolist(),
             score=float(out.sequences_scores[0]),
