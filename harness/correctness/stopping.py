@@ -8,7 +8,8 @@ greedy, and its stop is judged against the reference's greedy continuation:
 - the same tokens as the reference up to the reference's stop, and no stop there (a late stop), fails;
 - a stop where the reference goes on, after the same tokens (an early stop), fails unless a stop token is in
   the reference's top-k there (a near tie);
-- after the two diverge, the generated length must lie in the text path's length band around the reference's
+- after the two diverge (another answer may end elsewhere), an engine that never stops where the reference
+  does must still lie in the text path's length band around the reference's length
   (``harness.correctness.text_path.LENGTH_BAND``).
 
 Pure over a loaded adapter and references; the run step (``harness.run.steps.check_stopping``) records it.
@@ -56,8 +57,12 @@ def judge(device: Sequence[int], ref: PromptReference, stop: Sequence[int], budg
             found.why = (
                 f"stopped after {len(body)} tokens, where the reference goes on and has no stop token in its top-{k}"
             )
-    elif same < min(len(body), len(ref_body)) and not in_band(len(body), len(ref_body)):
-        found.why = f"generated {len(body)} tokens, reference {len(ref_body)}: outside the length band {LENGTH_BAND}"
+    elif found.reference_stops and not device_stops and not in_band(len(body), len(ref_body)):
+        # diverged first: another answer may end elsewhere, but one that never ends where the reference's did
+        found.why = (
+            f"never stopped ({len(body)} tokens) where the reference stops after {len(ref_body)}: outside the "
+            f"length band {LENGTH_BAND}"
+        )
     return found
 
 

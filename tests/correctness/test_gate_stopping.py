@@ -103,8 +103,9 @@ def ref(tokens, top=None):
         ([5, 6, 2, 7, 8, 8, 8, 8], [5, 6, 2], "went on"),  # emitted EOS and went on
         ([5, 6, 7, 7, 7, 7, 7, 7], [5, 6, 2], "did not stop"),  # EOS suppressed
         ([5, 2], [5, 6, 7, 7, 7, 7, 7, 7], "stopped after 1"),  # early, no stop in the reference's top-k there
-        ([9, 9, 9, 9, 9, 9, 9, 9], [5, 2], "length band"),  # diverged at once, then ran 8x the reference's length
-        ([9, 9, 2], [5, 6, 7, 2], None),  # diverged at once, stopped inside the band
+        ([9, 9, 9, 9, 9, 9, 9, 9], [5, 2], "never stopped"),  # diverged at once, never stopped: 8x the reference
+        ([9, 9, 9, 9, 9, 2], [5, 2], None),  # diverged at once, another answer that stopped by itself
+        ([9, 9, 9, 9, 9, 9, 9, 9], [5, 6, 7, 7, 2], None),  # diverged, no stop, but inside the band (2 x 4 + 4)
     ],
 )
 def test_stops_are_judged_against_the_reference(device, reference, why):  # (unit)
