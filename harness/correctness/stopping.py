@@ -38,13 +38,14 @@ def judge(device: Sequence[int], ref: PromptReference, stop: Sequence[int], budg
 
     body, at = _body(device, stop)
     ref_body, ref_at = _body(ref.tokens, stop)
-    device_stops = at is not None or len(device) < budget  # an engine may drop its stop token from the output
+    ended = bool(device) and device[-1] in stop
+    device_stops = ended or len(device) < budget  # an engine may drop its stop token from the output
     found = StopPrompt(
         source="gate",
         prompt=0,
         reference_tokens=len(ref_body),
         reference_stops=ref_at is not None,
-        device_tokens=len(body),
+        device_tokens=len(device) - ended,  # all it generated: past a stop token it did not stop at, too
         device_stops=device_stops,
     )
     same = first_difference(body, ref_body)

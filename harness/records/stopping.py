@@ -16,8 +16,8 @@ class StopPrompt(Part):
     prompt: int  # index among its source's prompts
     reference_tokens: int  # generated before the reference's stop (or its whole budget)
     reference_stops: bool  # the reference ended (EOS / end of turn) inside the budget
-    device_tokens: int  # generated before the engine stopped (its stop token not counted)
-    device_stops: bool  # the engine ended by itself inside the budget
+    device_tokens: int  # generated before the engine stopped (its final stop token not counted)
+    device_stops: bool  # the engine ended by itself (on a stop token, or short of the budget)
     why: Optional[str] = None  # why this prompt fails
 
 
