@@ -46,7 +46,7 @@ def stopping_model(chat_model, tmp_path_factory):
     from harness.scenario.schema import ModelSpec
 
     model = sources.resolve(ModelSpec(source=str(chat_model)))
-    pairs = [("chat", prompts.gate_prompt_set()["stop"][0])]
+    pairs = prompts.stop_prompts()[:1]
     [ids] = encode(model.tokenizer(), model.hf_dir, pairs, None)
     with hf_engine(model, "bf16", 2) as engine:
         tokens = greedy_steps(engine, ids, 4, [], 1)[0]

@@ -20,7 +20,7 @@ def stop_reference(ctx: LaunchContext, resolved: ResolvedPoint, reference):
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
     from harness.models import prompts
 
-    pairs = [("chat", text) for text in prompts.gate_prompt_set()["stop"]]
+    pairs = prompts.stop_prompts()
     settings = replace(
         ReferenceSettings(
             **{k: v for k, v in reference.settings.items() if k in ReferenceSettings.__dataclass_fields__}
