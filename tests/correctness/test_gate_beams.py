@@ -63,7 +63,7 @@ def test_a_beam_only_fault_fails_the_beam_check_and_clean_beams_pass_through_har
     for gate in (clean, broken, fp32):
         assert "beams" in gate.path.checks and any("4 beams" in note for note in gate.path.notes), gate.path
     assert clean.verdict == "pass" and clean.beams.verdict == "pass", clean.reasons
-    assert all(p.identical for p in clean.beams.prompts) and clean.beams.worst < 1e-3
+    assert all(p.identical for p in clean.beams.prompts) and clean.beams.worst < 0.1 * beams.LINE  # bf16 sums
     assert fp32.beams.verdict == "pass", fp32.beams
     # every greedy check passes the fault: only the beams see it
     assert not [r for r in broken.reasons if not r.startswith("beams:")], broken.reasons
