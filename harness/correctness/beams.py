@@ -25,6 +25,7 @@ import numpy as np
 from harness.correctness.lengths import is_long
 from harness.correctness.logprobs import coarse_kl, iter_forced_logprobs, top_ids, top_row
 from harness.correctness.stored_reference import Reference
+from harness.errors import Unsupported
 from harness.records.beams import BeamCheck, BeamPrompt
 
 # Score gap and deficit, per token at length penalty 1: bf16 against fp32 moves a token's log-probability by
@@ -61,10 +62,15 @@ def check(adapter, reference_engine, reference: Reference, width: int, tokens: i
     result = BeamCheck(width=width, tokens=tokens, candidates=candidates, line=LINE)
     floor = reference.noise_floor.get("kl_mean")
     all_kls: list[float] = []
+    skipped_prompts: list[str] = []
     for index, ref in enumerate(reference.prompts):
         if is_long(ref.kind):
             continue
-        engine = adapter.beam_search(ref.prompt_ids, tokens, width)
+        try:
+            engine = adapter.beam_search(ref.prompt_ids, tokens, width)
+        except Unsupported as exc:  # a limit of this point (a static cache's size)
+            skipped_prompts.append(f"prompt {index}: {exc}")
+            continue
         ours = reference_engine.beam_search(ref.prompt_ids, tokens, width)
         penalty = engine.length_penalty
         total, miss, kls = _along(
@@ -104,7 +110,9 @@ def check(adapter, reference_engine, reference: Reference, width: int, tokens: i
                     f"scores {ours.score:.3f})"
                 )
     if not result.prompts:
-        return BeamCheck(skipped="no short gate prompt to run beams on", width=width)
+        why = "; ".join(skipped_prompts) or "no short gate prompt to run beams on"
+        return BeamCheck(skipped=f"no beams compared: {why}", width=width)
+    result.notes = [f"{why}: not run" for why in skipped_prompts]
     result.worst = max(max(p.score_gap, p.deficit) for p in result.prompts)
     result.margin = result.worst / LINE
     if all_kls and floor:

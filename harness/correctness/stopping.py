@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 from harness.correctness.lengths import is_long
 from harness.correctness.stored_reference import PromptReference
+from harness.errors import Unsupported
 from harness.records.stopping import StopCheck, StopPrompt
 
 STOP_SHARE = 0.5  # a reference stop within this share of the budget counts as stopping early
@@ -87,11 +88,19 @@ def check(
         for index, ref in enumerate(refs):
             if is_long(ref.kind):
                 continue
-            device = adapter.generate_until_stop(ref.prompt_ids, budget)
+            try:
+                device = adapter.generate_until_stop(ref.prompt_ids, budget)
+            except Unsupported as exc:  # a limit of this point (a static cache's size), said per prompt
+                result.notes.append(f"{source} prompt {index} not run: {exc}")
+                continue
             found = judge(device, ref, stop, budget, k).model_copy(update={"source": source, "prompt": index})
             result.prompts.append(found)
             if found.reference_stops and found.reference_tokens <= STOP_SHARE * budget:
                 result.stopping += 1
+    if not result.prompts:
+        return StopCheck(
+            skipped=f"no prompt could run through {adapter.name}'s own stopping: {'; '.join(result.notes)}"
+        )
     if not result.stopping:
         result.notes.append(
             f"no reference stops within {STOP_SHARE:.0%} of the {budget}-token budget on this model: only late "

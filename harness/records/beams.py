@@ -41,6 +41,7 @@ class BeamCheck(Part):
     kl_ratio: Optional[float] = None  # mean KL along the engine's beams over the gate's noise floor (reported)
     prompts: list[BeamPrompt] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # prompts not run, and why (a static cache's size)
 
     def summary(self) -> str:
         if self.skipped:

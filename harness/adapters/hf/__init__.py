@@ -197,9 +197,15 @@ class HFAdapter(Adapter):
             output_ids=output[:, prompt_tokens:].tolist(),
         )
 
+    def _fits(self, positions: int) -> None:
+        limit = self.point.max_seq_len
+        if limit is not None and positions > limit:
+            raise Unsupported(f"{positions} positions do not fit the static cache (max_seq_len={limit})")
+
     def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
         """``generate``, greedy on the timed path's cache and chunks, stopping at the model's EOS and end-of-turn
         ids (``ResolvedModel.stop_token_ids``) instead of running to a forced length."""
+        self._fits(len(prompt_ids) + max_new_tokens)
         torch = self._torch
         input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
         kwargs = self._generate_kwargs(input_ids, max_new_tokens, 1, forced=False)
@@ -210,6 +216,7 @@ class HFAdapter(Adapter):
 
     def beam_search(self, prompt_ids: Sequence[int], max_new_tokens: int, width: int) -> Beam:
         """``generate``'s beam search on the timed path's settings (cache, chunks, forced length), untimed."""
+        self._fits(len(prompt_ids) + max_new_tokens)
         torch = self._torch
         input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
         kwargs = self._generate_kwargs(input_ids, max_new_tokens, width)
