@@ -117,6 +117,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     apply(record, resolved.contribution)
     gate_reference = accuracy_reference = None
     if ctx.first_launch:  # references before the device loads
+        if scenario.gate is not None:  # computing one can take minutes: say so before, not after
+            ctx.on_phase(f"{point.id}: gate reference (computed once, then reused)")
         with clock("gate"):
             gate_reference = check_correctness.gate_reference(ctx, scenario, resolved.model, point)
         with clock("accuracy"):
