@@ -113,9 +113,17 @@ TABLE: dict[str, Tier] = {
             "test_harness_run_records_the_verdict_and_fails_a_broken_engine": "acceptance",
         },
     ),
+    "correctness/test_gate_beams.py": Tier("acceptance", {"test_path_notes_name_every_timed_difference": "unit"}),
     "correctness/test_gate_catches_faults.py": Tier("engine", slow=("*",)),
+    "correctness/test_gate_chunk_tails.py": Tier(
+        "acceptance", {"test_a_chunked_point_gets_long_prompts_ending_in_a_partial_tail_chunk": "unit"}
+    ),
     "correctness/test_gate_long_prompts.py": A,
     "correctness/test_gate_prefill.py": A,
+    "correctness/test_gate_stopping.py": Tier(
+        "acceptance",
+        {"test_stops_are_judged_against_the_reference": "unit", "test_an_early_stop_at_a_near_tie_passes": "unit"},
+    ),
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
         "unit",

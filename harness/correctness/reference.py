@@ -74,13 +74,8 @@ def tokenizer_sha256(hf_dir: Path) -> str:
 
 
 def eos_ids(model, tokenizer) -> list[int]:
-    """The model's EOS ids plus the end-of-turn tokens chat models stop on."""
-    ids = set(model.eos_token_ids())
-    for name in ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>"):
-        token_id = tokenizer.token_to_id(name)
-        if token_id is not None:
-            ids.add(token_id)
-    return sorted(ids)
+    """The model's EOS ids plus the end-of-turn tokens chat models stop on (``ResolvedModel.stop_token_ids``)."""
+    return model.stop_token_ids()
 
 
 class ReferenceStore:

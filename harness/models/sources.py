@@ -87,6 +87,16 @@ class ResolvedModel:
                 ids += value if isinstance(value, list) else [value] if value is not None else []
         return sorted(set(ids))
 
+    def stop_token_ids(self) -> list[int]:
+        """The model's EOS ids plus the end-of-turn tokens chat models stop on (where its tokenizer has them):
+        what the reference's greedy run stops at, and the ``hf`` engine's own stopping."""
+        tokenizer = self.tokenizer()
+        found = {tokenizer.token_to_id(name) for name in END_OF_TURN}
+        return sorted(set(self.eos_token_ids()) | {i for i in found if i is not None})
+
+
+END_OF_TURN = ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>")
+
 
 def spec_key(spec: ModelSpec) -> str:
     """The identity of a scenario's model before it resolves: points with the same key share one resolved

@@ -9,7 +9,9 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
+from harness.records.beams import BeamCheck
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
@@ -275,6 +277,8 @@ class Correctness(Part):
     notes: list[str] = Field(default_factory=list)  # what the gate did not judge, and why
     path: Optional[GatePath] = None
     power: Optional[GatePower] = None
+    beams: Optional[BeamCheck] = None  # points timed with beam_width > 1 (None: greedy points, older records)
+    stopping: Optional[StopCheck] = None  # the engine's own stopping (None: older records)
 
     def failure_label(self) -> str:
         """What failed, by rule: "top-5 agreement", "drift rule", "KL tier and text path"; "gate" where the

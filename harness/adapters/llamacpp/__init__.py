@@ -226,6 +226,25 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
         return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
 
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """Greedy, ending at a token llama.cpp's vocabulary marks end of generation (``llama_vocab_is_eog``, as
+        ``create_completion`` stops), at most ``max_new_tokens``."""
+        import llama_cpp
+        import numpy as np
+
+        llm = self.llm
+        llm.reset()
+        vocab = (llm.n_vocab(),)
+        tokens: list[int] = []
+        llm.eval(list(prompt_ids))
+        while len(tokens) < max_new_tokens:
+            token = int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=vocab)))
+            tokens.append(token)
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token) or len(tokens) == max_new_tokens:
+                break
+            llm.eval([token])
+        return tokens
+
     # --- the engine's own text path (harness.correctness.text_path) ------------------------------
 
     def tokenize(self, text: str, add_special: bool = True) -> list[int]:

@@ -125,7 +125,9 @@ class Clock:
 
 def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
     from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
+    from harness.run.steps.check_beams import check_beams
     from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_stopping import check_stopping
     from harness.run.steps.check_text_path import check_text_path
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
@@ -175,6 +177,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_correctness.check_correctness(ctx, resolved, adapter, gate_reference))
                 apply(record, check_same_weights(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))
