@@ -6,6 +6,7 @@ trained on the project's corpus; only its size and its (seeded) weights are made
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 TOKENIZER_VOCAB = 512
@@ -29,6 +30,7 @@ ARCHITECTURES: dict[str, dict] = {
     # Every layer attends over a 64-token sliding window: "long" is a few hundred positions (the gate's
     # long-context faults, tests/faults_long.py).
     "mistral": dict(model_type="mistral", sliding_window=64, **_COMMON),
+    "phi3": dict(model_type="phi3", **_COMMON),  # fused qkv and gate/up projections
     # Mixture-of-experts families (routing statistics, capacity studies): 8 experts, top-2.
     "qwen2_moe": dict(
         model_type="qwen2_moe",
@@ -41,6 +43,11 @@ ARCHITECTURES: dict[str, dict] = {
     "mixtral": dict(model_type="mixtral", num_local_experts=8, num_experts_per_tok=2, **_COMMON),
     "olmoe": dict(model_type="olmoe", num_experts=8, num_experts_per_tok=2, **_COMMON),
 }
+
+
+# Phi-4's layout for the byte-level BPE tokenizer: llama.cpp's converter reads a Phi-3 vocabulary from a
+# SentencePiece tokenizer.model unless tokenizer_config.json names GPT-2's tokenizer class.
+TOKENIZER_CLASS = {"phi3": "GPT2Tokenizer"}
 
 
 def corpus_text() -> str:
@@ -90,3 +97,7 @@ def build(arch: str, seed: int, out_dir: Path) -> None:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
+    if arch in TOKENIZER_CLASS:
+        path = Path(out_dir) / "tokenizer_config.json"
+        tokenizer_config = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**tokenizer_config, "tokenizer_class": TOKENIZER_CLASS[arch]}, indent=2))
