@@ -97,4 +97,6 @@ def converted_adapter(patch=scale_tensor) -> type[LlamaCppAdapter]:
         patch(out)
         return out
 
-    return type("ConverterFault", (LlamaCppAdapter,), {"name": "llamacpp-converter-fault", "_source_gguf": _source_gguf})
+    return type(
+        "ConverterFault", (LlamaCppAdapter,), {"name": "llamacpp-converter-fault", "_source_gguf": _source_gguf}
+    )

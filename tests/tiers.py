@@ -233,6 +233,7 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "run/test_step_errors.py": E,
     "run/test_shard.py": Tier(
         "unit",
         {

@@ -44,7 +44,9 @@ def test_an_hf_checkpoint_is_converted_to_gguf_by_llama_cpp_and_matches_transfor
     assert record.correctness.verdict == "pass", record.correctness.report
 
 
-@pytest.mark.parametrize("source", ["tiny-llama", "tiny-qwen2", "tiny-gemma3-text", "tiny-mistral", "tiny-phi3", "tiny-mixtral"])
+@pytest.mark.parametrize(
+    "source", ["tiny-llama", "tiny-qwen2", "tiny-gemma3-text", "tiny-mistral", "tiny-phi3", "tiny-mixtral"]
+)
 def test_converted_gguf_logits_match_transformers_at_every_position(source, cache_dir, tmp_path):
     import llama_cpp
     import numpy as np

@@ -24,8 +24,8 @@
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from dataclasses import asdict
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
 
