@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError
+from harness.errors import HarnessError, StepFailed
 from harness.measure import canary, launch_stats
 from harness.records import metrics
 from harness.records.engine import EngineInfo
@@ -66,7 +66,7 @@ def execute(
         record.status, record.reason = "skipped", str(skip)
     except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
         record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
-        if not isinstance(exc, HarnessError):
+        if not isinstance(exc, HarnessError) or isinstance(exc, StepFailed):  # an engine's: where it broke
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
     finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
     record.time_split = clock.split(record)
