@@ -139,3 +139,20 @@ def test_the_record_says_which_buffer_types_ran(tiny_records):
     extra = tiny_records["none"].engine.extra
     assert extra["extra_buffer_types"] is ("amx_int8" not in cpu_flags())
     assert extra["extra_buffer_types_why"]
+
+
+def test_two_checkpoints_of_one_size_get_their_own_quantized_gguf(cache_dir, tmp_path):
+    """Every converted GGUF is ``model.gguf``: its quantized copy was cached as ``model-<size>-Q8_0``, so a second
+    checkpoint of the same size (another seed) ran the first one's weights."""
+    from harness.adapters.llamacpp import LlamaCppAdapter
+    from harness.models import sources
+
+    adapter = LlamaCppAdapter()
+    adapter._figures = {}
+    quantized = []
+    for seed in (0, 1):
+        model = sources.resolve(schema.ModelSpec(source="tiny-llama", seed=seed), cache_dir)
+        source = adapter._source_gguf(model, tmp_path)
+        quantized.append(adapter._quantized(source, "int8_sym", 2, tmp_path))
+    first, second = quantized
+    assert first.stat().st_size == second.stat().st_size and first.read_bytes() != second.read_bytes()
