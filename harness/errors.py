@@ -60,6 +60,10 @@ def step(where: str | Path, name: str):
     the harness's own errors (which already say what failed) pass unchanged."""
     try:
         yield
+    except StepFailed as inner:  # a step inside this one: both named, outer first
+        if inner.where != str(where) or inner.step.startswith(name):
+            raise
+        raise StepFailed(where, f"{name}: {inner.step}", inner.__cause__ or inner) from inner.__cause__
     except HarnessError:
         raise
     except Exception as exc:  # noqa: BLE001 - any engine exception, named by its step

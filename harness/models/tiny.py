@@ -26,7 +26,9 @@ _COMMON = dict(
 ARCHITECTURES: dict[str, dict] = {
     "llama": dict(model_type="llama", **_COMMON),
     "qwen2": dict(model_type="qwen2", **_COMMON),
-    "gemma3_text": dict(model_type="gemma3_text", head_dim=16, sliding_window=32, **_COMMON),
+    # Attention scaled by head_dim ** -0.5, as in every published Gemma 3 (transformers' default scalar, 256,
+    # is what llama.cpp's Gemma 3 graph does not read: it scales by head_dim, and the gate fails it).
+    "gemma3_text": dict(model_type="gemma3_text", head_dim=16, query_pre_attn_scalar=16, sliding_window=32, **_COMMON),
     # Every layer attends over a 64-token sliding window: "long" is a few hundred positions (the gate's
     # long-context faults, tests/faults_long.py).
     "mistral": dict(model_type="mistral", sliding_window=64, **_COMMON),
@@ -48,6 +50,16 @@ ARCHITECTURES: dict[str, dict] = {
 # Phi-4's layout for the byte-level BPE tokenizer: llama.cpp's converter reads a Phi-3 vocabulary from a
 # SentencePiece tokenizer.model unless tokenizer_config.json names GPT-2's tokenizer class.
 TOKENIZER_CLASS = {"phi3": "GPT2Tokenizer"}
+# Phi-3's special tokens: llama.cpp 0.3.36 sets attributes on </s>, <s>, <unk> and <|endoftext|> of any model
+# named phi3/phi-3 and fails to load one whose vocabulary lacks them ("unordered_map::at").
+EXTRA_SPECIAL = {"phi3": ["<s>", "</s>", "<|endoftext|>"]}
+
+
+def tokenizer_recipe(arch: str) -> dict:
+    """The tokenizer's per-architecture changes, for the recipe a tiny model is keyed by ({} where none)."""
+    changes = {"class": TOKENIZER_CLASS.get(arch), "special": EXTRA_SPECIAL.get(arch)}
+    changes = {key: value for key, value in changes.items() if value}
+    return {"tokenizer": changes} if changes else {}
 
 
 def corpus_text() -> str:
@@ -81,6 +93,7 @@ def build(arch: str, seed: int, out_dir: Path) -> None:
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
     raw = build_tokenizer()
+    raw.add_special_tokens(EXTRA_SPECIAL.get(arch, []))
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
     )

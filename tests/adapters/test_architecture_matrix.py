@@ -34,15 +34,22 @@ generation: {{max_new_tokens: 4}}
 measurement: {{warmup_rounds: 0, min_rounds: 1, threads: 2}}
 gate: {{k: 5, tokens: 8, prompts: ci}}
 sweep:
-  adapter: [{adapters}]
+  adapter: [{adapter}]
+  device: [{device}]
   quantization: [none]
 """
+DEVICES = {"openvino": "CPU"}  # OpenVINO's own device names; cpu for the rest
 
 
 def run(arch: str, adapters, cache_dir, results: Path) -> dict:
-    loaded = planning.loads(SCENARIO.format(arch=arch, adapters=", ".join(adapters)), "<matrix>", f"matrix_{arch}")
+    """One CPU point per adapter at quantization none, run in one runner (one HF reference for all)."""
     runner = Runner(RunSettings(results_dir=results, cache_dir=cache_dir, energy=False))
-    return {point.adapter: runner.run_point(loaded, point) for point in expand(loaded)}
+    records = {}
+    for adapter in adapters:
+        text = SCENARIO.format(arch=arch, adapter=adapter, device=DEVICES.get(adapter, "cpu"))
+        loaded = planning.loads(text, "<matrix>", f"matrix_{arch}")
+        records.update({point.adapter: runner.run_point(loaded, point) for point in expand(loaded)})
+    return records
 
 
 def test_the_docs_table_is_the_matrix_the_tests_run():
