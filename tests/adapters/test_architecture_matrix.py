@@ -43,7 +43,8 @@ DEVICES = {"openvino": "CPU"}  # OpenVINO's own device names; cpu for the rest
 
 def run(arch: str, adapters, cache_dir, results: Path) -> dict:
     """One CPU point per adapter at quantization none, run in one runner (one HF reference for all)."""
-    runner = Runner(RunSettings(results_dir=results, cache_dir=cache_dir, energy=False))
+    settings = RunSettings(results_dir=results, cache_dir=cache_dir, energy=False, reference_dir=results / "references")
+    runner = Runner(settings)
     records = {}
     for adapter in adapters:
         text = SCENARIO.format(arch=arch, adapter=adapter, device=DEVICES.get(adapter, "cpu"))
