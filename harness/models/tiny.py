@@ -50,9 +50,19 @@ ARCHITECTURES: dict[str, dict] = {
 # Phi-4's layout for the byte-level BPE tokenizer: llama.cpp's converter reads a Phi-3 vocabulary from a
 # SentencePiece tokenizer.model unless tokenizer_config.json names GPT-2's tokenizer class.
 TOKENIZER_CLASS = {"phi3": "GPT2Tokenizer"}
-# Phi-3's special tokens: llama.cpp 0.3.36 sets attributes on </s>, <s>, <unk> and <|endoftext|> of any model
-# named phi3/phi-3 and fails to load one whose vocabulary lacks them ("unordered_map::at").
-EXTRA_SPECIAL = {"phi3": ["<s>", "</s>", "<|endoftext|>"]}
+# Phi-3's special tokens, (text, strips the whitespace after it): llama.cpp 0.3.36 gives every special token of
+# a model named phi3/phi-3 that right-strip except <s>, <unk> and <|endoftext|> (as Phi-3's tokenizer.json has
+# it), and fails to load one whose vocabulary lacks </s>, <s>, <unk> or <|endoftext|> ("unordered_map::at").
+EXTRA_SPECIAL = {
+    "phi3": [
+        ("<pad>", True),
+        ("<bos>", True),
+        ("<eos>", True),
+        ("</s>", True),
+        ("<s>", False),
+        ("<|endoftext|>", False),
+    ]
+}
 
 
 def tokenizer_recipe(arch: str) -> dict:
@@ -93,7 +103,10 @@ def build(arch: str, seed: int, out_dir: Path) -> None:
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
     raw = build_tokenizer()
-    raw.add_special_tokens(EXTRA_SPECIAL.get(arch, []))
+    from tokenizers import AddedToken
+
+    extra = EXTRA_SPECIAL.get(arch, [])
+    raw.add_special_tokens([AddedToken(t, special=True, normalized=False, rstrip=strip) for t, strip in extra])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
     )
