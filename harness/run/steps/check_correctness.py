@@ -69,7 +69,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         )
         return reference
 
-    return ctx.caches.reference(store.path_for(model.name, pairs, settings), compute, failure_key=model.checksum)
+    return ctx.caches.reference(store.path_for(model, pairs, settings), compute, failure_key=model.checksum)
 
 
 def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
