@@ -57,7 +57,11 @@ TABLE: dict[str, Tier] = {
     ),
     "adapters/test_coreml.py": E,
     "adapters/test_hf.py": E,
+    "adapters/test_architecture_matrix.py": Tier("engine", {"test_the_docs_table_is_the_matrix_the_tests_run": "unit"}),
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
+    "adapters/test_llamacpp_converter.py": Tier(
+        "unit", {"test_an_architecture_the_converter_does_not_know_is_refused_in_one_line": "engine"}
+    ),
     "adapters/test_openvino.py": E,
     "adapters/test_openvino_compile_probe.py": Tier(
         "unit",
@@ -255,6 +259,7 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "run/test_step_errors.py": E,
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
     "run/test_progress_lines.py": Tier(

@@ -75,16 +75,19 @@ class HFAdapter(Adapter):
         self.point, self.settings = point, settings
         self.device = torch.device(point.device)
         self.dtype = getattr(torch, _DTYPES[settings.dtype])
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(
-                str(model.hf_dir),
-                dtype=self.dtype,
-                attn_implementation="sdpa",
-                trust_remote_code=settings.trust_remote_code,
+        from harness.errors import step
+
+        with step(model.hf_dir, "checkpoint load (transformers)"):
+            self.model = (
+                AutoModelForCausalLM.from_pretrained(
+                    str(model.hf_dir),
+                    dtype=self.dtype,
+                    attn_implementation="sdpa",
+                    trust_remote_code=settings.trust_remote_code,
+                )
+                .to(self.device)
+                .eval()
             )
-            .to(self.device)
-            .eval()
-        )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
         self._stop_ids = model.stop_token_ids()  # a chat model's end of turn too, where its config names EOS only
         self._step_cache, self._step_position = None, 0

@@ -1,10 +1,11 @@
 """``llamacpp``: llama.cpp through llama-cpp-python, on GGUF models.
 
 - The model's own GGUF runs as quantization ``none``; its file type names the point's precision
-  (``llamacpp-cpu-q4_k_m`` for the default model, ``-f16`` for an exported checkpoint: ``native_precision``)
+  (``llamacpp-cpu-q4_k_m`` for the default model, ``-f16`` for a converted checkpoint: ``native_precision``)
   and its tensor types are recorded as the point's ``quantization_detail``. Other levels come from llama.cpp's quantizer (int8_sym -> Q8_0,
   int4_sym -> Q4_0, int4_asym -> Q4_1) and need a full-precision source: a checkpoint without a GGUF
-  (a Llama-family HF directory) is exported to an F16 GGUF first; an already quantized GGUF is not
+  (an HF directory) is converted to an F16 GGUF first by llama.cpp's own ``convert_hf_to_gguf.py`` of the
+  installed version (``converter``; the record's ``converter`` names it); an already quantized GGUF is not
   quantized again (those points skip, saying so).
 - ``max_seq_len`` is the context (KV cache) size, ``moe_chunk_size`` the prefill batch
   (``n_batch``/``n_ubatch``), ``threads`` both thread counts; ``gpu`` offloads every layer when the
@@ -23,6 +24,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
@@ -90,7 +92,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:
         """The model's own GGUF file type (``q4_k_m`` for the default model), on every device; a checkpoint
-        without a GGUF is exported to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
+        without a GGUF is converted to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
         missing)."""
         from harness.models.sources import gguf_of
 
@@ -117,15 +119,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def _source_gguf(self, model, cache: Path) -> Path:
         if model.gguf_path is not None:
             return Path(model.gguf_path)
-        from harness.adapters.llamacpp import gguf_export
+        from harness.adapters.llamacpp import converter
         from harness.io import safe_name
         from harness.models.sources import build_once
 
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-v{gguf_export.VERSION}"
-        try:
-            build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
-        except ValueError as exc:  # not a Llama-family checkpoint
-            raise PointSkipped(f"llamacpp needs a GGUF model: {exc}; give a .gguf file as model.source") from None
+        # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
+        build_once(target, lambda out: converter.convert(model.hf_dir, out / "model.gguf"), "model.gguf")
         return target / "model.gguf"
 
     def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
@@ -170,6 +170,10 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         options = self.Options.of(settings.options)
         cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
         path = self._source_gguf(model, cache)
+        from harness.adapters.llamacpp.converter import Conversion
+
+        conversion = Conversion.read(path) if model.gguf_path is None else None
+        self._conversion = asdict(conversion) if conversion else None
         if point.quantization != "none":
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
@@ -300,6 +304,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             threads=self.llm.context_params.n_threads,
             extra={
                 "gguf": str(self.path),
+                "converter": self._conversion,  # what made the GGUF from the checkpoint; None for a GGUF source
                 "file_type": gguf_export.file_type(self.path),
                 "quantization_detail": gguf_export.tensor_types(self.path),
                 "n_ctx": self.llm.n_ctx(),

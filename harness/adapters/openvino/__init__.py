@@ -167,7 +167,10 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         converted, self.tokenizer_origin = tokenizer_dir(self.ir_dir, model, cache)
         given = (openvino_genai.Tokenizer(str(converted)),) if converted else ()
         start = now_ns()
-        self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config)
+        from harness.errors import step
+
+        with step(self.ir_dir, f"compile (OpenVINO GenAI LLMPipeline on {device})"):
+            self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config)
         self.compile_s = (now_ns() - start) / 1e9
         # A compile that wrote no new blob into CACHE_DIR was served from it.
         self.compile_state = (

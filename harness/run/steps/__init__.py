@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError, WriteFailed
+from harness.errors import HarnessError, StepFailed, WriteFailed
 from harness.measure import canary, launch_stats
 from harness.models import sources
 from harness.records import metrics
@@ -71,7 +71,7 @@ def execute(
         record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
         if isinstance(exc, WriteFailed):  # a reference store that cannot be written: how to finish the set
             record.reason += f"; fix it, then {resume_command(settings, scenario)}"
-        if not isinstance(exc, HarnessError):
+        if not isinstance(exc, HarnessError) or isinstance(exc, StepFailed):  # an engine's: where it broke
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
     finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
     record.time_split = clock.split(record)
