@@ -82,7 +82,6 @@ def _commands(good: Path, bad: Path, tmp_path: Path) -> dict[str, list[str]]:
 COMMANDS = list(_commands(Path("g"), Path("b"), Path("t")))
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("kind", list(IMPOSSIBLE))
 def test_every_reader_refuses_an_impossible_record_naming_file_and_field(kind, command, dirs, tmp_path, capsys):
@@ -94,7 +93,6 @@ def test_every_reader_refuses_an_impossible_record_naming_file_and_field(kind, c
     assert not (tmp_path / "bl" / "b").exists() and not (tmp_path / "merged").exists()
 
 
-@pytest.mark.unit
 def test_a_baseline_saved_poisoned_never_lets_the_gate_pass(dirs, tmp_path, capsys):
     """A baseline directory edited after it was saved: a negative TPOT would make any new figure a 'regression'
     in the wrong direction, or none at all; the gate refuses it instead of judging against it."""
@@ -107,7 +105,6 @@ def test_a_baseline_saved_poisoned_never_lets_the_gate_pass(dirs, tmp_path, caps
     assert f"{poisoned}: metrics." in line
 
 
-@pytest.mark.unit
 def test_possible_edge_values_are_read(dirs, tmp_path, capsys):
     """What real engines give stays readable: a zero engine counter (ms resolution), zero energy, zero KL, a
     median at its launches' edge, a t interval whose low bound is negative."""
