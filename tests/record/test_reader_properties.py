@@ -206,7 +206,9 @@ def test_a_point_id_loads_exactly_when_it_is_a_safe_path_component(point_id):
 
 
 @BUDGET
-@given(st.lists(st.floats(min_value=1.0, max_value=1e3), min_size=1, max_size=6), st.floats(min_value=0.5, max_value=2e3))
+@given(
+    st.lists(st.floats(min_value=1.0, max_value=1e3), min_size=1, max_size=6), st.floats(min_value=0.5, max_value=2e3)
+)
 def test_a_point_median_loads_exactly_when_it_lies_within_its_launches(medians, value):
     data = json.loads(json.dumps(VALID))
     data["samples"]["launches"] = [{"index": i, "medians": {"tpot_ms": v}} for i, v in enumerate(medians)]
