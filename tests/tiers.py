@@ -83,7 +83,14 @@ TABLE: dict[str, Tier] = {
             "test_pytest_refuses_two_scenario_files_with_one_name": "acceptance",
         },
     ),
-    "cli/test_impossible_values.py": U,
+    "cli/test_impossible_values.py": Tier(
+        "unit",
+        {
+            "test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable": (
+                "engine"
+            )
+        },
+    ),
     "cli/test_unusable_input_files.py": A,
     "cli/test_verify_records.py": A,
     "cli/test_verify_top1_engine.py": A,

@@ -71,7 +71,8 @@ def _figure(field: str, value: Any, unit: Optional[str] = None, positive: bool =
     return None
 
 
-def _metric(field: str, name: str, value: Any) -> Optional[str]:
+def metric_problem(field: str, name: str, value: Any) -> Optional[str]:
+    """Why ``value`` cannot be metric ``name`` (named ``field`` in the message); None when it can."""
     known = catalogue.find(name)
     if known is None:  # an engine's own figure: only finiteness is known
         if isinstance(value, float) and not math.isfinite(value):
@@ -89,14 +90,14 @@ def _names(record: Record) -> Iterator[str]:
 
 def _metrics(record: Record) -> Iterator[Optional[str]]:
     for name, value in record.metrics.items():
-        yield _metric(f"metrics.{name}", name, value)
+        yield metric_problem(f"metrics.{name}", name, value)
 
 
 def _launches(launches: list[Launch]) -> Iterator[Optional[str]]:
     for i, launch in enumerate(launches):
         where = f"samples.launches.{i}"
         for name, value in launch.medians.items():
-            yield _metric(f"{where}.medians.{name}", name, value)
+            yield metric_problem(f"{where}.medians.{name}", name, value)
         yield _figure(f"{where}.wall_s", launch.wall_s, "s")
         yield _figure(f"{where}.rounds", launch.rounds)
         yield _figure(f"{where}.index", launch.index)

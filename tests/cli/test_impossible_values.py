@@ -13,7 +13,13 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from harness.run import planning
+from harness.run.runner import Runner
+from harness.run.settings import RunSettings
 from tests import records as synthetic
+from tests.conftest import registered
+from tests.fakes import NegativeMetricsAdapter
+from tests.tiny_scenario import tiny
 
 POINT = "hf-cpu-bf16"
 
@@ -118,3 +124,23 @@ def test_possible_edge_values_are_read(dirs, tmp_path, capsys):
 
     _poison(bad, edge)
     assert cli.main(["summary", str(bad)]) == 0, capsys.readouterr().err
+
+
+@pytest.fixture
+def negative_adapter(fake_adapters):
+    yield from registered([NegativeMetricsAdapter])
+
+
+def test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable(
+    write_scenario, tmp_path, negative_adapter, capsys
+):
+    """As for a NaN: the figure is null with the reason, the point failed, and every reader can read the record
+    the run wrote (the harness never writes what it would refuse)."""
+    scenario = planning.load(write_scenario(tiny(sweep={"adapter": ["fake-negative-metrics"]})))
+    out = tmp_path / "results"
+    (record,) = Runner(RunSettings(results_dir=out, isolation="none", energy=False)).run([scenario], progress=False)
+    assert record.status == "failed" and "metrics.engine_ttft_ms: expected a value >= 0, got -3.0" in record.reason
+    assert record.metrics["engine_ttft_ms"] is None and "impossible" in record.unavailable["engine_ttft_ms"]
+    assert record.metrics["tpot_ms"] is not None  # the host's own timings are kept
+    assert cli.main(["summary", str(out)]) == 0
+    assert "FAILED" in capsys.readouterr().out.upper()  # read back, the failed point shown
