@@ -33,6 +33,10 @@ from harness.records.samples import Launch
 MAX_DURATION_S = 7 * 24 * 3600.0
 DURATION_SCALE = {"ms": 1e-3, "s": 1.0, "ms/token": 1e-3}  # unit -> seconds per unit
 POSITIVE = frozenset({"ttft_ms", "e2e_ms", "tpot_ms", "ms_per_token_mean"})
+if not POSITIVE <= set(catalogue.BY_NAME):  # a renamed metric must not silently lose its rule
+    raise RuntimeError(
+        f"harness.records.physics: POSITIVE names unknown metrics: {sorted(POSITIVE - set(catalogue.BY_NAME))}"
+    )
 # Divergences (>= 0) and rates (0..1) anywhere in the gate's parts, by field name.
 DIVERGENCES = frozenset(
     {"kl_mean", "kl_max", "noise_floor", "kl_ratio", "position_kl", "position_kl_reverse", "prefill_kl"}
