@@ -85,11 +85,7 @@ TABLE: dict[str, Tier] = {
     ),
     "cli/test_impossible_values.py": Tier(
         "unit",
-        {
-            "test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable": (
-                "engine"
-            )
-        },
+        {"test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable": ("engine")},
     ),
     "cli/test_unusable_input_files.py": A,
     "cli/test_verify_records.py": A,
