@@ -87,6 +87,10 @@ TABLE: dict[str, Tier] = {
             "test_pytest_refuses_two_scenario_files_with_one_name": "acceptance",
         },
     ),
+    "cli/test_impossible_values.py": Tier(
+        "unit",
+        {"test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable": "engine"},
+    ),
     "cli/test_run_verdict.py": A,
     "cli/test_unusable_input_files.py": A,
     "cli/test_verify_records.py": A,
@@ -247,6 +251,7 @@ TABLE: dict[str, Tier] = {
     ),
     "report/test_report_from_benchmark_json.py": A,
     "run/test_auto_launches.py": A,
+    "run/test_interrupted_launches.py": A,
     "run/test_isolation.py": E,
     "run/test_launch_record_on_disk.py": A,
     "run/test_lifecycle.py": A,

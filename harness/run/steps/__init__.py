@@ -74,6 +74,7 @@ def execute(
         if not isinstance(exc, HarnessError) or isinstance(exc, StepFailed):  # an engine's: where it broke
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
     finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
+    finite.scrub_impossible(record)  # a negative or week-long figure: the same
     record.time_split = clock.split(record)
     record.finished_at = now_iso()
     return record
