@@ -42,6 +42,9 @@ class Capabilities:
     supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
     supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
     supports_text_generation: bool = False  # generate_text(): the engine's text-in, text-out API
+    # generate_plain(): the loaded target without its draft (the speculative axis: the side-by-side timing and
+    # the greedy-equality gate); a class flag, as the axis's Capability reads it before anything loads
+    supports_speculative: bool = False
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     @classmethod
@@ -53,6 +56,10 @@ class Capabilities:
             value = getattr(point, axis.name)
             if axis.needs is not None and value != axis.default and not getattr(cls, axis.needs.flag):
                 return f"{cls.name} {axis.needs.lacking} ({axis.name}={value})"
+        if cls.supports_speculative:
+            from harness.adapters.speculation import speculation_reason
+
+            return speculation_reason(cls.name, cls.quantizations, point)
         return None
 
 
@@ -67,4 +74,5 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_chat_template": ("chat_prompt",),
     "supports_batch_logits": ("prefill_batch",),
     "supports_text_generation": ("generate_text",),
+    "supports_speculative": ("generate_plain",),
 }

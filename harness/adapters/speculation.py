@@ -1,0 +1,74 @@
+"""Speculative decoding on an adapter: what a speculative ``generate`` counts, and which points an adapter
+with the ``speculative`` capability still cannot run (decided before anything loads).
+
+A verify step is one forward of the target over the last accepted token plus the draft's candidates; it
+emits the candidates it accepts plus one token of its own. Each engine counts its steps where its API lets
+it see them (``harness.adapters.hf.speculative``, ``harness.adapters.llamacpp.speculative``,
+``harness.adapters.openvino.speculative``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from harness.scenario.speculative import DRAFT, parse
+
+if TYPE_CHECKING:
+    from harness.scenario.sweep import Point
+
+
+@dataclass
+class VerifySteps:
+    """One speculative generation's verify steps, in order: ``drafted[i]`` candidates proposed to step i,
+    ``emitted[i]`` tokens it emitted (accepted candidates + the target's own token). The prefill is no verify
+    step: its one token is not counted here."""
+
+    drafted: list[int] = field(default_factory=list)
+    emitted: list[int] = field(default_factory=list)
+    draft_ns: int = 0  # time spent proposing candidates, where the engine lets the harness see it; 0: unknown
+
+    @property
+    def accepted(self) -> list[int]:
+        """Candidates each step accepted (its emitted tokens less its own, never more than were drafted)."""
+        return [max(0, min(d, e - 1)) for d, e in zip(self.drafted, self.emitted)]
+
+    def rejected_before(self, position: int) -> Optional[tuple[int, int, int]]:
+        """For output position ``position`` (0 = the prefill's token): (its verify step, candidates the
+        previous step rejected, candidates it drafted) when the previous step rejected any, else None."""
+        emitted = 1
+        for step, count in enumerate(self.emitted):
+            if position < emitted + count:
+                if step == 0:
+                    return None
+                drafted, accepted = self.drafted[step - 1], self.accepted[step - 1]
+                return (step, drafted - accepted, drafted) if accepted < drafted else None
+            emitted += count
+        return None
+
+    def step_of(self, position: int) -> Optional[int]:
+        emitted = 1
+        for step, count in enumerate(self.emitted):
+            if position < emitted + count:
+                return step
+            emitted += count
+        return None
+
+
+def speculation_reason(adapter_name: str, quantizations: frozenset[str], point: Point) -> Optional[str]:
+    """Why an adapter with the ``speculative`` capability still cannot run ``point``: every engine's
+    speculative API decodes one greedy sequence, and a draft runs at a quantization the adapter has."""
+    spec = parse(point.speculative)
+    if not spec.enabled:
+        return None
+    if point.batch_size != 1 or point.beam_width != 1:
+        return (
+            f"{adapter_name} speculates on one greedy sequence (speculative={point.speculative} with "
+            f"batch_size={point.batch_size}, beam_width={point.beam_width})"
+        )
+    if spec.kind == DRAFT and spec.quantization not in quantizations:
+        return (
+            f"{adapter_name} cannot run a draft at quantization {spec.quantization!r} "
+            f"(supports: {', '.join(sorted(quantizations))})"
+        )
+    return None
