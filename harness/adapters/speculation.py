@@ -20,13 +20,16 @@ if TYPE_CHECKING:
 
 @dataclass
 class VerifySteps:
-    """One speculative generation's verify steps, in order: ``drafted[i]`` candidates proposed to step i,
-    ``emitted[i]`` tokens it emitted (accepted candidates + the target's own token). The prefill is no verify
-    step: its one token is not counted here."""
+    """One speculative generation's target forwards, in order, the prefill's first: ``drafted[i]`` candidates
+    proposed to forward i (0 where there were none: a plain step), ``emitted[i]`` tokens it emitted (the
+    candidates it accepted and one token of its own)."""
 
     drafted: list[int] = field(default_factory=list)
     emitted: list[int] = field(default_factory=list)
     draft_ns: int = 0  # time spent proposing candidates, where the engine lets the harness see it; 0: unknown
+    # False: only the totals are the engine's (steps spread evenly over its count of forwards), so no
+    # position can be placed in a step
+    per_step: bool = True
 
     @property
     def accepted(self) -> list[int]:
@@ -34,9 +37,11 @@ class VerifySteps:
         return [max(0, min(d, e - 1)) for d, e in zip(self.drafted, self.emitted)]
 
     def rejected_before(self, position: int) -> Optional[tuple[int, int, int]]:
-        """For output position ``position`` (0 = the prefill's token): (its verify step, candidates the
-        previous step rejected, candidates it drafted) when the previous step rejected any, else None."""
-        emitted = 1
+        """For output position ``position``: (the forward that emitted it, candidates the forward before
+        rejected, candidates it was given) when that forward rejected any, else None."""
+        if not self.per_step:
+            return None
+        emitted = 0
         for step, count in enumerate(self.emitted):
             if position < emitted + count:
                 if step == 0:
@@ -47,7 +52,9 @@ class VerifySteps:
         return None
 
     def step_of(self, position: int) -> Optional[int]:
-        emitted = 1
+        if not self.per_step:
+            return None
+        emitted = 0
         for step, count in enumerate(self.emitted):
             if position < emitted + count:
                 return step

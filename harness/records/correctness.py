@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from harness.records.base import Part
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.speculative import SpeculativeGate
 from harness.records.text_path import TextPath
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
@@ -263,6 +264,7 @@ class Correctness(Part):
     notes: list[str] = Field(default_factory=list)  # what the gate did not judge, and why
     path: Optional[GatePath] = None
     power: Optional[GatePower] = None
+    speculative: Optional[SpeculativeGate] = None  # a speculative point's greedy equality with its plain path
 
     @field_validator("reference", mode="before")
     @classmethod
