@@ -115,6 +115,7 @@ TABLE: dict[str, Tier] = {
     "correctness/test_gate_catches_faults.py": Tier("engine", slow=("*",)),
     "correctness/test_gate_long_prompts.py": A,
     "correctness/test_gate_prefill.py": A,
+    "correctness/test_speculative_verdict.py": U,
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
         "unit",
@@ -241,6 +242,7 @@ TABLE: dict[str, Tier] = {
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}
     ),
     "scenario/test_axes.py": U,
+    "scenario/test_speculative_axis.py": U,
     "scenario/test_check_refuses_late_failures.py": U,
     "scenario/test_malformed_yaml.py": U,
     "scenario/test_sweep.py": Tier("unit", {"test_quantization_replaces_the_dtype_in_ids": "engine"}),

@@ -101,7 +101,7 @@ def id_part(value: str) -> str:
     if spec.kind == PROMPT_LOOKUP:
         return f"lookup{spec.ngram}x{spec.tokens}"
     if spec.kind == DRAFT:
-        name = re.sub(r"[^A-Za-z0-9._]+", "_", (spec.source or TARGET).rstrip("/").rsplit("/", 1)[-1])
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", (spec.source or TARGET).rstrip("/").rsplit("/", 1)[-1])
         name = name.removesuffix(".gguf")
         return f"draft{spec.tokens}-{name}" + ("" if spec.quantization == "none" else f"-{spec.quantization}")
     return NONE
