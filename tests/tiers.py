@@ -115,6 +115,8 @@ TABLE: dict[str, Tier] = {
     "correctness/test_gate_catches_faults.py": Tier("engine", slow=("*",)),
     "correctness/test_gate_long_prompts.py": A,
     "correctness/test_gate_prefill.py": A,
+    "correctness/test_speculative_engines.py": A,
+    "correctness/test_speculative_gate.py": A,
     "correctness/test_speculative_verdict.py": U,
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
@@ -199,6 +201,7 @@ TABLE: dict[str, Tier] = {
     "regression/test_launch_test_protocol.py": U,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
+    "report/test_speculative_plot.py": U,
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),
