@@ -220,6 +220,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "report/test_report_from_benchmark_json.py": A,
+    "run/test_draft_tokenizer.py": A,
     "run/test_auto_launches.py": A,
     "run/test_isolation.py": E,
     "run/test_launch_record_on_disk.py": A,
