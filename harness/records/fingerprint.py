@@ -21,6 +21,7 @@ FIELDS = {
     "engine_version": "the engine's version",
     "dtype": "the precision the engine ran at",
     "threads": "engine threads",
+    "engine_options": "the scenario's adapter options as the engine got them (hints, cache kinds, flags)",
     "workload": "prompts, tokens generated and rounds (generation and measurement settings)",
 }
 
@@ -46,6 +47,8 @@ def fingerprint(record: Record) -> dict[str, Optional[str]]:
         "engine_version": _text(engine.version),
         "dtype": _text(engine.dtype or model.get("dtype")),
         "threads": _text(engine.threads),
+        # no options is a configuration too: a baseline without a hint and a run with one differ
+        "engine_options": json.dumps(engine.options, sort_keys=True, default=str) if engine.name else None,
         "workload": json.dumps(workload, sort_keys=True) if workload else None,
     }
 
@@ -59,6 +62,8 @@ class Difference:
     def __str__(self) -> str:
         if self.field == "workload":
             return "workload: the scenario's prompts, generation or measurement settings differ"
+        if self.field == "engine_options":
+            return f"engine_options: {self.before} -> {self.after}"
         return f"{self.field}: {self.before!r} -> {self.after!r}"
 
 
