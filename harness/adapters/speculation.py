@@ -37,18 +37,16 @@ class VerifySteps:
         return [max(0, min(d, e - 1)) for d, e in zip(self.drafted, self.emitted)]
 
     def rejected_before(self, position: int) -> Optional[tuple[int, int, int]]:
-        """For output position ``position``: (the forward that emitted it, candidates the forward before
-        rejected, candidates it was given) when that forward rejected any, else None."""
-        if not self.per_step:
+        """For output position ``position``: (the last forward before the one that emitted it that rejected
+        candidates, how many it rejected, how many it was given), or None when no earlier forward rejected any
+        (a KV cache not rolled back after a rejection shows up forwards later)."""
+        step = self.step_of(position)
+        if step is None:
             return None
-        emitted = 0
-        for step, count in enumerate(self.emitted):
-            if position < emitted + count:
-                if step == 0:
-                    return None
-                drafted, accepted = self.drafted[step - 1], self.accepted[step - 1]
-                return (step, drafted - accepted, drafted) if accepted < drafted else None
-            emitted += count
+        for earlier in range(step - 1, -1, -1):
+            drafted, accepted = self.drafted[earlier], self.accepted[earlier]
+            if accepted < drafted:
+                return earlier, drafted - accepted, drafted
         return None
 
     def step_of(self, position: int) -> Optional[int]:

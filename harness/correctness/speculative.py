@@ -66,7 +66,9 @@ def compare(
         rejected = steps.rejected_before(position)
         if rejected is not None:
             step, count, drafted = rejected
-            result.after_rejection = f"step {step - 1} rejected {count} of {drafted} candidates"
+            distance = (result.verify_step or 0) - step
+            later = "the forward before" if distance == 1 else f"{distance} forwards before"
+            result.after_rejection = f"step {step} rejected {count} of {drafted} candidates, {later}"
         if result.speculative_token is not None and result.plain_token is not None:
             found = gap_at(position, result.plain_token, result.speculative_token)
             if found is not None and abs(found[0]) <= tie_margin(found[1], precision):

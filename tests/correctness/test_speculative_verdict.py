@@ -32,13 +32,20 @@ def test_a_difference_after_a_rejection_names_its_position_step_and_the_rejectio
     wrong = PLAIN[:5] + [99, 11, 12]  # position 5: the first token of forward 3, after forward 2 rejected all 3
     result = speculative.compare(1, wrong, PLAIN, STEPS, no_logits, "fp32", None, 5)
     assert (result.position, result.verify_step, result.speculative_token, result.plain_token) == (5, 3, 99, 10)
-    assert result.after_rejection == "step 2 rejected 3 of 3 candidates"
+    assert result.after_rejection == "step 2 rejected 3 of 3 candidates, the forward before"
     gate = speculative.conclude("v", [result], quantized=False, k=5)
     assert gate.verdict == "fail"
     assert gate.reasons == [
         "prompt 1: speculative and plain greedy differ first at position 5 (speculative 99, plain 10), "
-        "emitted by verify step 3, after a rejection (step 2 rejected 3 of 3 candidates)"
+        "emitted by verify step 3, after a rejection (step 2 rejected 3 of 3 candidates, the forward before)"
     ]
+
+
+def test_a_rejection_forwards_earlier_is_named_with_its_distance():
+    # a KV cache not rolled back after a rejection shows up forwards later
+    steps = VerifySteps(drafted=[0, 3, 0, 0, 0], emitted=[1, 1, 1, 1, 1])
+    result = speculative.compare(0, [5, 6, 7, 99, 9], [5, 6, 7, 8, 9], steps, no_logits, "fp32", None, 5)
+    assert result.verify_step == 3 and result.after_rejection == "step 1 rejected 3 of 3 candidates, 2 forwards before"
 
 
 def test_a_difference_inside_an_accepted_run_is_not_after_a_rejection():

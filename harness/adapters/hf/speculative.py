@@ -27,6 +27,8 @@ class Drafting:
 
     def __init__(self, adapter: HFAdapter, spec: Speculation, assistant=None):
         self.adapter, self.spec, self.assistant = adapter, spec, assistant
+        eos = adapter.model.generation_config.eos_token_id
+        self.eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
     @classmethod
     def load(cls, adapter: HFAdapter, settings: LoadSettings) -> Optional[Drafting]:
@@ -62,7 +64,9 @@ class Drafting:
         input_ids = torch.tensor([list(prompts[0])], dtype=torch.long, device=adapter.device)
         kwargs: dict = dict(
             max_new_tokens=max_new_tokens,
-            min_new_tokens=max_new_tokens,  # EOS must not shorten timed runs
+            # EOS must not shorten timed runs: masked at every position, as min_new_tokens=max_new_tokens masks
+            # it on the plain path (assisted generation refuses a minimum length)
+            suppress_tokens=self.eos_ids,
             do_sample=False,
             attention_mask=torch.ones_like(input_ids),
         )
