@@ -179,6 +179,10 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         self.spec = spec
         # the plain path beside a speculative one: the same IR and properties (compiled from the cache)
         self.plain = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config) if drafting else None
+        if drafting:  # its own default config speculates too (the text path generates with it)
+            defaults = self.pipeline.get_generation_config()
+            speculative.configure(defaults, spec)
+            self.pipeline.set_generation_config(defaults)
         # A compile that wrote no new blob into CACHE_DIR was served from it.
         self.compile_state = (
             "uncached"
