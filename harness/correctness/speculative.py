@@ -97,7 +97,9 @@ def conclude(value: str, prompts: list[PromptEquality], quantized: bool, k: int)
     """The point's speculative verdict: fail on any difference from plain greedy that is not a tie within the
     engine's rounding, and on a speculative output outside the HF reference's top-k (only a note where the
     point runs quantized weights, which may drift from the reference)."""
-    reasons, ties, notes = [], [], []
+    reasons: list[str] = []
+    ties: list[str] = []
+    notes: list[str] = []
     for result in prompts:
         if result.position is not None:
             if result.tie_gap is not None:
