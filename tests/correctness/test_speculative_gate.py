@@ -70,7 +70,7 @@ def test_clean_speculation_passes_greedy_equality_and_each_fault_fails_its_point
         assert any(p.position is not None for p in gate.prompts)
     own = records["hf-cpu-fp32-spec-draft3-target"]  # the target as its own draft: nearly every candidate is right
     assert own.metrics["spec_acceptance_rate"] > 0.5 and own.metrics["spec_tokens_per_forward"] > 1.5
-    gaps = own.samples.rounds[0]["gaps_s"]
+    gaps = list(own.samples.rounds[0].gaps_s)
     assert gaps.count(0.0) >= len(gaps) // 2, gaps  # the bursts stay in the per-token timeline
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("scenario::hf-offbyone")]
     assert rows and rows[0].split()[-1] == "fail"
