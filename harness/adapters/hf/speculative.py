@@ -18,20 +18,20 @@ from harness.adapters.trace import GenerationTrace, now_ns
 from harness.scenario.speculative import DRAFT, PROMPT_LOOKUP, Speculation, parse
 
 if TYPE_CHECKING:
-    from harness.adapters.base import LoadSettings
-    from harness.adapters.hf import HFAdapter
+    from harness.adapters.base import Adapter, LoadSettings
 
 
 class Drafting:
-    """A loaded point's speculation: its value and, for a draft, the draft model."""
+    """A loaded point's speculation: its value and, for a draft, the draft model. ``adapter`` is the loaded
+    ``HFAdapter`` (its model, device, dtype and torch)."""
 
-    def __init__(self, adapter: HFAdapter, spec: Speculation, assistant=None):
+    def __init__(self, adapter: Adapter, spec: Speculation, assistant=None):
         self.adapter, self.spec, self.assistant = adapter, spec, assistant
         eos = adapter.model.generation_config.eos_token_id
         self.eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
 
     @classmethod
-    def load(cls, adapter: HFAdapter, settings: LoadSettings) -> Optional[Drafting]:
+    def load(cls, adapter: Adapter, settings: LoadSettings) -> Optional[Drafting]:
         spec = parse(adapter.point.speculative)
         if not spec.enabled:
             return None
