@@ -31,6 +31,16 @@ class VerifySteps:
     # position can be placed in a step
     per_step: bool = True
 
+    def trim(self, tokens: int) -> None:
+        """Keep the forwards that emitted the first ``tokens`` tokens, the last one cut to fit."""
+        kept, total = [], 0
+        for count in self.emitted:
+            if total >= tokens:
+                break
+            kept.append(min(count, tokens - total))
+            total += kept[-1]
+        self.emitted, self.drafted = kept, self.drafted[: len(kept)]
+
     @property
     def accepted(self) -> list[int]:
         """Candidates each step accepted (its emitted tokens less its own, never more than were drafted)."""

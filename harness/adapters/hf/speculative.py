@@ -81,11 +81,12 @@ class Drafting:
             start = now_ns()
             output = adapter.model.generate(input_ids, streamer=clock, **kwargs)
         prompt_tokens = input_ids.shape[1]
+        steps.trim(max_new_tokens)  # a last step may emit past the budget (seen on Gemma 3): cut as generate would
         return GenerationTrace(
             start_ns=start,
-            token_ns=clock.times,
+            token_ns=clock.times[:max_new_tokens],
             prompt_tokens=prompt_tokens,
-            output_ids=output[:, prompt_tokens:].tolist(),
+            output_ids=output[:, prompt_tokens : prompt_tokens + max_new_tokens].tolist(),
             speculation=steps,
         )
 
