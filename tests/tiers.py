@@ -141,6 +141,7 @@ TABLE: dict[str, Tier] = {
     "history/test_persist_option.py": U,
     "history/test_persistence_rule.py": U,
     "history/test_run_into_history.py": A,
+    "measure/test_speculation_figures.py": U,
     "measure/test_busy_machine_flagged.py": A,
     "measure/test_canary.py": Tier(
         "unit",
