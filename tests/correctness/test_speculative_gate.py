@@ -82,7 +82,9 @@ def test_the_acceptance_figures_reach_the_export(write_scenario, tmp_path, tiny_
     assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 0
     out = tmp_path / "export.jsonl"
     assert cli.main(["export", str(tmp_path / "scenario"), "--format", "jsonl", "-o", str(out)]) == 0
-    rows = {row["point_id"]: row for row in map(json.loads, out.read_text().splitlines())}
-    row = rows["hf-cpu-fp32-spec-lookup2x4"]
-    assert 0 <= row["spec_acceptance_rate"] <= 1 and row["spec_speedup"] > 0
-    assert row["speculative"] == "prompt_lookup:ngram=2:tokens=4"
+    rows = [row for row in map(json.loads, out.read_text().splitlines()) if row["kind"] == "speculative"]
+    by_point = {row["point"]: row for row in rows}
+    assert set(by_point) == {"hf-cpu-fp32-spec-lookup2x4", "hf-cpu-fp32-spec-draft3-target"}  # not the none point
+    row = by_point["hf-cpu-fp32-spec-draft3-target"]
+    assert row["acceptance_rate"] > 0.5 and row["tokens_per_forward"] > 1.5 and row["speedup"] > 0
+    assert row["speculative"] == "draft:tokens=3:quantization=none:source=target" and row["verdict"] is None

@@ -181,10 +181,13 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         self.plain = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config) if drafting else None
         if drafting:  # its own default config speculates too (the text path generates with it)
             defaults = self.pipeline.get_generation_config()
-            # an unset EOS reads back as -1 in the stop ids, which setting the config refuses
+            # an unset EOS (-1) is refused when a config is set: take the tokenizer's, as generate does
+            if defaults.eos_token_id < 0:
+                defaults.eos_token_id = self.pipeline.get_tokenizer().get_eos_token_id()
             defaults.stop_token_ids = {token for token in defaults.stop_token_ids if token >= 0}
             speculative.configure(defaults, spec)
-            self.pipeline.set_generation_config(defaults)
+            if defaults.eos_token_id >= 0:
+                self.pipeline.set_generation_config(defaults)
         # A compile that wrote no new blob into CACHE_DIR was served from it.
         self.compile_state = (
             "uncached"
