@@ -196,3 +196,15 @@ class BulkyAdapter(FakeAdapter):
 
 
 WORKERS = (*WORKERS, BulkyAdapter)
+
+
+class RefusingAdapter(FakeAdapter):
+    """An engine that cannot run this model (as llama.cpp's export refuses an architecture): a skip at load."""
+
+    name = "fake-refusing"
+    refusal = "fake-refusing cannot export architecture 'llama' to its format"
+
+    def load(self, model, point, settings):
+        from harness.adapters.base import PointSkipped
+
+        raise PointSkipped(self.refusal)

@@ -14,8 +14,8 @@ from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
-from harness.cli.options import add_plan_options, add_run_options, runner_from
-from harness.cli.regression_options import add_unknown_option, unknown_exit
+from harness.cli.options import add_plan_options, add_require_option, add_run_options, runner_from
+from harness.cli.regression_options import add_unknown_option
 from harness.cli.sweeps import interruptible, load_all
 from harness.errors import HarnessError, WriteFailed, writing
 
@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
+    add_require_option(run.add_argument)
     run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
@@ -148,6 +149,10 @@ def _run_sweep(args) -> int:
     print(cli_output.time_split_table(records))
     if unjudged := cli_output.not_judged_line(records):
         print(unjudged)
+    from harness.records.verdict import account
+
+    verdict = account(records, required=args.harness_require_all or {s.name for s in scenarios if s.require_all})
+    print("\n".join(verdict.lines()))
     print(f"records written under {args.harness_results}/")
     if args.history:
         from harness.history import add_records
@@ -156,8 +161,9 @@ def _run_sweep(args) -> int:
         with writing(args.history, kept=f"the records are written; add them with: {again}"):
             added = add_records(records, args.history, source=str(args.harness_results))
         print(f"history: run #{added.run_id}" + ("" if added.new else " (already stored)") + f" in {args.history}")
-    failed = any(r.status in ("failed", "timeout") or r.verdict_failed for r in records)
-    return 1 if failed else unknown_exit(records, args.harness_fail_on_unknown)
+    if exit_line := verdict.exit_line(args.harness_fail_on_unknown):
+        print(exit_line)
+    return verdict.exit_code(args.harness_fail_on_unknown)
 
 
 def _reference(args) -> int:

@@ -57,6 +57,19 @@ def add_plan_options(add, prefix: str = "") -> None:
     )
 
 
+def add_require_option(add, prefix: str = "") -> None:
+    """``--require-all``: a skipped point fails the run (``harness run`` and pytest; a scenario's
+    ``require_all: true`` asks it for its own points)."""
+    add(
+        f"--{prefix}require-all",
+        dest="harness_require_all",
+        action="store_true",
+        help="exit 1 when a selected point is skipped, whatever the cause (no such device or engine here, an "
+        "engine that cannot run the model, a capability or length the point asks for): a nightly that lists "
+        "the point wants its figure; default: skips are counted with their reasons and do not fail the run",
+    )
+
+
 def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``).
     ``results_help``: ``--results`` has no default (None: write no records) and this help (``harness verify``)."""

@@ -158,6 +158,15 @@ def run_table_lines(records) -> list[str]:
             below.append(f"gate not run: {r.correctness.skipped}")
         elif r.correctness and r.correctness.report:
             below.append(r.correctness.report.replace("\n", "\n    "))
+        if r.status == "ok" and r.accuracy is not None and r.accuracy.verdict == "fail":  # the gate column says pass
+            below.append(
+                "accuracy FAIL: task accuracy below its non-inferiority margin: "
+                + "; ".join(r.accuracy.failed_margins())
+            )
+        if r.known_failure is not None:
+            below.append(
+                f"known failure: {r.known_failure.reason}" + (" (now passes)" if r.known_failure_fixed else "")
+            )
         below += [f"warning: {text}" for text in warnings(r)]
         below += seen.get((r.scenario, r.point_id), [])
         notes.append(below)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.options import add_run_options, check_outputs, runner_from
+from harness.cli.options import add_require_option, add_run_options, check_outputs, runner_from
 from harness.cli.regression_options import add_baseline_options, add_regression_options
 from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
 from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_check
@@ -24,6 +24,7 @@ from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_o
 def pytest_addoption(parser):
     group = parser.getgroup("harness", "LLM inference harness")
     add_run_options(group.addoption, prefix=PREFIX)
+    add_require_option(group.addoption, prefix=PREFIX)
     add_regression_options(group.addoption, prefix=PREFIX, required=False)
     add_baseline_options(group.addoption, prefix=PREFIX)
     parser.addini(
@@ -152,9 +153,13 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from harness.cli.output import not_judged_lines
     from harness.cli.regression_options import unknown_exit
+    from harness.records.verdict import account
 
     state = config.stash[SESSION]
     state.not_judged_lines = not_judged_lines(state.records)
+    if state.records:  # the run's account, as `harness run` prints it: skips by reason, known failures fixed
+        required = config.option.harness_require_all or state.required
+        state.verdict_lines = account(state.records, required=required).lines()
     if session.exitstatus == pytest.ExitCode.OK:  # 4 (as `harness run`) when a point is not judged
         session.exitstatus = unknown_exit(state.records, config.option.harness_fail_on_unknown)
     if not state.regression.baseline:
@@ -173,6 +178,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(SESSION, None)
+    if state is not None and state.verdict_lines:
+        terminalreporter.section("harness verdict")
+        for line in state.verdict_lines:
+            terminalreporter.line(
+                line, red=line.startswith(("FAILED", "REQUIRED", "NOT COMPLETE")), green=line.startswith("FIXED")
+            )
     if state is not None and state.not_judged_lines:
         terminalreporter.section("harness correctness gate")
         for line in state.not_judged_lines:

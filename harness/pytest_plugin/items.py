@@ -67,6 +67,8 @@ class ScenarioFile(pytest.File):
         if problem:
             raise self.CollectError(str(problem))
         self.config.stash[SESSION].scenarios.add(loaded.name)
+        if loaded.require_all:
+            self.config.stash[SESSION].required.add(loaded.name)
         for point in expand(loaded):
             item = PointItem.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
             item.harness_key = (loaded.name, point.id)
@@ -90,51 +92,50 @@ def _point_test(scenario, point):
         ran = getattr(request.node, "harness_record", None)  # measured by the interleaved pass
         record = ran if ran is not None else request.config.stash[RUNNER].run_point(scenario, point)
         request.config.stash[SESSION].records.append(record)
-        report_to_benchmark(benchmark, record, scenario)
+        required = request.config.option.harness_require_all or scenario.require_all
+        report_to_benchmark(benchmark, record, node=request.node, required=required)
 
     return run_point
 
 
-def known_failure(scenario, record):
-    for known in scenario.known_failures:
-        if all(record.point.get(axis) == value for axis, value in known.match.items()):
-            return known
-    return None
-
-
-def report_to_benchmark(benchmark, record, scenario) -> None:
+def report_to_benchmark(benchmark, record, node=None, required: bool = False) -> None:
     """Turn a record into pytest's outcome and pytest-benchmark's entry (seconds per generated token).
 
     pytest-benchmark times callables itself; our samples come from the engine's own token stream, so
     they go in through the fixture's stats object (one sample = one decode step). That uses two
     private members of the fixture (``_mode``, ``_make_stats``), pinned by the version range in
     pyproject.toml and covered by tests/pytest_plugin/test_points_as_tests.py.
+
+    A point the scenario lists as a known failure (``record.known_failure``) is xfail when it fails and
+    XPASS when it passes (a failure with the entry's ``strict``, or pytest's ``xfail_strict``); a skipped
+    point fails when ``required`` (``--harness-require-all``, the scenario's ``require_all``).
     """
     benchmark._mode = "harness"  # marks the fixture as used, for every outcome
     from harness.records import benchmark_json
     from harness.records.columns import flatten
+    from harness.records.verdict import DECIDED, FAILED, failure_reasons
 
     # the same columns as results.load's DataFrame, plus the record itself so reports and gates read this file
     benchmark.extra_info.update({**flatten(record), benchmark_json.KEY: benchmark_json.compact(record)})
     if record.status == "skipped":
+        if required:
+            pytest.fail(f"required point skipped (every selected point must run): {record.reason}", pytrace=False)
         pytest.skip(record.reason)
     gaps = [gap for r in record.samples.rounds for gap in r.gaps_s] or [r.ttft_s for r in record.samples.rounds]
     if gaps and not benchmark.disabled:  # before any outcome: a known failure's timings stay in the JSON
         stats = benchmark._make_stats(1)
         for gap in gaps:
             stats.update(gap)
-    known = known_failure(scenario, record) if record.status in ("failed", "timeout") or record.verdict_failed else None
-    if known is not None:
-        pytest.xfail(f"known failure ({known.reason}): {record.reason or _verdict_reasons(record)}")
-    if record.status in ("failed", "timeout"):
+    if record.status not in DECIDED:  # a status this harness does not decide on (not complete): never a pass
+        pytest.fail(f"{record.status}: {record.reason}", pytrace=False)
+    known = record.known_failure
+    if known is not None and (record.status in FAILED or record.verdict_failed):
+        pytest.xfail(f"known failure ({known.reason}): {chr(10).join(failure_reasons(record))}")
+    if record.status in FAILED:
         detail = (record.failure and (record.failure.traceback or record.failure.output_tail)) or ""
         pytest.fail(f"{record.reason}\n{detail}".rstrip(), pytrace=False)
     if record.verdict_failed:  # timings are kept; the point still fails
-        pytest.fail(_verdict_reasons(record), pytrace=False)
-
-
-def _verdict_reasons(record) -> str:
-    lines = [record.correctness.report or "; ".join(record.correctness.reasons)] if record.verdict == "fail" else []
-    if record.accuracy is not None and record.accuracy.verdict == "fail":
-        lines.append("task accuracy below its non-inferiority margin: " + "; ".join(record.accuracy.failed_margins()))
-    return "\n".join(lines)
+        pytest.fail("\n".join(failure_reasons(record)), pytrace=False)
+    if known is not None and node is not None:  # it passed: pytest says XPASS (XPASS(strict) fails)
+        strict = {"strict": True} if known.strict else {}  # otherwise pytest's xfail_strict ini decides
+        node.add_marker(pytest.mark.xfail(reason=f"known failure now passes: {known.reason}", **strict))

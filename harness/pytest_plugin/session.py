@@ -30,6 +30,8 @@ class SessionRecords:
     deselected: set[tuple[str, str]] = field(default_factory=set)
     regression_lines: list[str] = field(default_factory=list)
     not_judged_lines: list[str] = field(default_factory=list)  # points whose gate is NOT JUDGED, and the closing line
+    verdict_lines: list[str] = field(default_factory=list)  # the run's account (harness.records.verdict)
+    required: set[str] = field(default_factory=set)  # scenarios whose every point must run (require_all: true)
     names: dict[str, str] = field(default_factory=dict)  # scenario name -> its file, across the session's files
 
 

@@ -49,6 +49,14 @@ class Failure(Part):
     signal: Optional[str] = None  # e.g. SIGSEGV, when a signal killed the engine process
 
 
+class KnownFailure(Part):
+    """The scenario's ``known_failures`` entry this point matches: the failure it expects and why
+    (``harness.records.verdict`` reports the point as fixed when it passes; ``strict`` then fails the run)."""
+
+    reason: str
+    strict: bool = False
+
+
 class Routing(Part):
     """MoE routing over a prefill of the point's prompts (``RoutingMonitor.summary``)."""
 
@@ -86,6 +94,7 @@ class Record(BaseModel):
     prompt_lengths: list[int] = Field(default_factory=list)
     unavailable: dict[str, str] = Field(default_factory=dict)  # metric name -> why it is missing or partial
     failure: Optional[Failure] = None
+    known_failure: Optional[KnownFailure] = None  # None: the scenario expects no failure of this point
     routing: Optional[Routing] = None
     log: list[str] = Field(default_factory=list)  # an isolated child's progress lines, replayed by the parent
     environment: dict[str, Any] = Field(default_factory=dict)
@@ -127,12 +136,20 @@ class Record(BaseModel):
         return self.verdict == "fail" or (self.accuracy is not None and self.accuracy.verdict == "fail")
 
     @property
+    def known_failure_fixed(self) -> bool:
+        """A point the scenario expects to fail ran and passed every verdict: the known failure is fixed."""
+        return self.known_failure is not None and self.status == "ok" and not self.verdict_failed
+
+    @property
     def not_judged(self) -> bool:
         """The gate's top-k checks passed but its KL tier had too few positions to judge: not a pass."""
         return self.verdict == NOT_JUDGED
 
     def to_dict(self) -> dict:
-        return self.model_dump(mode="python", exclude={"kind"} if self.kind == "run" else None)
+        # stored only where they say something, so a record without them reads as before
+        left_out = {"kind"} if self.kind == "run" else set()
+        left_out |= {"known_failure"} if self.known_failure is None else set()
+        return self.model_dump(mode="python", exclude=left_out or None)
 
     @classmethod
     def from_dict(cls, data: dict, source: object = None) -> Record:

@@ -9,6 +9,7 @@ from harness.records import metrics
 from harness.records.columns import has_interval, ok_launches, warnings
 from harness.records.correctness import NOT_JUDGED
 from harness.records.record import Record
+from harness.records.verdict import account
 from harness.report.readable import number, plus_minus, times_floor
 
 ENERGY_REASONS = ("energy_per_token_mj", "energy_j", "energy_cpu_package_j")  # the first one that says why
@@ -112,15 +113,8 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         speedup = f"{number(first_tpot / own)}x" if first_tpot and own else "-"
         rows.append([_engine(record), _device(record), verdict(record), ttft, tpot, speedup, energy(record)])
     scenarios = sorted({r.scenario for r in records})
-    counts = {}
-    for record in records:
-        counts[record.status] = counts.get(record.status, 0) + 1
-    lines = [
-        f"{', '.join(scenarios)}: {len(records)} points ("
-        + ", ".join(f"{n} {status}" for status, n in counts.items())
-        + ")",
-        "",
-    ]
+    outcome = account(records)
+    lines = [f"{', '.join(scenarios)}: {outcome.count_line()}", ""]
     if ok:
         lines += _table(rows)
         lines.append("")
@@ -131,9 +125,10 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
             "KL(reference || engine) as a multiple of the HF noise floor (drift above 5x by default)."
         )
     for record in records:
-        if record.status != "ok":
+        if record.status == "skipped":  # failed and unfinished points: the verdict's lines below
             lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")
         lines += [f"WARNING {record.point_id}: {text}" for text in warnings(record)]
+    lines += outcome.lines()[1:]  # the first is the count line, at the top
     if any(r.engine.emulated for r in ok):
         lines.append("emulated devices run the device's code path on the CPU: their timings are not the device's.")
     if report:

@@ -169,12 +169,17 @@ AXES: tuple[str, ...] = tuple(axis.name for axis in SWEEP_AXES)
 
 
 class KnownFailure(Strict):
-    """A failure the scenario expects: under pytest its points are xfail instead of failed."""
+    """A failure the scenario expects: its points fail without failing the run (pytest: xfail), and one that
+    passes is reported as fixed (pytest: XPASS); ``strict`` makes a pass fail the run (XPASS(strict))."""
 
     match: dict[str, Any] = Field(
         description="axis values a point must have, e.g. {device: NPU, quantization: int4_sym}"
     )
     reason: str
+    strict: bool = Field(False, description="a point that passes fails the run, so the entry is removed once fixed")
+
+    def matches(self, axes: dict[str, Any]) -> bool:
+        return all(axes.get(axis) == value for axis, value in self.match.items())
 
 
 class Scenario(Strict):
@@ -209,6 +214,10 @@ class Scenario(Strict):
     include: list[dict[str, Any]] = Field(default_factory=list)
     markers: list[str] = Field(default_factory=list)
     known_failures: list[KnownFailure] = Field(default_factory=list)
+    require_all: bool = Field(
+        False,
+        description="every point the run selects must run: a skipped point fails the run (as --require-all)",
+    )
     path: Optional[str] = Field(None, description="file the scenario came from (set by the loader)")
     # (adapter, device) -> the precision it runs the model at when quantization is none, where that is not
     # model.dtype (a GGUF's own file type, a plugin's inference precision): set by the loader
@@ -218,6 +227,10 @@ class Scenario(Strict):
     @property
     def native_precision(self) -> dict[tuple[str, str], str]:
         return self._native_precision
+
+    def known_failure(self, axes: dict[str, Any]) -> Optional[KnownFailure]:
+        """The first ``known_failures`` entry a point with these axes matches, or None."""
+        return next((known for known in self.known_failures if known.matches(axes)), None)
 
     @property
     def source_file(self) -> Optional[str]:

@@ -30,6 +30,15 @@ def test_a_failed_margin_fails_the_regression_check(tmp_path, capsys):
     (tmp_path / "acc.yaml").write_text(SCENARIO.lstrip())
     argv = ["run", str(tmp_path / "acc.yaml"), "--results", str(tmp_path / "r"), "--isolation", "none"]
     assert cli.main([*argv, "--no-progress", "--no-energy"]) == 1  # the margin fails the run ...
+    lines = capsys.readouterr().out.rstrip().splitlines()  # ... and the output says so, not just `ok` and `pass`
+    margin = "task accuracy below its non-inferiority margin: harness_cloze.perplexity"
+    assert any(line.strip().startswith(f"accuracy FAIL: {margin}") for line in lines), lines  # under its row
+    assert any(line.startswith(f"FAILED acc::hf-cpu-fp32: {margin}") for line in lines), lines
+    assert lines[-1] == "exit 1: 1 point(s) failed"
+    assert cli.main(["summary", str(tmp_path / "r")]) == 0
+    summary = capsys.readouterr().out
+    assert "1 ok point(s) failed a verdict (gate or accuracy margin)" in summary, summary
+    assert f"FAILED acc::hf-cpu-fp32: {margin}" in summary
     assert (
         cli.main(["baseline", "save", str(tmp_path / "r"), "--name", "b", "--baselines-dir", str(tmp_path / "b")]) == 0
     )

@@ -354,9 +354,9 @@ def test_margins_need_the_reference():
 
 def test_a_failed_non_inferiority_margin_fails_the_point():
     # `harness run` exits 1 and the pytest item fails on it, as on a failed correctness gate.
-    from harness.pytest_plugin.items import _verdict_reasons
     from harness.records.accuracy import Accuracy, PairedDelta
     from harness.records.record import Record
+    from harness.records.verdict import failure_reasons
 
     delta = PairedDelta(
         delta=-0.2,
@@ -377,7 +377,7 @@ def test_a_failed_non_inferiority_margin_fails_the_point():
         accuracy=Accuracy(paired={"harness_choice": {"acc": delta}}, verdict="fail"),
     )
     assert record.verdict_failed
-    assert "harness_choice.acc: -0.2 [-0.3, -0.1], margin 0.99" in _verdict_reasons(record)
+    assert "harness_choice.acc: -0.2 [-0.3, -0.1], margin 0.99" in "\n".join(failure_reasons(record))
     record.accuracy = Accuracy(
         paired={"harness_choice": {"acc": delta.model_copy(update={"non_inferior": True})}}, verdict="pass"
     )

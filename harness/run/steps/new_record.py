@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from harness.records.record import Record
+from harness.records.record import KnownFailure, Record
 from harness.run.steps.caches import Caches
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
@@ -32,6 +32,7 @@ def now_iso() -> str:
 
 def new_record(caches: Caches, scenario: Scenario, point: Point, started_at: Optional[str] = None) -> Record:
     """The point's record as it starts (``ok``; the steps, a skip or the worker's parent say otherwise)."""
+    known = scenario.known_failure(point.axes())
     return Record(
         scenario=scenario.name,
         point_id=point.id,
@@ -41,6 +42,7 @@ def new_record(caches: Caches, scenario: Scenario, point: Point, started_at: Opt
         environment=caches.environment(),
         scenario_path=scenario.source_file,
         started_at=started_at or now_iso(),
+        known_failure=KnownFailure(reason=known.reason, strict=known.strict) if known else None,
     )
 
 
