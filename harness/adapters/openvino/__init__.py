@@ -182,9 +182,9 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         if drafting:  # its own default config speculates too (the text path generates with it)
             defaults = self.pipeline.get_generation_config()
             # an unset EOS (-1) is refused when a config is set: take the tokenizer's, as generate does
-            if defaults.eos_token_id < 0:
-                defaults.eos_token_id = self.pipeline.get_tokenizer().get_eos_token_id()
             defaults.stop_token_ids = {token for token in defaults.stop_token_ids if token >= 0}
+            if defaults.eos_token_id < 0 and (eos := self.pipeline.get_tokenizer().get_eos_token_id()) >= 0:
+                defaults.set_eos_token_id(eos)  # also a stop id, as GenAI requires
             speculative.configure(defaults, spec)
             if defaults.eos_token_id >= 0:
                 self.pipeline.set_generation_config(defaults)
