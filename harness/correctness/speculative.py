@@ -93,7 +93,9 @@ def describe(result: PromptEquality) -> str:
     )
 
 
-def conclude(value: str, prompts: list[PromptEquality], quantized: bool, k: int) -> SpeculativeGate:
+def conclude(
+    value: str, prompts: list[PromptEquality], quantized: bool, k: int, counted: bool = True
+) -> SpeculativeGate:
     """The point's speculative verdict: fail on any difference from plain greedy that is not a tie within the
     engine's rounding, and on a speculative output outside the HF reference's top-k (only a note where the
     point runs quantized weights, which may drift from the reference)."""
@@ -112,8 +114,9 @@ def conclude(value: str, prompts: list[PromptEquality], quantized: bool, k: int)
                 f"{result.reference_position} with a token outside its top-{k}"
             )
             (notes if quantized else reasons).append(line)
-    drafted = sum(r.drafted for r in prompts)
-    if drafted == 0:
+    if not counted:
+        notes.append("the engine exposed no verify steps: equality holds whatever was drafted, steps are not named")
+    elif sum(r.drafted for r in prompts) == 0:
         notes.append("no candidate was drafted on any gate prompt: equality shows nothing about the verify step")
     return SpeculativeGate(
         verdict="fail" if reasons else "pass",

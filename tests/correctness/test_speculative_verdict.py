@@ -89,3 +89,11 @@ def test_nothing_drafted_is_said():
     idle = VerifySteps(drafted=[0] * 8, emitted=[1] * 8)
     gate = speculative.conclude("v", [speculative.compare(0, PLAIN, PLAIN, idle, no_logits, "fp32", None, 5)], False, 5)
     assert gate.verdict == "pass" and "no candidate was drafted" in gate.notes[0]
+
+
+def test_an_engine_that_counts_no_steps_is_said_to_rather_than_to_draft_nothing():
+    result = speculative.compare(0, PLAIN, PLAIN, None, no_logits, "fp32", None, 5)
+    gate = speculative.conclude("v", [result], False, 5, counted=False)
+    assert gate.verdict == "pass" and gate.notes == [
+        "the engine exposed no verify steps: equality holds whatever was drafted, steps are not named"
+    ]

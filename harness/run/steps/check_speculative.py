@@ -25,7 +25,7 @@ def check_speculative(
     budget = int(reference.settings["tokens"])
     k = resolved.scenario.gate.k
     precision = getattr(adapter.describe(), "precision", None) or resolved.settings.dtype
-    prompts = []
+    prompts, counted = [], True
     for index, prompt in enumerate(reference.prompts):
         ctx.on_phase(f"{point.id}: speculative gate prompt {index + 1}/{len(reference.prompts)}")
         ids = list(prompt.prompt_ids)
@@ -38,12 +38,13 @@ def check_speculative(
             logits = adapter.prefill(ids + list(plain.output_ids[0][:position]))
             return float(logits[plain_token] - logits[speculative_token]), float(logits.max())
 
+        counted = counted and drafted.speculation is not None
         prompts.append(
             speculative.compare(
                 index, drafted.output_ids[0], plain.output_ids[0], drafted.speculation, gap_at, precision, prompt, k
             )
         )
-    part = speculative.conclude(point.speculative, prompts, adapter.runs_quantized(point), k)
+    part = speculative.conclude(point.speculative, prompts, adapter.runs_quantized(point), k, counted)
     update: dict = {"speculative": part}
     if part.reasons:
         unjudged = correctness.verdict == NOT_JUDGED

@@ -35,6 +35,13 @@ def side_by_side(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, 
         **speculation.speedups(summarize(timed.rounds), summarize(plain_rounds)),
     }
     unavailable = {}
+    if figures["spec_acceptance_rate"] is None:
+        why = (
+            f"{point.adapter} exposed no verify steps here (neither per-step tokens nor an accepted count)"
+            if not timed.speculation
+            else "no candidate was drafted in the timed rounds"
+        )
+        unavailable.update(dict.fromkeys(("spec_acceptance_rate", "spec_accepted_per_step"), why))
     if figures["spec_draft_ms_per_token"] is None:
         unavailable["spec_draft_ms_per_token"] = f"{point.adapter} does not expose the draft's own time"
     return Contribution(metrics=figures, unavailable=unavailable)
