@@ -106,7 +106,7 @@ TABLE: dict[str, Tier] = {
         "unit",
         {
             "test_reference_is_stored_reused_and_refused_when_stale": "engine",
-            "test_reference_for_another_model_is_refused": "engine",
+            "test_a_model_of_the_same_name_gets_its_own_reference": "engine",
             "test_diagnosis_localises_a_skipped_layer": "engine",
             "test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model": "engine",
             "test_harness_verify_passes_then_reuses_the_reference": "acceptance",
@@ -128,6 +128,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_not_judged.py": A,
+    "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
@@ -207,6 +208,13 @@ TABLE: dict[str, Tier] = {
     "regression/test_launch_test_protocol.py": U,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
+    "report/test_ci_pages.py": Tier(
+        "unit",
+        {
+            "test_run_writes_its_page_and_bencher_metric_format": "engine",
+            "test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json": "acceptance",
+        },
+    ),
     "report/test_speculative_plot.py": U,
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
@@ -240,6 +248,22 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "pytest_plugin/test_progress_under_pytest.py": A,
+    "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
+    "run/test_progress_lines.py": Tier(
+        "engine",
+        {
+            "test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit",
+            "test_a_quiet_phase_is_repeated_with_its_elapsed_time_and_idle_is_silent": "unit",
+        },
+    ),
+    "project/test_scheduler_templates.py": Tier(
+        "acceptance",
+        {
+            "test_shard_auto_reads_each_schedulers_variables": "unit",
+            "test_shard_auto_refuses_missing_or_impossible_variables_naming_them": "unit",
+        },
+    ),
     "run/test_shard.py": Tier(
         "unit",
         {

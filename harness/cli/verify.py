@@ -10,7 +10,7 @@ from typing import Optional
 from harness.cli import output as cli_output
 from harness.cli.options import VERIFY_RESULTS_HELP, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option, unknown_exit
-from harness.cli.sweeps import interruptible, load_all
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
 from harness.errors import HarnessError
 from harness.run import lifecycle
 
@@ -30,7 +30,7 @@ def add_parser(commands) -> None:
         metavar="ci|all|N",
         help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)",
     )
-    verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
+    verify.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
 
 
 def _parse_prompts(value: Optional[str]):
@@ -70,14 +70,15 @@ def _verify_all(args) -> int:
         return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
 
 
-def _gate_points(runner, scenarios, text: Optional[str], fail_on_unknown: bool) -> int:
-    """Gate every point (whose id contains ``text``), one line each; exit 1 on any failure, 4 on a point
-    not judged with ``fail_on_unknown``."""
-    select = (lambda point: text in point.id) if text else None
+def _gate_points(runner, scenarios, expressions: Optional[list[str]], fail_on_unknown: bool) -> int:
+    """Gate every point (the ``-k`` ``expressions`` select), one line each; exit 1 on any failure, 4 on a
+    point not judged with ``fail_on_unknown``."""
     from harness.scenario.sweep import expand
 
+    select = point_selector(expressions, scenarios)
+
     failed, ran = False, []
-    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
+    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(s, p)), 0
     for scenario in scenarios:
         try:
             records = runner.run([scenario], progress=False, select=select)

@@ -10,11 +10,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from harness.errors import ModelError
 from harness.io import file_sha256, per_file
@@ -201,23 +204,69 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
 def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
     """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
 
-    The build goes into a temporary directory beside ``target`` that is renamed into place, so a
-    crash never leaves half an artefact and two processes racing both end with a complete one.
+    The build goes into a temporary directory beside ``target`` that is renamed into place when complete,
+    so a crash never leaves half an artefact under the name. Builders of one target take turns under a lock
+    beside it (the second finds the first's result), and under it the leftovers of a killed build (its
+    temporary directory, or a ``target`` without ``marker``) are removed with a note (``notes_to``), never used.
     """
+    from harness.io import locked
+
     if (target / marker).exists():
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        build(tmp)
+    with locked(target):
+        if (target / marker).exists():  # another process built it while this one waited
+            return False
+        _remove_leftovers(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_BUILDING}", dir=target.parent))
         try:
+            build(tmp)
             os.rename(tmp, target)
-        except OSError:  # another process finished first; theirs is as good as ours
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            raise
     return True
+
+
+# Where build notes go: the point's log while a point runs (``notes_to``; a worker's reaches the parent with
+# its record), else stderr.
+_notes: ContextVar[Optional[Callable[[str], None]]] = ContextVar("harness_build_notes", default=None)
+
+
+@contextmanager
+def notes_to(log: Callable[[str], None]) -> Iterator[None]:
+    """Send the notes of builds made inside (``build_once``'s removed leftovers) to ``log``."""
+    token = _notes.set(log)
+    try:
+        yield
+    finally:
+        _notes.reset(token)
+
+
+def _note(text: str) -> None:
+    log = _notes.get()
+    if log is None:
+        print(text, file=sys.stderr)
+    else:
+        log(text)
+
+
+_BUILDING = ".building-"  # a temporary build directory's name: .<target><_BUILDING><mkdtemp's 8 characters>
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Under ``target``'s lock: what a killed build of it left, removed with a note (no build of it runs now)."""
+    import re
+
+    own = re.compile(rf"\.{re.escape(target.name)}({re.escape(_BUILDING)}|-)[a-z0-9_]{{8}}")  # `-`: older harnesses
+    leftovers = [p for p in target.parent.iterdir() if own.fullmatch(p.name) and p.is_dir()]
+    if target.exists():
+        leftovers.append(target)  # there but incomplete: a copy cut short, or a build from before the lock
+    for path in leftovers:
+        _note(f"note: removing {path}, the unfinished build of an interrupted run; building it again")
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _cached_build(

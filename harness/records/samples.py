@@ -89,7 +89,7 @@ class Interval(Part):
     cv: Optional[Number] = None  # launch-to-launch coefficient of variation
     launches: int = 0
     samples: int = 0  # per-round (or per-token) values behind the estimate
-    method: str = "single launch"  # bootstrap | t | single launch
+    method: str = "single launch"  # bootstrap | log-t (positive values) | t | single launch
     # Variance components (harness.measure.noise, Kalibera & Jones) of the metric's per-round values, relative
     # to its mean: round to round inside a launch, and what launches add on top; None where not measurable.
     within_cv: Optional[Number] = None

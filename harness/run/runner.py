@@ -6,6 +6,7 @@ launches, ``harness.measure.launch_stats``."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
@@ -16,6 +17,7 @@ from harness.records import store
 from harness.records.record import Record
 from harness.run import lifecycle
 from harness.run.launchers import launcher_for
+from harness.run.progress import PhaseLines
 from harness.run.settings import RunSettings
 from harness.run.steps.caches import Caches
 from harness.run.steps.launch_context import LaunchContext, quiet
@@ -82,6 +84,7 @@ class Runner:
         while self._wants_launch(scenario, launches, point):
             if launches:
                 self.launcher.close()  # a launch is independent: fresh worker, fresh load
+            on_phase(f"{point.id}: launch {len(launches) + 1}/{self.planned_launches(scenario, point)}")
             launches.append(self._launch(scenario, point, not launches, on_phase, on_round))
         return self._merged(launches)
 
@@ -126,7 +129,7 @@ class Runner:
         self,
         scenarios: Iterable[Scenario],
         progress: bool = True,
-        select: Optional[Callable[[Point], bool]] = None,
+        select: Optional[Callable[[Scenario, Point], bool]] = None,
         resume: bool = False,
         shard=None,
         on_phase: Callable[[str], None] = quiet,
@@ -145,7 +148,7 @@ class Runner:
         points have complete records.
         """
         lifecycle.sweep_stale(self.settings.results_dir)  # what killed runs left behind
-        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
+        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(s, p)]
         if shard is not None:
             from harness.run.shard import select as shard_select
 
@@ -158,9 +161,16 @@ class Runner:
         progress: bool = True,
         resume: bool = False,
         on_phase: Callable[[str], None] = quiet,
+        lines: Optional[PhaseLines] = None,
     ) -> list[Record]:
-        """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved."""
+        """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved.
+        ``progress`` on a terminal is a bar; elsewhere (a CI log) it is lines (``harness.run.progress``), as
+        ``lines`` are when given (pytest's terminal)."""
         from tqdm import tqdm
+
+        bar_shown = progress and sys.stderr.isatty()
+        if progress and not bar_shown and lines is None:  # no \r frames in a log: a line per phase and launch
+            lines = PhaseLines(lambda text: print(text, file=sys.stderr, flush=True))
 
         if work:
             self._calibrate_canary()  # once per run, before any point: the machine's speed now
@@ -183,15 +193,21 @@ class Runner:
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)
         try:
-            with tqdm(total=planned, desc="sweep", unit="launch", disable=not progress, file=sys.stderr) as bar:
+            with tqdm(total=planned, desc="sweep", unit="launch", disable=not bar_shown, file=sys.stderr) as bar:
                 bar.update(len(done))
+                finished = len(done)  # launches, counted here too: a disabled bar counts nothing
                 pending = order
                 while pending:
                     for i in pending:
                         scenario, point = work[i]
                         bar.set_postfix_str(f"{scenario.name}::{point.id}")
                         # the point's phase (loading, timing round i/n, gate prompt j/m) on the bar
-                        phase = _on_bar(bar, scenario.name) if progress else on_phase
+                        if bar_shown:
+                            phase = _on_bar(bar, scenario.name)
+                        else:
+                            phase = lines.for_scenario(scenario.name) if lines is not None else on_phase
+                        phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
+                        started = time.monotonic()
                         launched[i].append(self._launch(scenario, point, not launched[i], phase))
                         with writing(
                             results_dir or ".",
@@ -200,6 +216,16 @@ class Runner:
                         ):
                             done[i] = self._merged(launched[i])
                         bar.update()
+                        finished += 1
+                        if lines is not None:
+                            left = sum(max(0, self.planned_launches(*work[j]) - len(launched[j])) for j in pending)
+                            lines.launch_done(
+                                finished,
+                                finished + left,
+                                f"{scenario.name}::{point.id}",
+                                launched[i][-1].status,
+                                time.monotonic() - started,
+                            )
                         if launched[i][-1].status != "ok" and progress:
                             bar.write(
                                 f"{done[i].status.upper()} {scenario.name}::{point.id}: {done[i].reason}",
@@ -216,6 +242,8 @@ class Runner:
             raise
         finally:
             self.launcher.close()
+            if lines is not None:
+                lines.idle()  # nothing under way: the heartbeat stops
         return [done[i] for i in range(len(work)) if i in done]
 
     def relaunch(self, records: list[Record], launches: int) -> list[Record]:

@@ -143,7 +143,12 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 f"{source.name} is already quantized ({gguf_export.file_type(source)}); llama.cpp's quantizer needs an "
                 f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source"
             )
-        target = cache / "llamacpp" / f"{source.stem}-{source.stat().st_size}-{short}"
+        from harness.io import file_sha256
+
+        # keyed by the source's content and the quantizer's version: two GGUFs of one name and size (two seeds
+        # of one model) must not share a quantized file
+        version = llama_cpp.__version__
+        target = cache / "llamacpp" / f"{source.stem}-{file_sha256(source)[:16]}-llama{version}-{short}"
 
         def quantize(out: Path) -> None:
             params = llama_cpp.llama_model_quantize_default_params()

@@ -25,6 +25,7 @@ class Caches:
     kept_engine: Any = field(default=None, repr=False)
     refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
     _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
+    # by the stored file's path, which digests the model's content: two models of one name, two entries
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)

@@ -64,7 +64,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         )
         return reference
 
-    return ctx.caches.reference(store.path_for(model.name, pairs, settings), compute)
+    return ctx.caches.reference(store.path_for(model, pairs, settings), compute)
 
 
 def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
