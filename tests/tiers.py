@@ -132,6 +132,9 @@ TABLE: dict[str, Tier] = {
         "acceptance",
         {"test_stops_are_judged_against_the_reference": "unit", "test_an_early_stop_at_a_near_tie_passes": "unit"},
     ),
+    "correctness/test_speculative_engines.py": A,
+    "correctness/test_speculative_gate.py": A,
+    "correctness/test_speculative_verdict.py": U,
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
         "unit",
@@ -156,6 +159,7 @@ TABLE: dict[str, Tier] = {
     "history/test_persist_option.py": U,
     "history/test_persistence_rule.py": U,
     "history/test_run_into_history.py": A,
+    "measure/test_speculation_figures.py": U,
     "measure/test_busy_machine_flagged.py": A,
     "measure/test_canary.py": Tier(
         "unit",
@@ -232,6 +236,7 @@ TABLE: dict[str, Tier] = {
             "test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json": "acceptance",
         },
     ),
+    "report/test_speculative_plot.py": U,
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),
@@ -250,6 +255,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "report/test_report_from_benchmark_json.py": A,
+    "run/test_draft_tokenizer.py": A,
     "run/test_auto_launches.py": A,
     "run/test_interrupted_launches.py": A,
     "run/test_isolation.py": E,
@@ -293,6 +299,7 @@ TABLE: dict[str, Tier] = {
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}
     ),
     "scenario/test_axes.py": U,
+    "scenario/test_speculative_axis.py": U,
     "scenario/test_check_refuses_late_failures.py": U,
     "scenario/test_malformed_yaml.py": U,
     "scenario/test_sweep.py": Tier("unit", {"test_quantization_replaces_the_dtype_in_ids": "engine"}),

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from harness.records.base import Part
 from harness.records.beams import BeamCheck
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 
@@ -294,6 +295,8 @@ class Correctness(Part):
         if unknown:
             raise ValueError(f"unknown rule(s) {unknown}; expected some of {list(RULES)}")
         return value
+
+    speculative: Optional[SpeculativeGate] = None  # a speculative point's greedy equality with its plain path
 
     @field_validator("reference", mode="before")
     @classmethod

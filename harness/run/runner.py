@@ -25,7 +25,7 @@ from harness.run.steps.launch_context import LaunchContext, quiet
 from harness.run.steps.new_record import new_record, now_iso, same_scenario_settings
 from harness.run.steps.skip import skip_reason
 from harness.run.stopping import wants_launch
-from harness.scenario.schema import Scenario
+from harness.scenario.schema import SWEEP_AXES, Scenario
 from harness.scenario.sweep import Point, expand
 
 
@@ -320,7 +320,9 @@ class Runner:
             record = store.read(path)
         except (OSError, ValueError):
             return None
-        same = record.point == point.axes() and same_scenario_settings(record.settings, scenario)
+        # an axis added after the record was written (speculative) counts as its default there
+        stored = {axis.name: axis.default for axis in SWEEP_AXES if not axis.required} | record.point
+        same = stored == point.axes() and same_scenario_settings(record.settings, scenario)
         complete = record.status == "skipped" or (
             record.status == "ok"
             and (

@@ -17,6 +17,8 @@
 - The chat API's template is llama-cpp-python's choice for the GGUF (its own ``tokenizer.chat_template``, or
   ``llama-2`` where it carries none); ``adapter_options: {llamacpp: {chat_template: checkpoint}}`` gives it
   the checkpoint's template (another value names a llama-cpp-python format), as a deployment would.
+- ``speculative`` runs llama-cpp-python's own ``Llama(draft_model=...)`` through its greedy ``generate``
+  (``harness.adapters.llamacpp.speculative``); ``generate_plain`` the same API without the draft.
 - Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
@@ -33,6 +35,7 @@ from pydantic import Field
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.engine_options import AdapterOptions
+from harness.adapters.llamacpp import speculative
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
 from harness.adapters.trace import GenerationTrace, now_ns
@@ -177,6 +180,8 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if point.quantization != "none":
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
+        spec = speculative.spec_of(point)
+        draft_path = self._draft_path(settings.draft, spec, settings.threads, cache) if spec.kind == "draft" else None
         batch = point.moe_chunk_size or 512
         from harness.records.environment import cpu_flags
 
@@ -193,7 +198,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 n_gpu_layers=-1 if point.device == "gpu" else 0,
                 seed=0,
                 verbose=False,
+                logits_all=spec.enabled,  # rows for every position, which verify steps read (off outside them)
             )
+        self.llm._logits_all = False
+        self.draft = None
+        if spec.enabled:
+            params = lambda: model_params(self.extra_buffer_types[0])  # noqa: E731
+            self.draft = speculative.draft_for(spec, draft_path, self.llm.n_ctx(), settings.threads, params)
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._chat_source = None
         if options.chat_template:  # the chat path a deployment would configure
@@ -204,9 +215,20 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             self._chat_source = chat.configure(self.llm, options.chat_template, template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
+    def _draft_path(self, draft, spec, threads, cache: Path) -> str:
+        """The draft's GGUF: its own, or exported, then quantized to the draft's level where it asks for one."""
+        path = self._source_gguf(draft, cache)
+        return str(self._quantized(path, spec.quantization, threads, cache) if spec.quantization != "none" else path)
+
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """llama-cpp-python's greedy ``generate`` without the draft: the speculative point's own baseline."""
+        return speculative.generate(self.llm, None, prompts[0], max_new_tokens)
+
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         import numpy as np
 
+        if self.draft is not None:
+            return speculative.generate(self.llm, self.draft, prompts[0], max_new_tokens)
         perf, reset_perf = self._perf
         llm = self.llm
         llm.reset()  # no prefix reuse between rounds: every round pays its prefill
@@ -317,6 +339,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         )
 
     def close(self) -> None:
+        draft = getattr(getattr(self, "draft", None), "inner", None)
+        if getattr(draft, "llm", None) is not None:  # a ModelDraft's own context
+            draft.llm.close()
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()

@@ -125,9 +125,10 @@ class Clock:
 
 
 def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
-    from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
+    from harness.run.steps import check_accuracy, check_correctness, probes, resolve, speculative_timing, timing
     from harness.run.steps.check_beams import check_beams
     from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_speculative import check_speculative
     from harness.run.steps.check_stopping import check_stopping
     from harness.run.steps.check_text_path import check_text_path
 
@@ -154,6 +155,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
         if ctx.timing:
             timed = timing.time(ctx, resolved, adapter, on_round)
             apply(record, timed.contribution)
+            apply(record, speculative_timing.side_by_side(ctx, resolved, adapter, timed))
             apply(record, probes.device_memory(adapter))
             if timed.meter is not None:
                 apply(record, probes.probes(ctx, resolved, adapter, timed))
@@ -180,6 +182,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_speculative(ctx, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))
