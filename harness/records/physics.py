@@ -24,11 +24,11 @@ The rules, per field:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Protocol
 
 from harness.records import metrics as catalogue
-from harness.records.record import Record
-from harness.records.samples import Launch
+from harness.records.correctness import Correctness
+from harness.records.samples import Launch, Samples, TimeSplit
 
 MAX_DURATION_S = 7 * 24 * 3600.0
 DURATION_SCALE = {"ms": 1e-3, "s": 1.0, "ms/token": 1e-3}  # unit -> seconds per unit
@@ -85,14 +85,26 @@ def metric_problem(field: str, name: str, value: Any) -> Optional[str]:
     return _figure(field, value, known.unit, name in POSITIVE)
 
 
-def _names(record: Record) -> Iterator[str]:
+class RecordParts(Protocol):
+    """The parts of ``harness.records.record.Record`` read here. A protocol, not an import: the record's
+    loader calls this module, so importing it back would close a cycle."""
+
+    scenario: str
+    point_id: str
+    metrics: dict[str, Any]
+    samples: Samples
+    time_split: Optional[TimeSplit]
+    correctness: Optional[Correctness]
+
+
+def _names(record: RecordParts) -> Iterator[str]:
     for field in ("scenario", "point_id"):
         why = unsafe_component(getattr(record, field))
         if why:
             yield f"{field}: {why}, got {getattr(record, field)!r}"
 
 
-def _metrics(record: Record) -> Iterator[Optional[str]]:
+def _metrics(record: RecordParts) -> Iterator[Optional[str]]:
     for name, value in record.metrics.items():
         yield metric_problem(f"metrics.{name}", name, value)
 
@@ -107,7 +119,7 @@ def _launches(launches: list[Launch]) -> Iterator[Optional[str]]:
         yield _figure(f"{where}.index", launch.index)
 
 
-def _rounds(record: Record) -> Iterator[Optional[str]]:
+def _rounds(record: RecordParts) -> Iterator[Optional[str]]:
     samples = record.samples
     for i, entry in enumerate(samples.rounds):
         where = f"samples.rounds.{i}"
@@ -125,7 +137,7 @@ def _rounds(record: Record) -> Iterator[Optional[str]]:
             yield _figure(f"time_split.{name}", value, "s")
 
 
-def _ranges(record: Record) -> Iterator[Optional[str]]:
+def _ranges(record: RecordParts) -> Iterator[Optional[str]]:
     """A point's launch figures and their intervals against the range of its ok launches' medians."""
     ok = [entry for entry in record.samples.launches if entry.status == "ok"]
     for name in catalogue.LAUNCH:
@@ -176,7 +188,7 @@ def _gate(data: Any, where: str) -> Iterator[Optional[str]]:
             yield from _gate(item, f"{where}.{i}")
 
 
-def impossible(record: Record) -> Optional[str]:
+def impossible(record: RecordParts) -> Optional[str]:
     """The first impossible value of ``record`` as ``field: expected ..., got ...``; None when all are possible."""
     checks = (
         _names(record),
