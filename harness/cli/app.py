@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from harness import __version__
 from harness.cli import analysis as cli_analysis
+from harness.cli import bisect as bisect_cli
 from harness.cli import ci_pages
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_analysis.add_parsers(commands)
     cli_results.add_parsers(commands)
     history_cli.add_parser(commands)
+    bisect_cli.add_parsers(commands)
 
     return parser
 
@@ -85,6 +87,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "reference": _reference,
             "routing": cli_analysis.routing,
             "history": history_cli.run,
+            "bisect": bisect_cli.run,
+            "bisect-step": bisect_cli.step,
             **cli_results.HANDLERS,
         }
         return commands[args.command](args)
