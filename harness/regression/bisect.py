@@ -188,7 +188,15 @@ def bisect(plan: BisectPlan) -> BisectResult:
     return BisectResult(first, subject, verdict, log)
 
 
-def command_line(good: Optional[str], bad: Optional[str], scenario: str = "SCENARIO", point: str = "") -> str:
-    """The ``harness bisect`` command for a commit range (``harness history check`` prints it)."""
-    select = f" -k {point}" if point else ""
-    return f'harness bisect --good {good or "GOOD"} --bad {bad or "BAD"} {scenario}{select} --build "BUILD COMMAND"'
+def command_line(good: Optional[str], bad: Optional[str], scenario: str, point: str) -> Optional[str]:
+    """The ``harness bisect`` command for one point's commit range (``harness history check`` prints it), or
+    None when a side's commit is unknown or both are the same. The scenario file is named as the shipped
+    ones are (scenarios/NAME.yaml) and the build command is the user's to fill in."""
+    import shlex
+
+    if not good or not bad or good == bad:
+        return None
+    return (
+        f"harness bisect --good {good[:12]} --bad {bad[:12]} {shlex.quote(f'scenarios/{scenario}.yaml')} "
+        f"-k {shlex.quote(point)} --build 'YOUR BUILD COMMAND'"
+    )
