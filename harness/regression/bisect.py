@@ -179,7 +179,7 @@ def bisect(plan: BisectPlan) -> BisectResult:
                 _git(plan.repo, "checkout", "--quiet", first)
                 step(plan.work)
     finally:
-        subprocess.run(["git", "-C", plan.repo, "bisect", "reset", "--quiet"], capture_output=True)
+        subprocess.run(["git", "-C", plan.repo, "bisect", "reset"], capture_output=True)
     if first is None:
         return BisectResult(None, "", None, log)
     subject = _git(plan.repo, "log", "-1", "--format=%s", first)
