@@ -10,6 +10,7 @@ from pathlib import Path
 
 def add_parsers(commands) -> None:
     from harness.regression.bisect import DEFAULT_LAUNCHES
+    from harness.regression.thresholds import DEFAULT_THRESHOLDS
 
     bisect = commands.add_parser(
         "bisect",
@@ -31,6 +32,13 @@ def add_parsers(commands) -> None:
         metavar="N",
         help=f"launches a side (default {DEFAULT_LAUNCHES})",
     )
+    shown = DEFAULT_THRESHOLDS.replace("%", "%%")  # argparse formats help with %
+    bisect.add_argument(
+        "--max-regression",
+        default=DEFAULT_THRESHOLDS,
+        metavar="METRIC=PCT,...",
+        help=f"the metrics judged and their limits, as harness gate takes them (default {shown})",
+    )
     bisect.add_argument(
         "--reference-dir", default=None, metavar="DIR", help="stored gate references, shared by every step"
     )
@@ -44,9 +52,11 @@ def add_parsers(commands) -> None:
 def run(args) -> int:
     from harness.errors import UsageError
     from harness.regression.bisect import BisectPlan, bisect
+    from harness.regression.thresholds import parse_thresholds
 
     if args.launches < 2:
         raise UsageError(f"--launches: the verdict needs at least 2 launches a side, got {args.launches}")
+    parse_thresholds(args.max_regression)  # a bad value fails here, not in every step
     repo = Path(args.repo).resolve()
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="harness-bisect-"))
     plan = BisectPlan(
@@ -59,6 +69,7 @@ def run(args) -> int:
         select=list(args.select or []),
         launches=args.launches,
         reference_dir=str(Path(args.reference_dir).resolve()) if args.reference_dir else str(work / "references"),
+        thresholds=args.max_regression,
     )
     result = bisect(plan)
     if result.first_bad is None:

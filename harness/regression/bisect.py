@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from harness.errors import UsageError
+from harness.regression.thresholds import DEFAULT_THRESHOLDS, parse_thresholds
 
 GOOD, BAD, SKIP = 0, 1, 125  # git bisect run's exit codes
 DEFAULT_LAUNCHES = 5  # 5 vs 5 launches: Mann-Whitney reaches p = 0.004, enough among a few metrics' tests
@@ -38,6 +39,7 @@ class BisectPlan:
     select: list[str] = field(default_factory=list)
     launches: int = DEFAULT_LAUNCHES
     reference_dir: Optional[str] = None
+    thresholds: str = DEFAULT_THRESHOLDS  # --max-regression: the metrics judged and their limits
 
     def save(self) -> None:
         Path(self.work).mkdir(parents=True, exist_ok=True)
@@ -96,18 +98,17 @@ def _run_points(plan: BisectPlan, results: Path, launches: int) -> Optional[str]
     return None  # a failed point is in its record, and the check judges it
 
 
-def judge(baseline: Path, candidate: Path) -> StepVerdict:
+def judge(baseline: Path, candidate: Path, thresholds: str = DEFAULT_THRESHOLDS) -> StepVerdict:
     """The regression check of ``candidate`` against ``baseline`` as one word: different when any point failed,
     went missing or has a metric DIFFERENT (worse or better); same when every launch-level test is SAME."""
     from harness.records.store import iter_records
     from harness.regression.entry import run_check
     from harness.regression.settings import RegressionSettings
-    from harness.regression.thresholds import DEFAULT_THRESHOLDS, parse_thresholds
     from harness.regression.verdicts import DIFFERENT, SAME, UNKNOWN, line
 
     base = [record for _, record in iter_records([baseline])]
     new = [record for _, record in iter_records([candidate])]
-    outcome = run_check(RegressionSettings(parse_thresholds(DEFAULT_THRESHOLDS)), base, new).outcome
+    outcome = run_check(RegressionSettings(parse_thresholds(thresholds)), base, new).outcome
     lines = [str(finding) for finding in outcome.findings if finding.test is None] + [line(t) for t in outcome.tests]
     lines += [str(finding) for finding in outcome.incomparable]
     if any(f.test is None and f.kind != "regression" for f in outcome.findings):
@@ -142,7 +143,7 @@ def _step_verdict(plan: BisectPlan, commit: str) -> StepVerdict:
         failed = _run_points(plan, results, launches)
         if failed:
             return StepVerdict("skip", [failed])
-        verdict = judge(baseline, results)
+        verdict = judge(baseline, results, plan.thresholds)
         if verdict.word != UNKNOWN:
             return verdict
     return verdict
@@ -188,15 +189,18 @@ def bisect(plan: BisectPlan) -> BisectResult:
     return BisectResult(first, subject, verdict, log)
 
 
-def command_line(good: Optional[str], bad: Optional[str], scenario: str, point: str) -> Optional[str]:
+def command_line(
+    good: Optional[str], bad: Optional[str], scenario: str, point: str, metric: str, limit: float
+) -> Optional[str]:
     """The ``harness bisect`` command for one point's commit range (``harness history check`` prints it), or
     None when a side's commit is unknown or both are the same. The scenario file is named as the shipped
-    ones are (scenarios/NAME.yaml) and the build command is the user's to fill in."""
+    ones are (scenarios/NAME.yaml), the metric judged is the finding's at its threshold, and the build command
+    is the user's to fill in."""
     import shlex
 
     if not good or not bad or good == bad:
         return None
     return (
         f"harness bisect --good {good[:12]} --bad {bad[:12]} {shlex.quote(f'scenarios/{scenario}.yaml')} "
-        f"-k {shlex.quote(point)} --build 'YOUR BUILD COMMAND'"
+        f"-k {shlex.quote(point)} --max-regression {metric}={limit * 100:g}% --build 'YOUR BUILD COMMAND'"
     )

@@ -92,5 +92,5 @@ def test_check_prints_the_command_that_bisects_a_findings_commit_range(quiet, tm
     good, bad = commit(NIGHTS - 1)[:12], commit(NIGHTS)[:12]
     assert lines[at + 1] == (
         f"  find the commit: harness bisect --good {good} --bad {bad} scenarios/demo.yaml -k p "
-        "--build 'YOUR BUILD COMMAND'"
+        "--max-regression tpot_ms=2% --build 'YOUR BUILD COMMAND'"
     )
