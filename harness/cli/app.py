@@ -77,6 +77,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["lm-eval"]:  # lm-eval's own command line, untouched by our parser
         return cli_analysis.lm_eval(argv[1:])
+    if argv[:1] == [bisect_cli.STEP]:  # what git bisect run calls, hidden from --help
+        return bisect_cli.step(argv[1:])
     args = _parser().parse_args(argv)
     try:
         commands = {
@@ -88,7 +90,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "routing": cli_analysis.routing,
             "history": history_cli.run,
             "bisect": bisect_cli.run,
-            "bisect-step": bisect_cli.step,
             **cli_results.HANDLERS,
         }
         return commands[args.command](args)

@@ -1,11 +1,12 @@
-"""``harness bisect`` and its hidden step ``harness bisect-step WORK`` (what ``git bisect run`` calls);
-the logic is ``harness.regression.bisect``."""
+"""``harness bisect`` and its hidden step ``harness bisect-step WORK`` (what ``git bisect run`` calls, read
+before the parser so ``--help`` does not list it); the logic is ``harness.regression.bisect``."""
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
+
+STEP = "bisect-step"  # harness bisect-step WORK: what git bisect run calls at each commit
 
 
 def add_parsers(commands) -> None:
@@ -45,13 +46,11 @@ def add_parsers(commands) -> None:
     bisect.add_argument(
         "--work", default=None, metavar="DIR", help="where each step's records go (default: a temporary one)"
     )
-    step = commands.add_parser("bisect-step", help=argparse.SUPPRESS)
-    step.add_argument("work", metavar="WORK")
 
 
 def run(args) -> int:
     from harness.errors import UsageError
-    from harness.regression.bisect import BisectPlan, bisect
+    from harness.regression.bisect import BisectPlan, bisect, harness_command
     from harness.regression.thresholds import parse_thresholds
 
     if args.launches < 2:
@@ -71,7 +70,7 @@ def run(args) -> int:
         reference_dir=str(Path(args.reference_dir).resolve()) if args.reference_dir else str(work / "references"),
         thresholds=args.max_regression,
     )
-    result = bisect(plan)
+    result = bisect(plan, [*harness_command(), STEP])
     if result.first_bad is None:
         print(result.log.rstrip())
         print(
@@ -85,7 +84,19 @@ def run(args) -> int:
     return 0
 
 
-def step(args) -> int:
+def step(argv: list[str]) -> int:
+    """``harness bisect-step WORK``: one commit's verdict as git bisect run's exit code (125 on an error)."""
+    import sys
+
+    from harness.errors import HarnessError
+    from harness.regression.bisect import SKIP
     from harness.regression.bisect import step as run_step
 
-    return run_step(args.work)
+    if len(argv) != 1:
+        print("ERROR usage: harness bisect-step WORK (git bisect run calls it; see harness bisect)", file=sys.stderr)
+        return SKIP
+    try:
+        return run_step(argv[0])
+    except HarnessError as exc:  # never git bisect's "bad": the commit is skipped and the error shown
+        print(f"ERROR {exc}", file=sys.stderr)
+        return SKIP

@@ -149,9 +149,9 @@ def _step_verdict(plan: BisectPlan, commit: str) -> StepVerdict:
     return verdict
 
 
-def bisect(plan: BisectPlan) -> BisectResult:
-    """Run the good commit for the baseline, then ``git bisect run`` the steps; the repository is left where it
-    was (``git bisect reset``)."""
+def bisect(plan: BisectPlan, step_command: list[str]) -> BisectResult:
+    """Run the good commit for the baseline, then ``git bisect run`` the steps (``step_command`` WORK, a process
+    that calls ``step``); the repository is left where it was (``git bisect reset``)."""
     if _git(plan.repo, "status", "--porcelain", "--untracked-files=no"):
         raise UsageError(f"{plan.repo}: the working tree has uncommitted changes; commit or stash them first")
     good, bad = (
@@ -168,7 +168,7 @@ def bisect(plan: BisectPlan) -> BisectResult:
             raise UsageError(f"the good commit {plan.good} ({good[:12]}) gives no baseline: {failed}")
         _git(plan.repo, "checkout", "--quiet", first_try)
         done = subprocess.run(
-            ["git", "-C", plan.repo, "bisect", "run", *harness_command(), "bisect-step", plan.work],
+            ["git", "-C", plan.repo, "bisect", "run", *step_command, plan.work],
             capture_output=True,
             text=True,
         )
