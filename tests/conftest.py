@@ -47,7 +47,7 @@ def reference_dir(tmp_path_factory) -> Path:
     """One gate-reference store for the whole run: tests that are not about computing a reference pass it
     (``--reference-dir``, ``RunSettings(reference_dir=...)``), so each reference (model, prompts, settings) is
     computed once per run, not once per test or module. A test that edits a model under its old name, or
-    counts computations, keeps a store of its own: references are keyed by model name."""
+    counts computations, keeps a store of its own."""
     return tmp_path_factory.mktemp("references")
 
 

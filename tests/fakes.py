@@ -126,6 +126,17 @@ class NanClockAdapter(FakeAdapter):
         return trace
 
 
+class NegativeMetricsAdapter(FakeAdapter):
+    """Healthy timings, but the engine's own TTFT is negative (a counter that wrapped): finite, impossible."""
+
+    name = "fake-negative-metrics"
+
+    def generate(self, prompts, max_new_tokens):
+        trace = super().generate(prompts, max_new_tokens)
+        trace.engine_metrics = {"ttft_ms": -3.0}
+        return trace
+
+
 NONFINITE = (NanMetricsAdapter, NanClockAdapter)
 
 

@@ -34,6 +34,9 @@ class LoadSettings:
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
     trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
     options: AdapterOptions = field(default_factory=AdapterOptions)  # adapter_options.<name>, as the adapter's Options
+    # The point's draft model (speculative: {draft: ...}), resolved and checked to share the target's
+    # tokenizer (harness.run.steps.draft); None for every other point.
+    draft: Optional[ResolvedModel] = None
 
 
 @dataclass
@@ -74,6 +77,16 @@ class ActivationRounding:
     attention: Optional[Callable[[Any], Any]] = None
     weights: Optional[Callable[[Any], Any]] = None
     activations: Optional[Callable[[Any], Any]] = None
+
+
+@dataclass(frozen=True)
+class Beam:
+    """The best sequence of a beam search (``Adapter.beam_search``): its new tokens and the engine's own score
+    of it (HF's convention: the sum of its tokens' log-probabilities over ``length ** length_penalty``)."""
+
+    tokens: list[int]
+    score: float
+    length_penalty: float
 
 
 @dataclass(frozen=True)
@@ -170,6 +183,12 @@ class Adapter(Capabilities, ABC):
         ``prompts`` holds one prompt per sequence of the batch.
         """
 
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """Optional (``supports_speculative``): ``generate`` on the loaded target without speculation, same
+        engine and settings otherwise (a point's ``speculative`` value makes ``generate`` speculate, and the
+        trace's ``speculation`` count its verify steps)."""
+        raise Unsupported(f"{self.name} has no speculative decoding")
+
     def prefill(self, tokens: Sequence[int]) -> np.ndarray:
         """Optional (``supports_logits``): reset state, run the prompt, return fp32 logits of the last
         position, shape [vocab]."""
@@ -264,6 +283,19 @@ class Adapter(Capabilities, ABC):
         ``text`` in (through the engine's chat template when ``chat``), generated text out, the engine's
         tokenizer and detokenizer inside (the text-path check's free-running text)."""
         raise Unsupported(f"{self.name} has no text-in, text-out API of its own")
+
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """Optional (``supports_stopping``): greedy generation on one prompt that ends where the engine's own
+        stopping ends it (its EOS and end-of-turn tokens), at most ``max_new_tokens``: the generated ids, the stop
+        token included where it stopped (the stopping check, ``harness.correctness.stopping``, and the text
+        path's free-running text; ``generate`` forces its length and is never judged on its stops)."""
+        raise Unsupported(f"{self.name} exposes no generation that stops by itself")
+
+    def beam_search(self, prompt_ids: Sequence[int], max_new_tokens: int, width: int) -> Beam:
+        """Optional (``supports_beam_search``): the engine's beam search of ``width`` beams on one prompt, as
+        ``generate`` times it (exactly ``max_new_tokens`` per beam: EOS does not end a beam), returning the best
+        beam (the beam check, ``harness.correctness.beams``)."""
+        raise Unsupported(f"{self.name} exposes no beam search output")
 
     def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
         """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits

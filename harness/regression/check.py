@@ -137,9 +137,8 @@ def check(
             continue
         if record.verdict == "fail" and record.correctness is not None:  # a verdict comes with its part
             reasons = "; ".join(record.correctness.reasons) or "see the record"
-            outcome.findings.append(
-                Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
-            )
+            label = record.correctness.failure_label()  # the rule that failed, not always top-k agreement
+            outcome.findings.append(Finding(scenario, pid, "correctness", f"{label} fails: {reasons}"))
         if record.not_judged and record.correctness is not None:  # neither pass nor fail: exit 4 on request
             why = "; ".join(record.correctness.reasons) or "see the record"
             outcome.not_judged.append(Finding(scenario, pid, "not judged", f"correctness: {why}"))

@@ -110,8 +110,8 @@ def test_a_failed_agreement_and_a_failed_margin_are_findings_with_their_reasons(
     ]
     outcome = check([_record(r.point_id) for r in new], new, RegressionSettings([TPOT]))
     assert _texts(outcome) == [
-        "FAIL demo::a: agreement: top-5 agreement fails: first; second",
-        "FAIL demo::b: agreement: top-3 agreement fails: see the record",
+        "FAIL demo::a: correctness: gate fails: first; second",
+        "FAIL demo::b: correctness: gate fails: see the record",
         "FAIL demo::d: accuracy: non-inferiority margin fails: see the record's accuracy part",
         "FAIL demo::e: accuracy: non-inferiority margin fails: arc.acc: -0.1 [-0.2, -0.05], margin 0.05",
         "FAIL demo::g: accuracy: non-inferiority margin fails: arc.acc: -0.1 [-0.2, -0.05], margin 0.05, "

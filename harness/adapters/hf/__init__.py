@@ -3,6 +3,8 @@
 - ``max_seq_len`` sizes a static KV cache, so every decode step attends over the whole window (the
   static-shape cost model of NPU pipelines); without it the cache grows with the sequence.
 - ``beam_width`` maps to ``num_beams``; ``moe_chunk_size`` to chunked prefill.
+- ``speculative`` runs transformers' assisted generation (``harness.adapters.hf.speculative``); ``generate_plain``
+  the same loaded model without it.
 - ``moe_capacity`` (MoE models) caps the tokens each expert takes per forward pass, dropping the least
   salient first (``harness.adapters.hf.moe_capacity``); ``routing`` reports the router's choices for the record.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.base import Adapter, Beam, LoadSettings, PointSkipped
 from harness.adapters.hf import activations, torch_device
 from harness.adapters.trace import GenerationTrace, now_ns
 from harness.errors import Unsupported
@@ -40,6 +42,12 @@ class HFAdapter(Adapter):
         # The prompt is the only axis the loaded model takes per call; beams, batch and cache shape are fixed
         # at load (generation config, static cache).
         return self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
+
+    @classmethod
+    def capability_reason(cls, point) -> Optional[str]:
+        if point.speculative != "none" and point.max_seq_len is not None:  # transformers refuses it
+            return f"hf's assisted generation needs a dynamic cache (speculative with max_seq_len={point.max_seq_len})"
+        return super().capability_reason(point)
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -75,17 +83,21 @@ class HFAdapter(Adapter):
         self.point, self.settings = point, settings
         self.device = torch.device(point.device)
         self.dtype = getattr(torch, _DTYPES[settings.dtype])
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(
-                str(model.hf_dir),
-                dtype=self.dtype,
-                attn_implementation="sdpa",
-                trust_remote_code=settings.trust_remote_code,
+        from harness.errors import step
+
+        with step(model.hf_dir, "checkpoint load (transformers)"):
+            self.model = (
+                AutoModelForCausalLM.from_pretrained(
+                    str(model.hf_dir),
+                    dtype=self.dtype,
+                    attn_implementation="sdpa",
+                    trust_remote_code=settings.trust_remote_code,
+                )
+                .to(self.device)
+                .eval()
             )
-            .to(self.device)
-            .eval()
-        )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
+        self._stop_ids = model.stop_token_ids()  # a chat model's end of turn too, where its config names EOS only
         self._step_cache, self._step_position = None, 0
         self.monitor = self._capacity_monitor(model, point)
 
@@ -109,6 +121,9 @@ class HFAdapter(Adapter):
                 return self._never
 
         self._clock_cls = StepClock
+        from harness.adapters.hf.speculative import Drafting
+
+        self.drafting = Drafting.load(self, settings)
 
     def _capacity_monitor(self, model, point):
         from harness.adapters.hf.moe_capacity import RoutingMonitor
@@ -159,24 +174,34 @@ class HFAdapter(Adapter):
             return DynamicCache(config=self.model.config)
         return None  # transformers creates its default dynamic cache
 
-    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
-        torch = self._torch
-        lengths = {len(p) for p in prompts}
-        if len(lengths) != 1:
-            raise ValueError(f"hf adapter batches prompts of equal length only, got lengths {sorted(lengths)}")
-        input_ids = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+    def _generate_kwargs(self, input_ids, max_new_tokens: int, beams: int, forced: bool = True) -> dict:
+        """``generate``'s settings on the timed path: its cache, prefill chunks, and (``forced``) a forced length."""
         kwargs = dict(
             max_new_tokens=max_new_tokens,
-            min_new_tokens=max_new_tokens,  # EOS must not shorten timed runs
+            min_new_tokens=max_new_tokens if forced else 0,  # EOS must not shorten timed runs
             do_sample=False,
-            num_beams=self.point.beam_width,
-            attention_mask=torch.ones_like(input_ids),
+            num_beams=beams,
+            attention_mask=self._torch.ones_like(input_ids),
         )
         if self.point.moe_chunk_size:
             kwargs["prefill_chunk_size"] = self.point.moe_chunk_size
         cache = self._new_cache()
         if cache is not None:
             kwargs["past_key_values"] = cache
+        return kwargs
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        if self.drafting is not None:
+            return self.drafting.generate(prompts, max_new_tokens)
+        return self.generate_plain(prompts, max_new_tokens)
+
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        torch = self._torch
+        lengths = {len(p) for p in prompts}
+        if len(lengths) != 1:
+            raise ValueError(f"hf adapter batches prompts of equal length only, got lengths {sorted(lengths)}")
+        input_ids = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, self.point.beam_width)
         clock = self._clock_cls()
         with torch.inference_mode():
             self.synchronize()
@@ -189,6 +214,39 @@ class HFAdapter(Adapter):
             prompt_tokens=prompt_tokens,
             batch_size=input_ids.shape[0],
             output_ids=output[:, prompt_tokens:].tolist(),
+        )
+
+    def _fits(self, positions: int) -> None:
+        limit = self.point.max_seq_len
+        if limit is not None and positions > limit:
+            raise Unsupported(f"{positions} positions do not fit the static cache (max_seq_len={limit})")
+
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """``generate``, greedy on the timed path's cache and chunks, stopping at the model's EOS and end-of-turn
+        ids (``ResolvedModel.stop_token_ids``) instead of running to a forced length."""
+        self._fits(len(prompt_ids) + max_new_tokens)
+        torch = self._torch
+        input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, 1, forced=False)
+        kwargs["eos_token_id"] = self._stop_ids
+        with torch.inference_mode():
+            output = self.model.generate(input_ids, **kwargs)
+        return output[0, input_ids.shape[1] :].tolist()
+
+    def beam_search(self, prompt_ids: Sequence[int], max_new_tokens: int, width: int) -> Beam:
+        """``generate``'s beam search on the timed path's settings (cache, chunks, forced length), untimed."""
+        self._fits(len(prompt_ids) + max_new_tokens)
+        torch = self._torch
+        input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, width)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids, return_dict_in_generate=True, output_scores=True, **kwargs)
+        penalty = self.model.generation_config.length_penalty
+        penalty = 1.0 if penalty is None else float(penalty)  # unset: transformers' default
+        return Beam(
+            tokens=out.sequences[0, input_ids.shape[1] :].tolist(),
+            score=float(out.sequences_scores[0]),
+            length_penalty=penalty,
         )
 
     def _forward(self, ids: Sequence[int]):
@@ -297,5 +355,7 @@ class HFAdapter(Adapter):
         )
 
     def close(self) -> None:
+        if getattr(self, "drafting", None) is not None:
+            self.drafting.close()
         self.model = None
         self._step_cache = None
