@@ -217,6 +217,7 @@ TABLE: dict[str, Tier] = {
     "record/test_record_parts.py": U,
     "record/test_run_verdict.py": U,
     "record/test_store.py": U,
+    "regression/test_bisect_finds_the_commit.py": A,
     "regression/test_baseline_compare_gate_commands.py": U,
     "regression/test_check.py": U,
     "regression/test_failure_names_its_rule.py": U,
