@@ -35,6 +35,7 @@ from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
 from harness.records.record import Record, disturbed_throughout, launch_values
 from harness.records.store import timing_records
+from harness.records.verdict import FAILED, failure_reasons
 from harness.regression import launch_findings
 from harness.regression.launch_test import LaunchTest
 from harness.regression.launch_test import get as get_launch_test
@@ -128,6 +129,8 @@ def check(
     correctness_only: list[str] = []  # a side is a gate-only record (harness verify): no figures to compare
     for point, record in now.items():
         scenario, pid = point
+        if record.known_failure is not None and _known(outcome, record):
+            continue
         if record.status in ("failed", "timeout"):
             if point in base and base[point].status in ("failed", "timeout"):
                 outcome.notes.append(f"{scenario}::{pid}: still {record.status}, as in the baseline")
@@ -203,6 +206,28 @@ def check(
         )
     launch_findings.decide(outcome, test)
     return outcome
+
+
+def _known(outcome: RegressionOutcome, record: Record) -> bool:
+    """A point the scenario lists as a known failure (``record.known_failure``), judged as the run's verdict
+    judges it (``harness.records.verdict``): its failure is a KNOWN FAILURE line, not a finding; once it
+    passes it is FIXED, a finding when ``strict`` (pytest's strict XPASS). True when its failure is told
+    here (its figures are still compared below); False when it passed (its checks run as any point's)."""
+    scenario, pid, known = record.scenario, record.point_id, record.known_failure
+    assert known is not None
+    if record.status in FAILED or record.verdict_failed:
+        why = "; ".join(line.split("\n")[0] for line in failure_reasons(record))
+        outcome.known.append(Finding(scenario, pid, "known failure", f"{why} (expected: {known.reason})"))
+        return True
+    if record.known_failure_fixed:
+        fixed = f"known failure now passes: {known.reason}"
+        if known.strict:
+            outcome.findings.append(
+                Finding(scenario, pid, "fixed (strict)", f"{fixed}; remove it from the scenario's known_failures")
+            )
+        else:
+            outcome.fixed.append(Finding(scenario, pid, "fixed", fixed))
+    return False
 
 
 def _judge(outcome: RegressionOutcome, test: LaunchTest, threshold: Threshold, before: Record, after: Record) -> None:
