@@ -87,6 +87,7 @@ TABLE: dict[str, Tier] = {
     "cli/test_unusable_input_files.py": A,
     "cli/test_verify_records.py": A,
     "cli/test_verify_top1_engine.py": A,
+    "cli/test_verify_verdict.py": A,
     "cli/test_write_failures.py": A,
     "correctness/test_bucket_tiers.py": U,
     "correctness/test_dequantized_check.py": E,
