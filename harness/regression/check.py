@@ -33,9 +33,9 @@ from harness.errors import UsageError
 from harness.records import metrics
 from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
-from harness.records.record import Record, disturbed_throughout, launch_values
+from harness.records.record import KnownFailure, Record, disturbed_throughout, launch_values
 from harness.records.store import timing_records
-from harness.records.verdict import FAILED, failure_reasons
+from harness.records.verdict import FAILED, failure_line
 from harness.regression import launch_findings
 from harness.regression.launch_test import LaunchTest
 from harness.regression.launch_test import get as get_launch_test
@@ -129,7 +129,7 @@ def check(
     correctness_only: list[str] = []  # a side is a gate-only record (harness verify): no figures to compare
     for point, record in now.items():
         scenario, pid = point
-        if record.known_failure is not None and _known(outcome, record):
+        if record.known_failure is not None and _known(outcome, record, record.known_failure):
             continue
         if record.status in ("failed", "timeout"):
             if point in base and base[point].status in ("failed", "timeout"):
@@ -208,15 +208,14 @@ def check(
     return outcome
 
 
-def _known(outcome: RegressionOutcome, record: Record) -> bool:
+def _known(outcome: RegressionOutcome, record: Record, known: KnownFailure) -> bool:
     """A point the scenario lists as a known failure (``record.known_failure``), judged as the run's verdict
     judges it (``harness.records.verdict``): its failure is a KNOWN FAILURE line, not a finding; once it
     passes it is FIXED, a finding when ``strict`` (pytest's strict XPASS). True when its failure is told
     here (its figures are still compared below); False when it passed (its checks run as any point's)."""
-    scenario, pid, known = record.scenario, record.point_id, record.known_failure
-    assert known is not None
+    scenario, pid = record.scenario, record.point_id
     if record.status in FAILED or record.verdict_failed:
-        why = "; ".join(line.split("\n")[0] for line in failure_reasons(record))
+        why = failure_line(record)
         outcome.known.append(Finding(scenario, pid, "known failure", f"{why} (expected: {known.reason})"))
         return True
     if record.known_failure_fixed:
