@@ -78,3 +78,27 @@ def test_a_strict_known_failure_that_still_fails_passes_the_gate(tmp_path, capsy
     code, out = gate(tmp_path, capsys, known(record(seed=1, verdict="fail"), strict=True))
     assert code == 0, out
     assert "KNOWN FAILURE demo::hf-cpu-bf16: " in out
+
+
+def test_confirm_keeps_the_known_failures_and_tells_a_strict_fix_once():
+    """`harness gate --confirm K` judges the flagged points again on their new launches: the known failures
+    the first check told stay told, and a strict known failure that passes is one finding, not two."""
+    from harness.regression.entry import Confirmation, run_check
+    from harness.regression.settings import RegressionSettings
+    from harness.regression.thresholds import parse_thresholds
+    from tests.records import launch_record
+
+    quick = [50.0, 50.5, 49.5, 50.2, 49.8]
+    slow = [60.0, 60.5, 59.5, 60.2, 59.8]
+    fixed = known(launch_record(*slow, point_id="a"), "bug 1", strict=True)
+    still = known(launch_record(*quick, point_id="b", correctness=record(verdict="fail").correctness), "bug 2")
+
+    def rerun(records, launches):
+        return [made.model_copy(update={"samples": launch_record(*slow, *slow[:launches]).samples}) for made in records]
+
+    settings = RegressionSettings(parse_thresholds("tpot=5%"))
+    base = [launch_record(*quick, point_id="a"), launch_record(*quick, point_id="b")]
+    outcome = run_check(settings, base, [fixed, still], confirmation=Confirmation(5, rerun)).outcome
+    assert any("--confirm 5: reran demo::a" in note for note in outcome.notes), outcome.notes
+    assert [(f.point_id, f.kind) for f in outcome.findings] == [("a", "fixed (strict)"), ("a", "regression")]
+    assert [f.point_id for f in outcome.known] == ["b"]
