@@ -82,7 +82,8 @@ def test_a_strict_known_failure_that_still_fails_passes_the_gate(tmp_path, capsy
 
 def test_confirm_keeps_the_known_failures_and_tells_a_strict_fix_once():
     """`harness gate --confirm K` judges the flagged points again on their new launches: the known failures
-    the first check told stay told, and a strict known failure that passes is one finding, not two."""
+    (and NOT JUDGED points) the first check told stay told, and a strict known failure that passes is one
+    finding, not two."""
     from harness.regression.entry import Confirmation, run_check
     from harness.regression.settings import RegressionSettings
     from harness.regression.thresholds import parse_thresholds
@@ -97,8 +98,9 @@ def test_confirm_keeps_the_known_failures_and_tells_a_strict_fix_once():
         return [made.model_copy(update={"samples": launch_record(*slow, *slow[:launches]).samples}) for made in records]
 
     settings = RegressionSettings(parse_thresholds("tpot=5%"))
-    base = [launch_record(*quick, point_id="a"), launch_record(*quick, point_id="b")]
-    outcome = run_check(settings, base, [fixed, still], confirmation=Confirmation(5, rerun)).outcome
+    unjudged = launch_record(*quick, point_id="c", correctness=record(verdict="not judged").correctness)
+    base = [launch_record(*quick, point_id=point) for point in "abc"]
+    outcome = run_check(settings, base, [fixed, still, unjudged], confirmation=Confirmation(5, rerun)).outcome
     assert any("--confirm 5: reran demo::a" in note for note in outcome.notes), outcome.notes
     assert [(f.point_id, f.kind) for f in outcome.findings] == [("a", "fixed (strict)"), ("a", "regression")]
-    assert [f.point_id for f in outcome.known] == ["b"]
+    assert [f.point_id for f in outcome.known] == ["b"] and [f.point_id for f in outcome.not_judged] == ["c"]
