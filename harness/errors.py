@@ -44,6 +44,13 @@ class ModelError(HarnessError):
     exit_code = 2
 
 
+class StoredContentError(HarnessError):
+    """A stored reference or audit whose content does not match its own digest (``harness.io.sealed``), or
+    one written without a digest: one line naming the file and what differs, and how to rebuild it."""
+
+    exit_code = 2
+
+
 class UsageError(HarnessError):
     """A command-line value or input file the user gave cannot be used; the message says what to give."""
 

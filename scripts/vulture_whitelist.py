@@ -68,6 +68,7 @@ top1_positions  # unused variable (harness/records/correctness.py)
 floor_source  # unused variable (harness/records/correctness.py)
 diagnosis  # unused variable (harness/records/correctness.py)
 _._empty_is_none  # unused method (harness/records/correctness.py)
+_._known_rules  # unused method (harness/records/correctness.py): a pydantic validator
 model_config  # unused variable (harness/records/record.py)
 prompt_lengths  # unused variable (harness/records/record.py)
 schema_version  # unused variable (harness/records/record.py)

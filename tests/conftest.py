@@ -18,6 +18,8 @@ pytest_plugins = ["pytester"]
 
 # pytester points HOME at a temporary directory; keep every test on the one real model cache.
 os.environ.setdefault("HARNESS_CACHE_DIR", str(sources.cache_dir()))
+# The suite's own runs never append to the CI job's page (tests that check it set their own file).
+os.environ.pop("GITHUB_STEP_SUMMARY", None)
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +47,7 @@ def reference_dir(tmp_path_factory) -> Path:
     """One gate-reference store for the whole run: tests that are not about computing a reference pass it
     (``--reference-dir``, ``RunSettings(reference_dir=...)``), so each reference (model, prompts, settings) is
     computed once per run, not once per test or module. A test that edits a model under its old name, or
-    counts computations, keeps a store of its own: references are keyed by model name."""
+    counts computations, keeps a store of its own."""
     return tmp_path_factory.mktemp("references")
 
 

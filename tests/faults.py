@@ -229,3 +229,31 @@ class PrefillTailTopSwap(HFAdapter):
         first, other = order[0], order[self.rank - 1]
         logits[first], logits[other] = logits[other], logits[first]
         return logits
+
+
+class TailChunkPositionsRestart(HFAdapter):
+    """A chunked prefill whose partial tail chunk (shorter than ``moe_chunk_size``, after at least one full
+    chunk) gets positions from 0: the fault lives only in the tail, so a gate whose prompts all fit one chunk
+    never runs it, and full chunks after the first are exact."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+        chunk = point.moe_chunk_size or 0
+
+        def restart(module, args, kwargs):
+            input_ids = kwargs.get("input_ids")
+            if input_ids is not None and 1 < input_ids.shape[1] < chunk and _past(kwargs) > 0:
+                kwargs["position_ids"] = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+            return args, kwargs
+
+        _decoder(self.model).register_forward_pre_hook(restart, with_kwargs=True)
+
+
+class BeamCacheNotReordered(HFAdapter):
+    """Beam search that does not reorder the KV cache when it reorders its beams: each beam goes on attending to
+    another beam's past. Only ``generate`` with ``num_beams`` > 1 runs it; every greedy and step-wise path is exact."""
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        self.model._reorder_cache = lambda cache, beam_idx: cache  # generate() calls it instead of reorder_cache

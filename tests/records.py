@@ -76,6 +76,7 @@ def record(
             "kl_ratio": 1.0 if verdict == "pass" else 300.0,
             "free_divergence_index": None,
             "reasons": [] if verdict == "pass" else ["reference token 17 not in device top-5 at prompt 0 position 3"],
+            "failed_by": ["top-k agreement"] if verdict == "fail" else [],
         }
     )
     return Record(

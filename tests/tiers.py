@@ -107,16 +107,24 @@ TABLE: dict[str, Tier] = {
         "unit",
         {
             "test_reference_is_stored_reused_and_refused_when_stale": "engine",
-            "test_reference_for_another_model_is_refused": "engine",
+            "test_a_model_of_the_same_name_gets_its_own_reference": "engine",
             "test_diagnosis_localises_a_skipped_layer": "engine",
             "test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model": "engine",
             "test_harness_verify_passes_then_reuses_the_reference": "acceptance",
             "test_harness_run_records_the_verdict_and_fails_a_broken_engine": "acceptance",
         },
     ),
+    "correctness/test_gate_beams.py": Tier("acceptance", {"test_path_notes_name_every_timed_difference": "unit"}),
     "correctness/test_gate_catches_faults.py": Tier("engine", slow=("*",)),
+    "correctness/test_gate_chunk_tails.py": Tier(
+        "acceptance", {"test_a_chunked_point_gets_long_prompts_ending_in_a_partial_tail_chunk": "unit"}
+    ),
     "correctness/test_gate_long_prompts.py": A,
     "correctness/test_gate_prefill.py": A,
+    "correctness/test_gate_stopping.py": Tier(
+        "acceptance",
+        {"test_stops_are_judged_against_the_reference": "unit", "test_an_early_stop_at_a_near_tie_passes": "unit"},
+    ),
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
         "unit",
@@ -126,6 +134,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_not_judged.py": A,
+    "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
@@ -149,6 +158,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
         {
@@ -163,6 +173,9 @@ TABLE: dict[str, Tier] = {
     "measure/test_rounds.py": U,
     "measure/test_variance_components.py": U,
     "models/test_default_model.py": Tier("acceptance", slow=("*",)),
+    "models/test_hostile_model_files.py": Tier(
+        "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
+    ),
     "models/test_sources.py": Tier(
         "unit",
         {
@@ -195,6 +208,7 @@ TABLE: dict[str, Tier] = {
     "record/test_store.py": U,
     "regression/test_baseline_compare_gate_commands.py": U,
     "regression/test_check.py": U,
+    "regression/test_failure_names_its_rule.py": U,
     "regression/test_check_statistics.py": U,
     "regression/test_check_texts.py": U,
     "regression/test_confirm_reruns.py": A,
@@ -205,6 +219,13 @@ TABLE: dict[str, Tier] = {
     "regression/test_launch_test_protocol.py": U,
     "regression/test_three_outcome_verdicts.py": U,
     "regression/test_verdict_commands.py": A,
+    "report/test_ci_pages.py": Tier(
+        "unit",
+        {
+            "test_run_writes_its_page_and_bencher_metric_format": "engine",
+            "test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json": "acceptance",
+        },
+    ),
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),
@@ -236,6 +257,22 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "pytest_plugin/test_progress_under_pytest.py": A,
+    "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
+    "run/test_progress_lines.py": Tier(
+        "engine",
+        {
+            "test_a_line_per_kind_of_phase_and_a_heartbeat_within_one": "unit",
+            "test_a_quiet_phase_is_repeated_with_its_elapsed_time_and_idle_is_silent": "unit",
+        },
+    ),
+    "project/test_scheduler_templates.py": Tier(
+        "acceptance",
+        {
+            "test_shard_auto_reads_each_schedulers_variables": "unit",
+            "test_shard_auto_refuses_missing_or_impossible_variables_naming_them": "unit",
+        },
+    ),
     "run/test_shard.py": Tier(
         "unit",
         {

@@ -67,8 +67,9 @@ def reference(
     everything they depend on.
 
     Computed under a lock beside the file, so runners sharing ``store`` compute it once (the others
-    wait, then read); ``compute()`` (injectable for tests) returns an ``Evaluation``. A file stored before
-    outcomes were kept still loads (``Reference.outcomes`` is None); ``refresh`` recomputes it."""
+    wait, then read); ``compute()`` (injectable for tests) returns an ``Evaluation``. The file is sealed with
+    a digest of its content (``harness.io.sealed``): one edited since, or stored before the digest, is
+    refused in one line; ``refresh`` recomputes it."""
     import lm_eval
 
     from harness.io import compute_once, write_json_atomic
@@ -100,16 +101,16 @@ def reference(
             return evaluate(lm, tasks, limit, num_fewshot)
 
     def write(target: Path, found: Evaluation) -> None:
+        from harness.io import sealed
+
         outcomes = {task: o.model_dump(mode="json") for task, o in found.outcomes.items()}
-        write_json_atomic(
-            target,
-            {
-                "key": json.loads(key),
-                "scores": found.scores,
-                "outcomes": outcomes,
-                "compute_s": time.perf_counter() - start,
-            },
-        )
+        stored = {
+            "key": json.loads(key),
+            "scores": found.scores,
+            "outcomes": outcomes,
+            "compute_s": time.perf_counter() - start,
+        }
+        write_json_atomic(target, sealed.seal(stored))
 
     found, reused = compute_once(path, _read, compute_scores, write, refresh=refresh)
     if reused:
@@ -123,12 +124,12 @@ def _read(path: Path) -> Optional[Evaluation]:
     """A stored reference, or None when there is none; ``outcomes`` None in a file that has none."""
     from pydantic import TypeAdapter, ValidationError
 
-    from harness.io import read_json
+    from harness.io import read_json, sealed
     from harness.records.record import describe_errors
 
     if not path.exists():
         return None
-    data = read_json(path)
+    data = sealed.check(path, read_json(path), "stored accuracy reference")  # edited scores are refused
     stored = data.get("outcomes")
     try:
         found = None if stored is None else TypeAdapter(dict[str, TaskOutcomes]).validate_python(stored)

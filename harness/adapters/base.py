@@ -77,6 +77,16 @@ class ActivationRounding:
 
 
 @dataclass(frozen=True)
+class Beam:
+    """The best sequence of a beam search (``Adapter.beam_search``): its new tokens and the engine's own score
+    of it (HF's convention: the sum of its tokens' log-probabilities over ``length ** length_penalty``)."""
+
+    tokens: list[int]
+    score: float
+    length_penalty: float
+
+
+@dataclass(frozen=True)
 class Twin:
     """A loaded point's own weights on a trusted engine path (``Adapter.trusted_twin``), for the
     same-weights reference (``harness.correctness.same_weights``). ``open(variant)`` is a context manager giving an
@@ -264,6 +274,19 @@ class Adapter(Capabilities, ABC):
         ``text`` in (through the engine's chat template when ``chat``), generated text out, the engine's
         tokenizer and detokenizer inside (the text-path check's free-running text)."""
         raise Unsupported(f"{self.name} has no text-in, text-out API of its own")
+
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """Optional (``supports_stopping``): greedy generation on one prompt that ends where the engine's own
+        stopping ends it (its EOS and end-of-turn tokens), at most ``max_new_tokens``: the generated ids, the stop
+        token included where it stopped (the stopping check, ``harness.correctness.stopping``, and the text
+        path's free-running text; ``generate`` forces its length and is never judged on its stops)."""
+        raise Unsupported(f"{self.name} exposes no generation that stops by itself")
+
+    def beam_search(self, prompt_ids: Sequence[int], max_new_tokens: int, width: int) -> Beam:
+        """Optional (``supports_beam_search``): the engine's beam search of ``width`` beams on one prompt, as
+        ``generate`` times it (exactly ``max_new_tokens`` per beam: EOS does not end a beam), returning the best
+        beam (the beam check, ``harness.correctness.beams``)."""
+        raise Unsupported(f"{self.name} exposes no beam search output")
 
     def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
         """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits

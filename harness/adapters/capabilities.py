@@ -42,6 +42,8 @@ class Capabilities:
     supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it
     supports_batch_logits: bool = False  # prefill_batch(): last-position logits per sequence of one batch
     supports_text_generation: bool = False  # generate_text(): the engine's text-in, text-out API
+    supports_beam_search: bool = False  # beam_search(): the best beam and its score (the beam check)
+    supports_stopping: bool = False  # generate_until_stop(): greedy, ending at the engine's own stop tokens
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     @classmethod
@@ -67,4 +69,6 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_chat_template": ("chat_prompt",),
     "supports_batch_logits": ("prefill_batch",),
     "supports_text_generation": ("generate_text",),
+    "supports_beam_search": ("beam_search",),
+    "supports_stopping": ("generate_until_stop",),
 }

@@ -10,13 +10,15 @@ from typing import Optional, Sequence
 
 from harness import __version__
 from harness.cli import analysis as cli_analysis
+from harness.cli import ci_pages
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
+from harness.cli.ci_pages import add_bmf_option, add_markdown_option
 from harness.cli.options import add_plan_options, add_require_option, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option
-from harness.cli.sweeps import interruptible, load_all, sweep_verdict
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector, sweep_verdict
 from harness.errors import HarnessError, WriteFailed, writing
 
 
@@ -30,8 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
     add_require_option(run.add_argument)
-    run.add_argument("-k", dest="select", metavar="TEXT", help="run only points whose id contains TEXT")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (nor progress lines in a log)")
+    add_markdown_option(run.add_argument)
+    add_bmf_option(run.add_argument)
     run.add_argument(
         "--resume",
         action="store_true",
@@ -106,7 +110,7 @@ def _check(args) -> int:
         max_points=args.harness_max_points,
     ):
         for point in expand(scenario):
-            print(f"{scenario.path}::{point.id}")
+            print(f"{scenario.name}::{point.id}")  # the spelling every other command uses
     return 0
 
 
@@ -120,12 +124,15 @@ def _run_sweep(args) -> int:
 
     planning.check_against_models(scenarios, args.harness_cache_dir and Path(args.harness_cache_dir))
     runner = runner_from(args, log=lambda message: print(message, file=sys.stderr))
-    select = (lambda point: args.select in point.id) if args.select else None
+    ci_pages.check(args)
+    select = point_selector(args.select, scenarios)
     shard = None
     if args.harness_shard:
         from harness.run.shard import parse_shard
 
         shard = parse_shard(args.harness_shard)
+        if shard.source:
+            print(f"shard {shard} from {shard.source}", file=sys.stderr)
     from harness.io import results_lock
 
     with results_lock(args.harness_results):
@@ -143,7 +150,7 @@ def _run_sweep(args) -> int:
         print(f"shard {shard}: no points fall to this shard")
         return 0
     if not records:
-        print(f"ERROR no point id contains {args.select!r}", file=sys.stderr)
+        print(f"ERROR no point matches -k {' -k '.join(map(repr, args.select or []))}", file=sys.stderr)
         return 2
     cli_output.run_table(records)
     print(cli_output.time_split_table(records))
@@ -152,6 +159,9 @@ def _run_sweep(args) -> int:
     verdict = sweep_verdict(records, scenarios, args.harness_require_all)
     print("\n".join(verdict.lines()))
     print(f"records written under {args.harness_results}/")
+    from harness.report.markdown_summary import from_verdict
+
+    ci_pages.write(args, from_verdict(verdict, "harness run"), records)
     if args.history:
         from harness.history import add_records
 

@@ -155,7 +155,9 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
         metavar="I/N",
         default=None,
         help="run only this machine's share of the points (1-based; points sharing a converted model stay "
-        "together); every runner must pass the same scenarios and filters",
+        "together); every runner must pass the same scenarios and filters. auto: read it from the scheduler "
+        "(Slurm array, Kubernetes Indexed Job + HARNESS_SHARD_COUNT, GitLab/Buildkite parallel, or "
+        "HARNESS_SHARD_INDEX/HARNESS_SHARD_COUNT; see docs/nightly-ci.md)",
     )
 
 

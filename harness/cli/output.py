@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.records import metrics
 from harness.records.columns import TIME_SPLIT, TIMED, has_interval, ok_launches, warnings
+from harness.report.readable import lopsided, number
 
 
 def verdict_line(name: str, gate) -> str:
@@ -68,6 +69,9 @@ def verdict_line(name: str, gate) -> str:
     parts.append(f"first divergence {gate.free_divergence_index}")
     if gate.text_path is not None:
         parts.append(f"text path: {gate.text_path.summary()}")
+    for label, check in (("beams", gate.beams), ("stopping", gate.stopping)):
+        if check is not None and check.skipped is None:
+            parts.append(f"{label} {check.summary()}")
     line = f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"
     model = same.dequantized_model if same is not None else None
     if model is not None:  # its own line: the kernel question, apart from the quantization one
@@ -118,6 +122,8 @@ def figure(record, name: str, digits: int = 1) -> str:
         return _fmt(value, digits)
     if value is None:
         value = interval.estimate
+    if lopsided(value, interval.low, interval.high):  # both ends: a ± would read below zero or hide the skew
+        return f"{_fmt(value, digits)} [{number(interval.low)}, {number(interval.high)}]"
     return f"{_fmt(value, digits)} ± {_fmt((interval.high - interval.low) / 2, max(digits, 1) + 1)}"
 
 
@@ -175,13 +181,18 @@ def run_table_lines(records) -> list[str]:
     for line, below in zip(body, notes):
         lines += [line, *(f"    {text}" for text in below)]
     if any(has_interval(i) for r in records for i in r.samples.intervals.values()):
-        lines.append("±: half-width of the 95 % confidence interval over launches")
+        lines.append(
+            "±: half-width of the 95 % confidence interval over launches ([low, high]: its ends, where it is lopsided)"
+        )
     return lines
 
 
 def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict[tuple[str, str], list[str]]:
     """Per point with two or more launches: the smallest worsening ``harness gate`` (default thresholds and
-    FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on."""
+    FDR, a baseline measured alike) would call different in 80 % of nights, with the noise it rests on. Named
+    for what it assumes: a baseline with this run's noise and launch count; ``harness gate`` prints its own
+    figure from both sides' pooled noise and their actual launches ("detectable change with both sides'
+    noise"), so the two differ when the baseline is noisier or has other launch counts."""
     from harness.regression import launch_power
     from harness.regression.thresholds import DEFAULT_FDR, DEFAULT_THRESHOLDS, parse_thresholds
 
@@ -196,8 +207,8 @@ def detectable_lines(records, thresholds=None, fdr: float | None = None) -> dict
         if found:
             launches = found[0].launches
             out[(r.scenario, r.point_id)] = [
-                f"detectable change (80 % power, {launches} vs {launches} launches, FDR {fdr:g} over {tests} "
-                f"test(s)): {', '.join(d.describe() for d in found)}"
+                f"detectable change if the baseline has this run's noise (80 % power, {launches} vs {launches} "
+                f"launches, FDR {fdr:g} over {tests} test(s)): {', '.join(d.describe() for d in found)}"
             ]
     return out
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness.cli import ci_pages
+from harness.cli.ci_pages import add_markdown_option
 from harness.cli.regression_options import (
     accepted_differences,
     add_accept_option,
@@ -64,6 +66,7 @@ def add_parsers(commands) -> None:
         "gate", help="exit 1 on regressions, gate failures and lost points against a baseline"
     )
     regression.add_argument("sources", nargs="+", metavar="NEW", help="records of the new run")
+    add_markdown_option(regression.add_argument)
     add_regression_options(regression.add_argument)
     add_baseline_options(regression.add_argument)
     regression.add_argument(
@@ -217,6 +220,7 @@ def _regression_check(args) -> int:
     from harness.regression.entry import Confirmation, run_check
 
     settings = regression_settings(args)  # every option checked before anything is read
+    ci_pages.check(args)
     if args.confirm < 0:
         raise UsageError(f"--confirm: expected a number of launches >= 0, got {args.confirm}")
     confirmation = Confirmation(args.confirm, _relaunch(args.sources)) if args.confirm else None
@@ -227,6 +231,9 @@ def _regression_check(args) -> int:
     print("\n".join(regression_report(result)))
     if settings.json_path:
         save_regression_json(settings.json_path, result)
+    from harness.report.markdown_summary import from_regression
+
+    ci_pages.write(args, from_regression(result, current))
     return result.exit_code
 
 

@@ -43,6 +43,24 @@ def interruptible(command, results_dir: Optional[Path] = None) -> int:
             return exc.exit_code
 
 
+KEEP_HELP = (
+    "run only the points EXPRESSION selects: pytest's -k language (words joined by and, or, not, parentheses) "
+    "over scenario::id; a word that is a whole point id or a whole dash-separated part of one (f16, cpu, "
+    "prompt32) matches exactly, any other word as a case-insensitive substring; several -k: any of them"
+)
+
+
+def point_selector(expressions: Optional[Sequence[str]], scenarios):
+    """``(scenario, point) -> kept`` for the ``-k`` values given, None without any (every point)."""
+    if not expressions:
+        return None
+    from harness.scenario.selection import selector
+    from harness.scenario.sweep import expand
+
+    keep = selector(expressions, [(s.name, p.id) for s in scenarios for p in expand(s)])
+    return lambda scenario, point: keep(scenario.name, point.id)
+
+
 def sweep_verdict(records, scenarios, require_all: bool):
     """The verdict of a sweep's records (``harness.records.verdict.account``), the points of ``scenarios``
     that ask for ``require_all`` (or every point, with ``--require-all``) required: ``harness run`` and

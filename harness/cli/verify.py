@@ -12,7 +12,7 @@ from typing import Optional
 from harness.cli import output as cli_output
 from harness.cli.options import VERIFY_RESULTS_HELP, add_require_option, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option
-from harness.cli.sweeps import interruptible, load_all, sweep_verdict
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector, sweep_verdict
 from harness.errors import HarnessError
 from harness.run import lifecycle
 
@@ -33,7 +33,7 @@ def add_parser(commands) -> None:
         metavar="ci|all|N",
         help="gate prompts: ci (1 plain + 1 chat), all (8 + 8) or a count (default: the scenario's)",
     )
-    verify.add_argument("-k", dest="select", metavar="TEXT", help="only points whose id contains TEXT")
+    verify.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
 
 
 def _parse_prompts(value: Optional[str]):
@@ -74,14 +74,14 @@ def _verify_all(args) -> int:
 
 
 def _gate_points(runner, scenarios, args) -> int:
-    """Gate every point (whose id contains ``args.select``), one line each, then the run's verdict and, on a
-    non-zero exit, the line that says why."""
-    text: Optional[str] = args.select
-    select = (lambda point: text in point.id) if text else None
+    """Gate every point (the ``-k`` expressions in ``args.select`` select), one line each, then the run's
+    verdict and, on a non-zero exit, the line that says why."""
     from harness.scenario.sweep import expand
 
+    select = point_selector(args.select, scenarios)
+
     ran = []
-    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(p)), 0
+    total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(s, p)), 0
     for scenario in scenarios:
         try:
             records = runner.run([scenario], progress=False, select=select)

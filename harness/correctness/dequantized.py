@@ -144,16 +144,22 @@ def check(root: Path, model, twin, refresh: bool = False) -> Optional[Dequantize
     against ``model``'s HF checkpoint; None where the twin has no weights reader. Computed once per pair
     of contents and stored beside the references (reading back Gemma's 262k-row embedding takes minutes
     on two busy cores)."""
-    from harness.io import compute_once, read_json, write_json_atomic
+    from harness.io import compute_once, read_json, sealed, write_json_atomic
     from harness.records.correctness import DequantizedAudit
 
     if twin.read_weights is None:
         return None
+
+    def read(path: Path) -> Optional[DequantizedAudit]:  # sealed like the references: an edit is refused
+        if not path.exists():
+            return None
+        return DequantizedAudit.model_validate(sealed.check(path, read_json(path), "stored dequantized audit"))
+
     found, _ = compute_once(
         path_for(root, model, twin),
-        lambda p: DequantizedAudit.model_validate(read_json(p)) if p.exists() else None,
+        read,
         lambda: _audit(model.hf_dir, twin),
-        lambda p, audit: write_json_atomic(p, audit.model_dump(), indent=None),
+        lambda p, audit: write_json_atomic(p, sealed.seal(audit.model_dump(mode="json")), indent=None),
         refresh=refresh,
     )
     return found

@@ -29,7 +29,7 @@ from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long
-from harness.correctness.outcome import NotRun, decide
+from harness.correctness.outcome import NotRun, decide, failed_rules
 from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
 from harness.correctness.stored_reference import Reference
 from harness.errors import Unsupported
@@ -144,7 +144,8 @@ def _conclude(
     if buckets:
         more_fails, more_drifts = positions.judge(buckets, settings.drift_factor, settings.fail_factor)
         fails, drifts = fails + more_fails, drifts + more_drifts
-    verdict, reasons = decide(reasons + fails, drifts, unjudged, settings.fail_on_drift)
+    topk = reasons
+    verdict, reasons = decide(topk + fails, drifts, unjudged, settings.fail_on_drift)
     if unjudged and verdict != NOT_JUDGED:  # a top-k failure still fails; the unjudged tier is noted
         notes.insert(0, unjudged)
     rates = [r.top1_match_rate for r in prompt_results if r.top1_match_rate is not None]
@@ -152,6 +153,7 @@ def _conclude(
     return Correctness(
         verdict=verdict,
         reasons=reasons,
+        failed_by=failed_rules(topk, fails, drifts, verdict),
         k=settings.k,
         mode=mode,
         kl_mean=kl_mean,

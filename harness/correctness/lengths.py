@@ -14,6 +14,12 @@ is therefore also gated on long prompts cut from the shipped long-context texts
 - ``gate.length: N``: every point, at N positions (capped the same way);
 - ``gate.length: short``: never (the short prompts only).
 
+A point that prefills in chunks (``moe_chunk_size``) also gets long prompts (``gate.length: auto``), at a
+length whose ``long-prefill`` head ends in a **partial tail chunk after at least one full chunk**
+(``chunk_tail``): the short prompts fit one chunk, so a fault of the tail chunk (positions, masking,
+padding) would never run. The tail is half a chunk (``chunk - 1`` for chunks under 16), so the prefill
+phase's last positions all lie in it and no verdict rests on one position.
+
 Each long prompt is teacher-forced on its own text: ``long`` prompts prefill a short head and feed the
 rest one decode step at a time (every position is compared, so a fault that starts at position N shows
 in the position buckets, ``harness.correctness.positions``); ``long-prefill`` prompts prefill all but the
@@ -62,6 +68,25 @@ def model_limits(hf_dir: Path) -> tuple[Optional[int], Optional[int]]:
     return window, limit if isinstance(limit, int) and limit > 0 else None
 
 
+def chunk_tail(chunk: int) -> int:
+    """Positions of the partial chunk a chunked prefill ends in: half a chunk (enough that the prefill
+    phase's positions all fall in it), ``chunk - 1`` for small chunks."""
+    return chunk // 2 if chunk >= 16 else max(1, chunk - 1)
+
+
+def fit_chunks(length: int, chunk: int, tokens: int) -> int:
+    """``length`` moved so that a ``long-prefill`` prompt's head (``length - tokens`` positions) is at least one
+    full chunk plus a partial tail of at least ``chunk_tail(chunk)`` positions: a head shorter than that is
+    raised to it; a longer one ending too near a chunk boundary is lowered (never past the point's context,
+    which an engine may size its KV cache by) to one chunk fewer and a tail."""
+    tail = chunk_tail(chunk)
+    head = max(length - tokens, 0)
+    if head < chunk + tail:
+        return chunk + tail + tokens
+    rest = head % chunk
+    return length if rest >= tail else length - rest - chunk + tail
+
+
 def plan(
     setting,
     count: int,
@@ -69,8 +94,11 @@ def plan(
     max_seq_len: Optional[int],
     max_new_tokens: int,
     hf_dir: Path,
+    chunk: Optional[int] = None,
+    tokens: int = 32,
 ) -> Optional[LengthPlan]:
-    """The point's long prompts from ``gate.length`` (``setting``), or None when it has none."""
+    """The point's long prompts from ``gate.length`` (``setting``), or None when it has none. ``chunk``: the
+    point's prefill chunk (``moe_chunk_size``), ``tokens``: the gate's teacher-forced tokens per prompt."""
     if setting == "short":
         return None
     window, limit = model_limits(hf_dir)
@@ -79,7 +107,10 @@ def plan(
     if isinstance(setting, int) and not isinstance(setting, bool):
         length, why = setting, f"gate.length {setting}"
     elif prompt_len is None and max_seq_len is None:
-        return None  # auto: the point runs the short prompts' lengths only
+        if not chunk:
+            return None  # auto: the point runs the short prompts' lengths only
+        length = fit_chunks(0, chunk, tokens)
+        why = f"one prefill chunk of {chunk} and a tail of {chunk_tail(chunk)} before {tokens} teacher-forced tokens"
     else:
         context = (prompt_len or 0) + max_new_tokens
         if max_seq_len is not None:
@@ -87,6 +118,10 @@ def plan(
         length, why = context, f"the point's context {context}"
         if window is not None and 2 * window > context:
             length, why = 2 * window, f"twice the sliding window {window} (the point's context is {context})"
+    if chunk and setting == "auto" and (prompt_len is not None or max_seq_len is not None):
+        fitted = fit_chunks(length, chunk, tokens)
+        if fitted != length:
+            length, why = fitted, f"{why}, moved to {fitted} so the prefill ends in a partial chunk of {chunk}"
     if cap is not None and length > cap:
         length, why = cap, f"{why}, capped at {cap}"
     return LengthPlan(length=length, count=count, window=window, why=why)

@@ -11,7 +11,7 @@ from typing import Optional
 from harness.correctness import positions
 from harness.correctness.lengths import is_long
 from harness.correctness.stored_reference import Reference
-from harness.records.correctness import DRIFT, FAIL, NOT_JUDGED, PASS, Correctness
+from harness.records.correctness import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS, TOP_K, Correctness
 
 
 def decide(fails: list[str], drifts: list[str], unjudged: Optional[str], fail_on_drift: bool) -> tuple[str, list[str]]:
@@ -25,6 +25,15 @@ def decide(fails: list[str], drifts: list[str], unjudged: Optional[str], fail_on
     if unjudged:
         return NOT_JUDGED, [unjudged]
     return PASS, []
+
+
+def failed_rules(topk: list[str], kl_fails: list[str], drifts: list[str], verdict: str) -> list[str]:
+    """The rules a ``decide`` verdict failed by: top-k agreement and the KL tier when they failed; the drift
+    rule only when nothing else failed (``decide`` then fails on drift, with ``fail_on_drift``)."""
+    if verdict != FAIL:
+        return []
+    rules = [rule for rule, failed in ((TOP_K, topk), (KL_TIER, kl_fails)) if failed]
+    return rules or ([DRIFT_RULE] if drifts else [])
 
 
 @dataclass(frozen=True)

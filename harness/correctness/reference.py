@@ -12,9 +12,11 @@ with the device's; references stored before it pair every position with its phas
 also holds the top-M at the last ``prefill_positions`` prompt positions, from one forward over the prompt,
 and their floor (``prefill_positions``), which make the gate's prefill phase (``harness.correctness.prefill``).
 
-A stored reference is found by model name, prompt texts and settings, then checked against the
-model checksum, the tokenizer and the prompt token ids; a mismatch is refused, never silently used.
-One stored in an older format (``schema_version``) is stale: it is recomputed in place. The step-wise
+A stored reference is found by content: the model's checksum (two models that share a name get two files),
+the prompt texts and the settings; then checked against the model checksum, the tokenizer and the prompt
+token ids, and its content against its own digest (``harness.io.sealed``); a mismatch is refused in one
+line, never silently used. One stored by an older harness (before the content key and the digest) is refused
+with "rebuild it with --refresh-reference", which writes the new one beside it. The step-wise
 math (log-softmax, top-M, the coarse KLs, greedy and teacher-forced stepping) lives in
 ``harness.correctness.logprobs``.
 """
@@ -32,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from harness.correctness import lengths, positions, prefill
+from harness.correctness import lengths, positions, prefill, stored_reference
 from harness.correctness.kl import phase_floors, position_floors
 from harness.correctness.lengths import is_long
 from harness.correctness.logprobs import (
@@ -41,8 +43,8 @@ from harness.correctness.logprobs import (
     greedy_steps,
     iter_forced_logprobs,
 )
-from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
-from harness.io import compute_once, read_json, safe_name, write_json_atomic
+from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
+from harness.io import compute_once, safe_name
 from harness.scenario.gate_section import Gate
 
 
@@ -51,7 +53,7 @@ def _gate_default(name: str):
     return Gate.model_fields[name].default
 
 
-# references computed at the default keep the keys they had before prefill positions
+# the default: references stored before prefill positions were keyed without it (``legacy_path``)
 PREFILL_POSITIONS: int = _gate_default("prefill_positions")
 
 
@@ -72,13 +74,8 @@ def tokenizer_sha256(hf_dir: Path) -> str:
 
 
 def eos_ids(model, tokenizer) -> list[int]:
-    """The model's EOS ids plus the end-of-turn tokens chat models stop on."""
-    ids = set(model.eos_token_ids())
-    for name in ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>"):
-        token_id = tokenizer.token_to_id(name)
-        if token_id is not None:
-            ids.add(token_id)
-    return sorted(ids)
+    """The model's EOS ids plus the end-of-turn tokens chat models stop on (``ResolvedModel.stop_token_ids``)."""
+    return model.stop_token_ids()
 
 
 class ReferenceStore:
@@ -88,22 +85,32 @@ class ReferenceStore:
         self.root = Path(root)
         self.compute = compute or globals()["compute"]  # injectable: tests count how often it runs
 
-    def path_for(self, model_name: str, pairs: list[tuple[str, str]], settings: ReferenceSettings) -> Path:
+    def path_for(self, model, pairs: list[tuple[str, str]], settings: ReferenceSettings) -> Path:
+        """Keyed by content: the model's checksum (and the converter that built its checkpoint from a GGUF), the
+        prompts and the settings that change the result; two models that share a name get two files."""
         keyed = asdict(settings) | {"threads": None}
-        if settings.length is None:  # references stored before long prompts keep their keys
-            del keyed["length"]
-        if settings.prefill_positions == PREFILL_POSITIONS:  # so do those before prefill positions: recomputed
-            del keyed["prefill_positions"]  # in place, being stale (``load``)
-        identity = json.dumps({"prompts": pairs, "settings": keyed}, sort_keys=True)
+        identity = json.dumps(
+            {"model": {"checksum": model.checksum, "converter": model.converter}, "prompts": pairs, "settings": keyed},
+            sort_keys=True,
+        )
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-        return self.root / safe_name(model_name) / f"{digest}.json"
+        return self.root / safe_name(model.name) / f"{digest}.json"
+
+    def legacy_path(self, model_name: str, pairs: list[tuple[str, str]], settings: ReferenceSettings) -> Path:
+        """Where a reference stored before references were keyed by content sits (model name, prompts and
+        settings only): never read, since it may be another model's of the same name."""
+        keyed = asdict(settings) | {"threads": None}
+        if settings.length is None:
+            del keyed["length"]
+        if settings.prefill_positions == PREFILL_POSITIONS:
+            del keyed["prefill_positions"]
+        identity = json.dumps({"prompts": pairs, "settings": keyed}, sort_keys=True)
+        return self.root / safe_name(model_name) / f"{hashlib.sha256(identity.encode()).hexdigest()[:16]}.json"
 
     def load(self, path: Path, model, prompt_ids: list[list[int]]) -> Optional[Reference]:
         if not path.exists():
             return None
-        reference = Reference.from_dict(read_json(path))
-        if reference.schema_version < SCHEMA_VERSION:  # stale: lacks what this version computes
-            return None
+        reference = stored_reference.read(path, "stored reference")
         problems = []
         if reference.model["checksum"] != model.checksum:
             problems.append(f"model checksum {reference.model['checksum'][:12]}… != {model.checksum[:12]}…")
@@ -124,14 +131,21 @@ class ReferenceStore:
         """(reference, its path, whether it was reused)."""
         tokenizer = model.tokenizer()
         prompt_ids = encode(tokenizer, model.hf_dir, pairs, settings.length)
-        path = self.path_for(model.name, pairs, settings)
+        path = self.path_for(model, pairs, settings)
+        legacy = self.legacy_path(model.name, pairs, settings)
+        if not refresh and not path.exists() and legacy.exists():
+            raise ReferenceMismatch(
+                f"stored reference {legacy}: stored before references were keyed by the model's content (it may "
+                f"be another model's of the name {model.name!r}), so it is not read; rebuild it with "
+                "--refresh-reference (the new one goes beside it; delete the old file)"
+            )
         # Under a lock beside the file: runners sharing a reference directory compute it once, the
         # others wait and read it; the atomic write means no reader ever sees half a file.
         reference, reused = compute_once(
             path,
             lambda p: self.load(p, model, prompt_ids),
             lambda: self.compute(model, pairs, prompt_ids, settings),
-            lambda p, ref: write_json_atomic(p, asdict(ref), indent=None),
+            stored_reference.write,
             refresh=refresh,
         )
         return reference, path, reused

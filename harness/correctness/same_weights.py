@@ -9,10 +9,10 @@ against itself with only its activation precision or threads changed), so drift 
 
 Stored like the HF reference: computed once under a lock beside the file, keyed by the content of the
 twin's weights (their sha256, ``harness.io.file_sha256``: a file patched in place with the same size gets
-a new reference), the engine's version, the prompt token ids and the settings, and refused when they do
-not match. Like the HF reference it holds the last prompt positions of every prompt (the gate's prefill phase,
-``harness.correctness.prefill``), here from one twin prefill per prefix; one stored before them is stale
-and recomputed in place.
+a new reference), the HF model's checksum, the engine's version, the prompt token ids and the settings,
+sealed with a digest of its content, and refused when they do not match. Like the HF reference it holds the
+last prompt positions of every prompt (the gate's prefill phase, ``harness.correctness.prefill``), here from
+one twin prefill per prefix.
 
 The twin shares every fault written into the artefact; the dequantized check
 (``harness.correctness.dequantized``) reads the artefact back against the HF checkpoint and catches those.
@@ -25,18 +25,18 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from harness.correctness import prefill
+from harness.correctness import prefill, stored_reference
 from harness.correctness.logprobs import coarse_kl, forced_logprobs, greedy_steps
 from harness.correctness.outcome import NotRun
-from harness.correctness.stored_reference import SCHEMA_VERSION, PromptReference, Reference, ReferenceMismatch
-from harness.io import compute_once, read_json, safe_name, write_json_atomic
+from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
+from harness.io import compute_once, safe_name
 from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeights
 from harness.scenario.gate_section import GateSettings
 
@@ -64,7 +64,9 @@ def path_for(root: Path, hf: Reference, twin: Twin, folder: str = "same-weights"
     identity = json.dumps(
         {
             "twin": twin.key,
+            "model": hf.model["checksum"],  # two models of one name whose artefacts coincide: two references
             "prompt_ids": [p.prompt_ids for p in hf.prompts],
+            "prefill_positions": hf.settings.get("prefill_positions"),
             "tokens": hf.settings["tokens"],
             "top_m": hf.settings["top_m"],
             "eos_ids": hf.settings["eos_ids"],
@@ -132,15 +134,13 @@ def compute(twin: Twin, hf: Reference) -> Reference:
     )
 
 
-def load(path: Path, twin: Twin, hf: Reference) -> Optional[Reference]:
+def load(path: Path, twin: Twin, hf: Reference, folder: str = "same-weights") -> Optional[Reference]:
     if not path.exists():
         return None
-    reference = Reference.from_dict(read_json(path))
-    if reference.schema_version < SCHEMA_VERSION or reference.settings.get("prefill_positions") != hf.settings.get(
-        "prefill_positions"
-    ):
-        return None  # stale: stored before prefill positions, or for another count of them; recomputed in place
+    reference = stored_reference.read(path, f"stored {folder} reference")
     problems = []
+    if reference.settings.get("prefill_positions") != hf.settings.get("prefill_positions"):
+        problems.append("prefill positions differ")
     if reference.model.get("key") != twin.key:
         problems.append(f"weights {reference.model.get('key')!r} != {twin.key!r}")
     if reference.model.get("checksum") != hf.model["checksum"]:
@@ -162,9 +162,9 @@ def get_or_compute(
     path = path_for(root, hf, twin, folder)
     reference, reused = compute_once(
         path,
-        lambda p: load(p, twin, hf),
+        lambda p: load(p, twin, hf, folder),
         lambda: compute(twin, hf),
-        lambda p, ref: write_json_atomic(p, asdict(ref), indent=None),
+        stored_reference.write,
         refresh=refresh,
     )
     return reference, path, reused

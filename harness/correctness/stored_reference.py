@@ -4,13 +4,15 @@ it was computed with. Every check that compares against a reference reads these 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from harness.errors import HarnessError
 
 # 2: prefill positions (``PromptReference.prefill_*``, ``noise_floor.prefill_positions``); a stored version-1
-# reference still loads (same-weights ones have none), and the HF store recomputes it in place.
-SCHEMA_VERSION = 2
+# reference still parses (``from_dict``). 3: sealed (``harness.io.sealed``: a digest of each part, checked on
+# load) and keyed by the model's content; an older file is refused with "rebuild it with --refresh-reference".
+SCHEMA_VERSION = 3
 
 
 class ReferenceMismatch(HarnessError):
@@ -50,3 +52,25 @@ class Reference:
         data = dict(data)
         data["prompts"] = [PromptReference(**p) for p in data["prompts"]]
         return cls(**data)
+
+
+def write(path: Path, reference: Reference) -> None:
+    """Store ``reference`` at ``path`` atomically, sealed with the digest of its content."""
+    from harness.io import sealed, write_json_atomic
+
+    write_json_atomic(path, sealed.seal(asdict(reference)), indent=None)
+
+
+def read(path: Path, what: str) -> Reference:
+    """The reference stored at ``path``, once its content matches its digest (``harness.io.sealed``); one
+    stored before references were sealed, or edited since, is refused in one line naming the file (``what``:
+    the kind of reference) and what differs."""
+    from harness.io import read_json, sealed
+
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+        raise ReferenceMismatch(
+            f"{what} {path}: stored by another harness version (schema_version {data.get('schema_version')!r}, "
+            f"this one reads {SCHEMA_VERSION}); {sealed.REBUILD}"
+        )
+    return Reference.from_dict(sealed.check(path, data, what))

@@ -11,7 +11,8 @@ tokenizer that splits whitespace differently, or a chat API that picks the wrong
   greedy generation -> engine detokenizer, against the reference's greedy text: at the first generated
   position whose id differs, the engine's token must be in the reference's top-k (one way, as the top-1
   gate), the same ids must detokenize to the same text, and the generated length must lie in a band
-  around the reference's. An engine with a text-in, text-out API of its own (``Adapter.generate_text``:
+  around the reference's. Generation stops where the engine's own stopping stops it
+  (``Adapter.generate_until_stop``), never at a length forced on it. An engine with a text-in, text-out API of its own (``Adapter.generate_text``:
   OpenVINO GenAI's ``LLMPipeline.generate(str)``) also runs the prompt text through it: its text must be
   what its tokenizer, generate and detokenizer give piece by piece, and it is the text compared.
 
@@ -141,12 +142,14 @@ def input_ids_of(adapter, reference: Reference, template: Optional[str]) -> Opti
 
 
 def _greedy(adapter, prompt_ids: list[int], n: int, stop: Sequence[int]) -> list[int]:
-    """The engine's greedy continuation, cut after the first stop id: its timed ``generate`` where that
-    returns ids, else its step-wise logits."""
+    """The engine's greedy continuation, cut after the first stop id: its own stopping
+    (``generate_until_stop``) where it has one, never a length the engine would not produce by itself; else
+    its timed ``generate`` (a forced length, cut here), else its step-wise logits."""
     from harness.correctness.logprobs import greedy_steps
 
-    trace = adapter.generate([prompt_ids], n)
-    if trace.output_ids is not None:
+    if adapter.supports_stopping:
+        out = list(adapter.generate_until_stop(prompt_ids, n))
+    elif (trace := adapter.generate([prompt_ids], n)).output_ids is not None:
         out = list(trace.output_ids[0])
     elif adapter.supports_logits:
         out = greedy_steps(adapter, prompt_ids, n, stop, 1)[0]

@@ -119,6 +119,22 @@ REFERENCE_DIR = STORE_NAMES[0]  # <results>/references holds gate references, no
 MAX_JSON_BYTES = 256 * 2**20  # a pytest-benchmark JSON of a large nightly is tens of MiB; a record far less
 
 
+def _refuse_unbounded(info: os.stat_result, path: str | Path, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a pipe, socket or device"
+        raise ValueError(f"{path}: {kind}, not a regular file; give a file")
+    if info.st_size > limit:
+        raise ValueError(f"{path}: larger than {limit:,} bytes, the limit for this kind of file")
+
+
+def check_regular_file(path: str | Path, limit: int) -> int:
+    """The size of ``path`` (a symlink is followed), refused as ``read_regular_file`` would refuse it,
+    without opening it: for files another library reads (a tokenizer, weights) after this check."""
+    info = os.stat(path)
+    _refuse_unbounded(info, path, limit)
+    return info.st_size
+
+
 def read_regular_file(path: str | Path, limit: int) -> bytes:
     """The bytes of ``path``, which must be a regular file (a symlink to one is fine) of at most ``limit``
     bytes: a FIFO, a device such as /dev/zero, a directory or a larger file is a ValueError naming the
@@ -126,13 +142,8 @@ def read_regular_file(path: str | Path, limit: int) -> bytes:
     # O_NONBLOCK: opening a FIFO with no writer would otherwise block forever before fstat could refuse it.
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a pipe, socket or device"
-            raise ValueError(f"{path}: {kind}, not a regular file; give a file")
+        _refuse_unbounded(os.fstat(handle), path, limit)
         too_large = f"{path}: larger than {limit:,} bytes, the limit for this kind of file"
-        if info.st_size > limit:
-            raise ValueError(too_large)
         chunks, left = [], limit + 1
         while left > 0:
             chunk = os.read(handle, min(left, 1 << 20))

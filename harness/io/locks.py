@@ -38,19 +38,30 @@ def compute_once(
     refresh: bool = False,
 ) -> tuple[Any, bool]:
     """(value, reused): ``read(path)`` when it gives a value, otherwise ``compute()`` then ``write`` it,
-    under ``locked(path)`` so concurrent runners compute it once and the others wait and read it."""
+    under ``locked(path)`` so concurrent runners compute it once and the others wait and read it. A failed
+    write (or lock) is ``WriteFailed`` naming the file."""
     path = Path(path)
     if not refresh:
         found = read(path)  # the common case needs no lock
         if found is not None:
             return found, True
-    with locked(path):
+    # A store that cannot be written (a full disk, a read-only --reference-dir) is a ``WriteFailed`` naming
+    # the file, from taking the lock beside it or from the write; an OSError of ``compute`` stays its own.
+    lock = contextlib.ExitStack()
+    try:
+        lock.enter_context(locked(path))
+    except OSError as exc:
+        raise WriteFailed.from_os_error(exc, path) from None
+    with lock:
         if not refresh:
             found = read(path)  # another runner finished it while this one waited
             if found is not None:
                 return found, True
         value = compute()
-        write(path, value)
+        try:
+            write(path, value)
+        except OSError as exc:
+            raise WriteFailed.from_os_error(exc, path) from None
         return value, False
 
 

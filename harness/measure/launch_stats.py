@@ -54,8 +54,11 @@ def launch(
 
 def interval(values: Sequence[Optional[float]], samples: int) -> Interval:
     """A metric over launches: the median of launch medians with a 95 % confidence interval. Five or
-    more launches: a seeded percentile bootstrap of the median; two to four: Student's t interval of the
-    mean (too few values to resample); one: no interval. ``cv`` is the launch-to-launch stdev / mean."""
+    more launches: a seeded percentile bootstrap of the median; two to four: Student's t interval (too few
+    values to resample) of the log values when all are positive, back-transformed (``log-t``: a time or a
+    rate never gets a lower end below zero, where a plain t interval of three spread launches read
+    ``16.9 ± 77.19 ms``), else of the values (``t``); one: no interval. ``cv`` is the launch-to-launch
+    stdev / mean."""
     import numpy as np
     from scipy import stats
 
@@ -73,6 +76,10 @@ def interval(values: Sequence[Optional[float]], samples: int) -> Interval:
             (data,), np.median, confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(SEED)
         ).confidence_interval
         low, high = float(found.low), float(found.high)
+    elif min(data) > 0:  # a positive quantity: its interval stays positive (log-normal launches)
+        logs = [math.log(v) for v in data]
+        found = stats.t.interval(CONFIDENCE, df=len(logs) - 1, loc=statistics.fmean(logs), scale=stats.sem(logs))
+        low, high = (math.exp(float(x)) for x in found)
     else:
         low, high = (
             float(x)
@@ -85,7 +92,7 @@ def interval(values: Sequence[Optional[float]], samples: int) -> Interval:
         cv=cv,
         launches=len(data),
         samples=samples,
-        method="bootstrap" if len(data) >= 5 else "t",
+        method="bootstrap" if len(data) >= 5 else "log-t" if min(data) > 0 else "t",
     )
 
 

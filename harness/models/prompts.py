@@ -77,6 +77,16 @@ def select_gate_prompts(selection) -> list[tuple[str, str]]:
     return [("plain", text) for text in selection]
 
 
+DIALOGUE = "dialogue"  # a conversation (JSON list of messages) through the chat template: the stop prompts
+
+
+def stop_prompts() -> list[tuple[str, str]]:
+    """(kind, text) of the shipped stop prompts (``gate_prompts.json`` ``stop``): short answers after two
+    answered examples, so the reference ends its turn well inside the budget, a base model's too (it follows
+    the pattern). Each text is its conversation as JSON (one key for the stored reference)."""
+    return [(DIALOGUE, json.dumps(messages, ensure_ascii=False)) for messages in gate_prompt_set()["stop"]]
+
+
 def chat_template(hf_dir: Path) -> str | None:
     """The checkpoint's chat template: ``chat_template.jinja`` (transformers 5) or tokenizer_config.json."""
     jinja = Path(hf_dir) / "chat_template.jinja"
@@ -89,13 +99,21 @@ def chat_template(hf_dir: Path) -> str | None:
 
 
 def encode_gate_prompts(tokenizer, hf_dir: Path, pairs: list[tuple[str, str]]) -> list[list[int]]:
-    """Token ids per prompt; chat prompts go through the tokenizer's chat template where it has one."""
+    """Token ids per prompt; chat prompts and dialogues go through the tokenizer's chat template where it has one."""
     template = chat_template(hf_dir)
     encoded = []
     for kind, text in pairs:
         if kind == "chat" and template:
             rendered = render_chat(template, tokenizer, text)
             encoded.append(tokenizer.encode(rendered, add_special_tokens=False).ids)
+        elif kind == DIALOGUE:  # without a template, the turns as plain lines
+            messages = json.loads(text)
+            if template:
+                rendered = render_messages(template, tokenizer, messages)
+                encoded.append(tokenizer.encode(rendered, add_special_tokens=False).ids)
+            else:
+                lines = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+                encoded.append(tokenizer.encode(f"{lines}\nassistant:").ids)
         else:
             encoded.append(tokenizer.encode(text).ids)
     return encoded

@@ -10,14 +10,17 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from harness.errors import ModelError
-from harness.io import file_sha256, per_file
+from harness.io import file_sha256, per_file, read_json
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
@@ -80,9 +83,19 @@ class ResolvedModel:
         for name in ("generation_config.json", "config.json"):
             path = self.hf_dir / name
             if path.exists():
-                value = json.loads(path.read_text()).get("eos_token_id")
+                value = read_json(path).get("eos_token_id")
                 ids += value if isinstance(value, list) else [value] if value is not None else []
         return sorted(set(ids))
+
+    def stop_token_ids(self) -> list[int]:
+        """The model's EOS ids plus the end-of-turn tokens chat models stop on (where its tokenizer has them):
+        what the reference's greedy run stops at, and the ``hf`` engine's own stopping."""
+        tokenizer = self.tokenizer()
+        found = {tokenizer.token_to_id(name) for name in END_OF_TURN}
+        return sorted(set(self.eos_token_ids()) | {i for i in found if i is not None})
+
+
+END_OF_TURN = ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>")
 
 
 def spec_key(spec: ModelSpec) -> str:
@@ -108,11 +121,15 @@ def check_source(spec: ModelSpec) -> str | None:
     path = Path(source).expanduser()
     if not path.exists():
         return f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) nor an existing path"
-    if path.is_dir() and not (path / "config.json").exists():
-        return f"{source!r} is a directory without config.json (expected an HF checkpoint)"
-    if path.is_file() and path.suffix != ".gguf":
+    if path.is_dir():  # every file a reader will be given: regular, bounded, present (checkpoint_files)
+        from harness.models import checkpoint_files
+
+        return checkpoint_files.problem(path)
+    if path.suffix != ".gguf":
         return f"{source!r} is a file but not a .gguf"
-    return None
+    from harness.models import gguf_header
+
+    return gguf_header.problem(path)  # counts, lengths and offsets against the file's size
 
 
 def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
@@ -201,23 +218,69 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
 def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
     """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
 
-    The build goes into a temporary directory beside ``target`` that is renamed into place, so a
-    crash never leaves half an artefact and two processes racing both end with a complete one.
+    The build goes into a temporary directory beside ``target`` that is renamed into place when complete,
+    so a crash never leaves half an artefact under the name. Builders of one target take turns under a lock
+    beside it (the second finds the first's result), and under it the leftovers of a killed build (its
+    temporary directory, or a ``target`` without ``marker``) are removed with a note (``notes_to``), never used.
     """
+    from harness.io import locked
+
     if (target / marker).exists():
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        build(tmp)
+    with locked(target):
+        if (target / marker).exists():  # another process built it while this one waited
+            return False
+        _remove_leftovers(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_BUILDING}", dir=target.parent))
         try:
+            build(tmp)
             os.rename(tmp, target)
-        except OSError:  # another process finished first; theirs is as good as ours
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            raise
     return True
+
+
+# Where build notes go: the point's log while a point runs (``notes_to``; a worker's reaches the parent with
+# its record), else stderr.
+_notes: ContextVar[Optional[Callable[[str], None]]] = ContextVar("harness_build_notes", default=None)
+
+
+@contextmanager
+def notes_to(log: Callable[[str], None]) -> Iterator[None]:
+    """Send the notes of builds made inside (``build_once``'s removed leftovers) to ``log``."""
+    token = _notes.set(log)
+    try:
+        yield
+    finally:
+        _notes.reset(token)
+
+
+def _note(text: str) -> None:
+    log = _notes.get()
+    if log is None:
+        print(text, file=sys.stderr)
+    else:
+        log(text)
+
+
+_BUILDING = ".building-"  # a temporary build directory's name: .<target><_BUILDING><mkdtemp's 8 characters>
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Under ``target``'s lock: what a killed build of it left, removed with a note (no build of it runs now)."""
+    import re
+
+    own = re.compile(rf"\.{re.escape(target.name)}({re.escape(_BUILDING)}|-)[a-z0-9_]{{8}}")  # `-`: older harnesses
+    leftovers = [p for p in target.parent.iterdir() if own.fullmatch(p.name) and p.is_dir()]
+    if target.exists():
+        leftovers.append(target)  # there but incomplete: a copy cut short, or a build from before the lock
+    for path in leftovers:
+        _note(f"note: removing {path}, the unfinished build of an interrupted run; building it again")
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _cached_build(

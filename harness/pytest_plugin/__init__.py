@@ -15,10 +15,20 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.ci_pages import add_bmf_option, add_markdown_option
 from harness.cli.options import add_require_option, add_run_options, check_outputs, runner_from
 from harness.cli.regression_options import add_baseline_options, add_regression_options
 from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
-from harness.pytest_plugin.session import HELD, PREFIX, RUNNER, SESSION, check_options, regression_check
+from harness.pytest_plugin.session import (
+    HELD,
+    PREFIX,
+    RUNNER,
+    SESSION,
+    check_options,
+    phase_lines,
+    regression_check,
+    write_ci_pages,
+)
 
 
 def pytest_addoption(parser):
@@ -27,6 +37,8 @@ def pytest_addoption(parser):
     add_require_option(group.addoption, prefix=PREFIX)
     add_regression_options(group.addoption, prefix=PREFIX, required=False)
     add_baseline_options(group.addoption, prefix=PREFIX)
+    add_markdown_option(group.addoption, prefix=PREFIX)
+    add_bmf_option(group.addoption, prefix=PREFIX)
     parser.addini(
         "harness_scenarios",
         type="paths",
@@ -42,8 +54,11 @@ def pytest_configure(config):
     def warn(message: str) -> None:  # an old option spelling: one line in pytest's warnings summary
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(message), stacklevel=2)
 
-    try:  # the regression check's settings and the shard are checked before anything runs
+    try:  # the regression check's settings, the shard and the CI pages' files are checked before anything runs
         config.stash[SESSION] = check_options(config.option, warn)
+        from harness.cli import ci_pages
+
+        ci_pages.check(config.option, prefix=PREFIX)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[RUNNER] = runner_from(config.option, check=False)  # outputs: pytest_collection_finish
@@ -87,7 +102,8 @@ def pytest_runtestloop(session):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"harness: timing {len(items)} point(s), launches interleaved across them")
-    for item, record in zip(items, runner.run_pairs([item.harness_point for item in items], progress=False)):
+    pairs = [item.harness_point for item in items]
+    for item, record in zip(items, runner.run_pairs(pairs, progress=False, lines=phase_lines(session.config))):
         item.harness_record = record
     return None  # pytest's own loop now runs the items, which report the records
 
@@ -142,8 +158,8 @@ def pytest_deselected(items):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """``--harness-baseline NAME``: check this session's records against a saved baseline, as ``harness
-    gate`` does (``session.regression_check``). A session whose tests passed exits with the check's status."""
+    """The session's end: the check against ``--harness-baseline`` (``_session_checks``), then the CI pages
+    (``--harness-markdown``, ``$GITHUB_STEP_SUMMARY``, ``--harness-bmf``) of a session that ran points."""
     config = session.config
     if RUNNER in config.stash:
         config.stash[RUNNER].close()  # the isolated worker kept for a next point
@@ -162,6 +178,16 @@ def pytest_sessionfinish(session, exitstatus):
         state.verdict_lines = account(state.records, required=required).lines()
     if session.exitstatus == pytest.ExitCode.OK:  # 4 (as `harness run`) when a point is not judged
         session.exitstatus = unknown_exit(state.records, config.option.harness_fail_on_unknown)
+    try:
+        _session_checks(session, state)
+    finally:
+        if state.records or state.regression_result is not None:
+            write_ci_pages(config, state)
+
+
+def _session_checks(session, state) -> None:
+    """``--harness-baseline NAME``: check this session's records against a saved baseline, as ``harness
+    gate`` does (``session.regression_check``). A session whose tests passed exits with the check's status."""
     if not state.regression.baseline:
         return
     from harness.errors import EXIT_INCONCLUSIVE, HarnessError
@@ -192,3 +218,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.section("harness regression check")
         for line in state.regression_lines:
             terminalreporter.line(line, red=line.startswith(("FAIL", "ERROR")), green="PASS" in line)
+    if state is not None and state.pages_written:
+        terminalreporter.section("harness CI pages")
+        for line in state.pages_written:
+            terminalreporter.line(line, red=line.startswith("ERROR"))

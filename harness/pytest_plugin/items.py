@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli.options import remote_code_error
-from harness.pytest_plugin.session import RUNNER, SESSION
+from harness.pytest_plugin.session import RUNNER, SESSION, phase_lines
+from harness.run.steps.launch_context import quiet
 
 
 def marker_name(text: str) -> str:
@@ -90,7 +91,15 @@ class PointItem(pytest.Function):
 def _point_test(scenario, point):
     def run_point(benchmark, request):
         ran = getattr(request.node, "harness_record", None)  # measured by the interleaved pass
-        record = ran if ran is not None else request.config.stash[RUNNER].run_point(scenario, point)
+        if ran is None:
+            lines = phase_lines(request.config)
+            phase = lines.for_scenario(scenario.name) if lines is not None else quiet
+            try:
+                ran = request.config.stash[RUNNER].run_point(scenario, point, on_phase=phase)
+            finally:
+                if lines is not None:
+                    lines.idle()  # the point is done: its heartbeat stops
+        record = ran
         request.config.stash[SESSION].records.append(record)
         required = request.config.option.harness_require_all or scenario.require_all
         report_to_benchmark(benchmark, record, node=request.node, required=required)

@@ -115,12 +115,20 @@ def drift_flags(record: Record) -> list[str]:
 
 def excluded_launches(record: Record) -> list[str]:
     """Launches kept in the record but excluded from the significance test as disturbed (their canary moved,
-    the machine was busy: ``Launch.excluded``), with the reason."""
-    return [
-        f"{_launch_name(launch, record)} excluded from the significance test: {launch.excluded}"
-        for launch in record.samples.launches
-        if launch.excluded
-    ]
+    the machine was busy: ``Launch.excluded``): one line for the point, with the count and each reason once
+    (launches sharing a reason listed together). None for a record of one launch: no significance test
+    reads it, so the exclusion changes nothing."""
+    launches = record.samples.launches
+    excluded = [launch for launch in launches if launch.excluded]
+    if not excluded or len(launches) < 2:
+        return []
+    by_reason: dict[str, list[str]] = {}
+    for launch in excluded:
+        by_reason.setdefault(str(launch.excluded), []).append(str(launch.index + 1))
+    reasons = "; ".join(
+        f"launch{'es' if len(which) > 1 else ''} {', '.join(which)}: {why}" for why, which in by_reason.items()
+    )
+    return [f"{len(excluded)} of {len(launches)} launches excluded from the significance test as disturbed ({reasons})"]
 
 
 def canary_ratio(record: Record) -> Optional[float]:

@@ -9,7 +9,9 @@ from typing import Any, Literal, Optional
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
+from harness.records.beams import BeamCheck
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
@@ -17,6 +19,17 @@ from harness.records.text_path import TextPath
 # like the regression check's ``unknown``, it exits 0 unless ``--fail-on-unknown`` (exit 4).
 FAIL, DRIFT, NOT_JUDGED, PASS = "fail", "drift", "not judged", "pass"
 VERDICTS = (FAIL, DRIFT, NOT_JUDGED, PASS)
+
+# The rules a gate can fail by (``Correctness.failed_by``): a failure message names the rule, since "top-5
+# agreement fails" for a point the drift rule failed sent readers to a check that held.
+TOP_K, KL_TIER, DRIFT_RULE, TEXT_PATH, SAME_WEIGHTS = (
+    "top-k agreement",
+    "KL tier",
+    "drift rule",
+    "text path",
+    "same weights",
+)
+RULES = (TOP_K, KL_TIER, DRIFT_RULE, TEXT_PATH, SAME_WEIGHTS)
 
 
 class Divergence(Part):
@@ -240,6 +253,7 @@ class Correctness(Part):
 
     verdict: Optional[str] = None  # VERDICTS; None when skipped
     reasons: list[str] = Field(default_factory=list)  # why it failed, drifted or was not judged
+    failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None
@@ -263,6 +277,22 @@ class Correctness(Part):
     notes: list[str] = Field(default_factory=list)  # what the gate did not judge, and why
     path: Optional[GatePath] = None
     power: Optional[GatePower] = None
+    beams: Optional[BeamCheck] = None  # points timed with beam_width > 1 (None: greedy points, older records)
+    stopping: Optional[StopCheck] = None  # the engine's own stopping (None: older records)
+
+    def failure_label(self) -> str:
+        """What failed, by rule: "top-5 agreement", "drift rule", "KL tier and text path"; "gate" where the
+        record does not say (records before ``failed_by``)."""
+        names = [f"top-{self.k} agreement" if rule == TOP_K and self.k else rule for rule in self.failed_by]
+        return " and ".join(names) or "gate"
+
+    @field_validator("failed_by")
+    @classmethod
+    def _known_rules(cls, value: list[str]) -> list[str]:
+        unknown = [rule for rule in value if rule not in RULES]
+        if unknown:
+            raise ValueError(f"unknown rule(s) {unknown}; expected some of {list(RULES)}")
+        return value
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -39,6 +39,8 @@ class CanaryCalibration(Part):
     seconds: float  # the median of the readings
     readings_s: list[float] = Field(default_factory=list)
     workload: str = ""
+    attempts: int = 1  # calibrations taken: one more each time the readings spread too far
+    disturbed: Optional[str] = None  # why this calibration is not the quiet machine's speed; None: it is
 
 
 class CanaryReading(Part):
@@ -89,7 +91,7 @@ class Interval(Part):
     cv: Optional[Number] = None  # launch-to-launch coefficient of variation
     launches: int = 0
     samples: int = 0  # per-round (or per-token) values behind the estimate
-    method: str = "single launch"  # bootstrap | t | single launch
+    method: str = "single launch"  # bootstrap | log-t (positive values) | t | single launch
     # Variance components (harness.measure.noise, Kalibera & Jones) of the metric's per-round values, relative
     # to its mean: round to round inside a launch, and what launches add on top; None where not measurable.
     within_cv: Optional[Number] = None

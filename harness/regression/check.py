@@ -31,12 +31,12 @@ from typing import Iterable, Optional
 
 from harness.errors import UsageError
 from harness.records import metrics
-from harness.records.columns import excluded_launches
 from harness.records.fingerprint import differences
-from harness.records.record import KnownFailure, Record, disturbed_throughout, launch_values
+from harness.records.record import KnownFailure, Record, launch_values
 from harness.records.store import timing_records
 from harness.records.verdict import FAILED, failure_line
 from harness.regression import launch_findings
+from harness.regression.disturbed_notes import DisturbedNotes
 from harness.regression.launch_test import LaunchTest
 from harness.regression.launch_test import get as get_launch_test
 from harness.regression.outcome import Finding, MetricTest, Point, RegressionOutcome, VerdictChange
@@ -126,6 +126,7 @@ def check(
     base, now = index(baseline, "baseline"), index(new, "new records")
     _refuse_nothing_to_compare(base, now, scope)
     outcome = RegressionOutcome(fdr=settings.fdr)
+    disturbed = DisturbedNotes()  # one note for every point's disturbed launches, not one per launch
     correctness_only: list[str] = []  # a side is a gate-only record (harness verify): no figures to compare
     for point, record in now.items():
         scenario, pid = point
@@ -139,9 +140,8 @@ def check(
             continue
         if record.verdict == "fail" and record.correctness is not None:  # a verdict comes with its part
             reasons = "; ".join(record.correctness.reasons) or "see the record"
-            outcome.findings.append(
-                Finding(scenario, pid, "agreement", f"top-{record.correctness.k} agreement fails: {reasons}")
-            )
+            label = record.correctness.failure_label()  # the rule that failed, not always top-k agreement
+            outcome.findings.append(Finding(scenario, pid, "correctness", f"{label} fails: {reasons}"))
         if record.not_judged and record.correctness is not None:  # neither pass nor fail: exit 4 on request
             why = "; ".join(record.correctness.reasons) or "see the record"
             outcome.not_judged.append(Finding(scenario, pid, "not judged", f"correctness: {why}"))
@@ -183,21 +183,12 @@ def check(
         outcome.compared += 1
         if before.correctness_only or after.correctness_only:
             correctness_only.append(f"{scenario}::{pid}")
-        outcome.notes += [  # kept in the records, left out of the test (records.record.launch_values)
-            f"{scenario}::{pid}: {side} {text}"
-            for side, record in (("baseline", before), ("new", after))
-            for text in excluded_launches(record)
-        ]
-        outcome.notes += [
-            f"{scenario}::{pid}: {side}: under two undisturbed launches, so the significance test counts the "
-            "disturbed ones too; its figures may be the machine's, not the build's — rerun on a quiet machine"
-            for side, record in (("baseline", before), ("new", after))
-            if disturbed_throughout(record)
-        ]
+        disturbed.add(scenario, pid, before, after)
         if before.verdict == "pass" and after.verdict == "drift":
             outcome.notes.append(f"{scenario}::{pid}: agreement went from pass to drift")
         for threshold in settings.thresholds:
             _judge(outcome, test, threshold, before, after)
+    outcome.notes += disturbed.notes()
     if correctness_only:
         outcome.notes.append(
             f"{len(correctness_only)} point(s) compared on correctness only, a side being a gate-only record "

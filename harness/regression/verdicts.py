@@ -81,7 +81,7 @@ def line(test: MetricTest) -> str:
     text = (
         f"{word} {test.name}{direction}: {test.ratio - 1:+.1%}{interval} (median {test.before:.4g} -> "
         f"{test.after:.4g}; limit {test.limit:.0%}; {test.launches[0]} vs {test.launches[1]} launches, "
-        f"detectable change {detectable})"
+        f"detectable change with both sides' noise {detectable})"
     )
     if test.verdict == UNKNOWN:
         more = (

@@ -36,11 +36,27 @@ def times_floor(ratio: Optional[float]) -> str:
     return "<0.01x" if 0 <= ratio < 0.01 else f"{number(ratio)}x"
 
 
+LOPSIDED = 0.25  # the two sides of an interval differ by more than this share of its width: show both ends
+
+
+def lopsided(value: float, low: float, high: float) -> bool:
+    """An interval a ``±`` would misread: its sides differ by more than ``LOPSIDED`` of its width (a log or
+    bootstrap interval of spread launches), or ``value ± half-width`` would cross zero where the interval
+    does not."""
+    width = high - low
+    if width <= 0:
+        return False
+    half = width / 2
+    return abs((high - value) - (value - low)) > LOPSIDED * width or (value - half < 0 <= low)
+
+
 def plus_minus(value: Optional[float], low: Optional[float] = None, high: Optional[float] = None) -> str:
-    """``'50.1 ± 0.46'``: a value with the half-width of its confidence interval ``[low, high]`` (an
-    asymmetric interval reads as its mean half-width; the CSV files keep both ends); the bare number when
-    either end is missing."""
+    """``'50.1 ± 0.46'``: a value with the half-width of its confidence interval ``[low, high]``; a lopsided
+    interval (``lopsided``) shows both ends instead, ``'16.9 [9.8, 41]'``; the bare number when either end
+    is missing."""
     shown = number(value)
     if shown == "-" or low is None or high is None or any(math.isnan(float(v)) for v in (low, high)):
         return shown
+    if lopsided(float(value), float(low), float(high)):
+        return f"{shown} [{number(low)}, {number(high)}]"
     return f"{shown} ± {number((float(high) - float(low)) / 2, 2)}"

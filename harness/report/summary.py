@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from harness.records import metrics
-from harness.records.columns import has_interval, ok_launches, warnings
+from harness.records.columns import has_interval, ok_launches, precision_columns, warnings
 from harness.records.correctness import NOT_JUDGED
 from harness.records.record import Record
 from harness.records.verdict import account
@@ -100,6 +100,7 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
     head = [
         "engine",
         "device",
+        "precision",
         "is it right (gate)",
         metrics.get("ttft_ms").label,
         metrics.get("tpot_ms").label,
@@ -111,7 +112,8 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         ttft, tpot = speed(record)
         own = record.metrics.get("tpot_ms")
         speedup = f"{number(first_tpot / own)}x" if first_tpot and own else "-"
-        rows.append([_engine(record), _device(record), verdict(record), ttft, tpot, speedup, energy(record)])
+        precision = precision_columns(record)["precision"] or "-"  # two quantization levels of one engine differ
+        rows.append([_engine(record), _device(record), precision, verdict(record), ttft, tpot, speedup, energy(record)])
     scenarios = sorted({r.scenario for r in records})
     outcome = account(records)
     lines = [f"{', '.join(scenarios)}: {outcome.count_line()}", ""]
@@ -120,14 +122,15 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         lines.append("")
         lines.append(
             f"{metrics.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
-            "inter-token gaps (with a 95 % CI: ± its half-width over independent launches); speed-up: "
+            "inter-token gaps (with a 95 % CI over independent launches: ± its half-width, or [low, high] "
+            "where it is lopsided); precision: what the engine ran at; speed-up: "
             "the first row's ms/token over each row's; KL: the gate's mean "
             "KL(reference || engine) as a multiple of the HF noise floor (drift above 5x by default)."
         )
     for record in records:
         if record.status == "skipped":  # failed and unfinished points: the verdict's lines below
-            lines.append(f"{record.status.upper()} {record.point_id}: {record.reason}")
-        lines += [f"WARNING {record.point_id}: {text}" for text in warnings(record)]
+            lines.append(f"{record.status.upper()} {record.scenario}::{record.point_id}: {record.reason}")
+        lines += [f"WARNING {record.scenario}::{record.point_id}: {text}" for text in warnings(record)]
     lines += outcome.lines()[1:]  # the first is the count line, at the top
     if any(r.engine.emulated for r in ok):
         lines.append("emulated devices run the device's code path on the CPU: their timings are not the device's.")

@@ -6,16 +6,19 @@ launches, ``harness.measure.launch_stats``."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from harness.errors import HarnessError, writing
+from harness.measure import canary
 from harness.measure.launch_stats import combine
 from harness.models import sources
 from harness.records import store
 from harness.records.record import Record
 from harness.run import lifecycle
 from harness.run.launchers import launcher_for
+from harness.run.progress import PhaseLines
 from harness.run.settings import RunSettings
 from harness.run.steps.caches import Caches
 from harness.run.steps.launch_context import LaunchContext, quiet
@@ -37,6 +40,7 @@ class Runner:
         self.caches = Caches()
         self.launcher = launcher_for(settings, self.caches, log)
         self.plans: dict[tuple[str, str], int] = {}  # (scenario, point id) -> launches planned by launches: auto
+        self.recalibrations = 0  # canary calibrations taken again this run (a launch beat the first)
 
     def close(self) -> None:
         """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
@@ -62,10 +66,21 @@ class Runner:
             self.log(f"{scenario.name}::{point.id}: {found.why}")
         return self.plans[key]
 
-    def _calibrate_canary(self) -> None:
-        """The machine's speed now, once per run, before any point (a gate-only run times nothing)."""
-        if not self.settings.correctness_only:
-            self.caches.calibrate_canary()
+    def _calibrate_canary(self, launch: Optional[Record] = None) -> None:
+        """The machine's speed now, once per run, before any point (a gate-only run times nothing); again
+        (at most ``MAX_RECALIBRATIONS`` times a run) when ``launch``'s canary beat it at both edges."""
+        if self.settings.correctness_only:
+            return
+        old = self.caches.canary
+        why = canary.disturbed_by(launch, old)
+        if launch is not None and (why is None or self.recalibrations >= canary.MAX_RECALIBRATIONS):
+            return
+        made = self.caches.calibrate_canary(again=why is not None)
+        if made is not None and why:
+            self.recalibrations += 1
+            self.launcher.close()  # a kept worker holds the old calibration
+        if made is not None and (why or made.attempts > 1):
+            self.log(canary.message(why, old, made))
 
     # --- one point -------------------------------------------------------------------------------
 
@@ -82,6 +97,7 @@ class Runner:
         while self._wants_launch(scenario, launches, point):
             if launches:
                 self.launcher.close()  # a launch is independent: fresh worker, fresh load
+            on_phase(f"{point.id}: launch {len(launches) + 1}/{self.planned_launches(scenario, point)}")
             launches.append(self._launch(scenario, point, not launches, on_phase, on_round))
         return self._merged(launches)
 
@@ -99,7 +115,9 @@ class Runner:
             record = new_record(self.caches, scenario, point)
             record.status, record.reason, record.finished_at = "skipped", str(reason), now_iso()
             return record
-        return self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
+        record = self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
+        self._calibrate_canary(record)  # a canary that beat it at both edges: the calibration was disturbed
+        return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
         """Another launch of the point (``harness.run.stopping``)."""
@@ -126,7 +144,7 @@ class Runner:
         self,
         scenarios: Iterable[Scenario],
         progress: bool = True,
-        select: Optional[Callable[[Point], bool]] = None,
+        select: Optional[Callable[[Scenario, Point], bool]] = None,
         resume: bool = False,
         shard=None,
         on_phase: Callable[[str], None] = quiet,
@@ -145,7 +163,7 @@ class Runner:
         points have complete records.
         """
         lifecycle.sweep_stale(self.settings.results_dir)  # what killed runs left behind
-        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(p)]
+        work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(s, p)]
         if shard is not None:
             from harness.run.shard import select as shard_select
 
@@ -158,9 +176,16 @@ class Runner:
         progress: bool = True,
         resume: bool = False,
         on_phase: Callable[[str], None] = quiet,
+        lines: Optional[PhaseLines] = None,
     ) -> list[Record]:
-        """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved."""
+        """``run`` over given (scenario, point) pairs, in their order: what pytest selected, interleaved.
+        ``progress`` on a terminal is a bar; elsewhere (a CI log) it is lines (``harness.run.progress``), as
+        ``lines`` are when given (pytest's terminal)."""
         from tqdm import tqdm
+
+        bar_shown = progress and sys.stderr.isatty()
+        if progress and not bar_shown and lines is None:  # no \r frames in a log: a line per phase and launch
+            lines = PhaseLines(lambda text: print(text, file=sys.stderr, flush=True))
 
         if work:
             self._calibrate_canary()  # once per run, before any point: the machine's speed now
@@ -183,15 +208,21 @@ class Runner:
         launched: dict[int, list[Record]] = {i: [] for i in order}
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)
         try:
-            with tqdm(total=planned, desc="sweep", unit="launch", disable=not progress, file=sys.stderr) as bar:
+            with tqdm(total=planned, desc="sweep", unit="launch", disable=not bar_shown, file=sys.stderr) as bar:
                 bar.update(len(done))
+                finished = len(done)  # launches, counted here too: a disabled bar counts nothing
                 pending = order
                 while pending:
                     for i in pending:
                         scenario, point = work[i]
                         bar.set_postfix_str(f"{scenario.name}::{point.id}")
                         # the point's phase (loading, timing round i/n, gate prompt j/m) on the bar
-                        phase = _on_bar(bar, scenario.name) if progress else on_phase
+                        if bar_shown:
+                            phase = _on_bar(bar, scenario.name)
+                        else:
+                            phase = lines.for_scenario(scenario.name) if lines is not None else on_phase
+                        phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
+                        started = time.monotonic()
                         launched[i].append(self._launch(scenario, point, not launched[i], phase))
                         with writing(
                             results_dir or ".",
@@ -200,6 +231,16 @@ class Runner:
                         ):
                             done[i] = self._merged(launched[i])
                         bar.update()
+                        finished += 1
+                        if lines is not None:
+                            left = sum(max(0, self.planned_launches(*work[j]) - len(launched[j])) for j in pending)
+                            lines.launch_done(
+                                finished,
+                                finished + left,
+                                f"{scenario.name}::{point.id}",
+                                launched[i][-1].status,
+                                time.monotonic() - started,
+                            )
                         if launched[i][-1].status != "ok" and progress:
                             bar.write(
                                 f"{done[i].status.upper()} {scenario.name}::{point.id}: {done[i].reason}",
@@ -216,6 +257,8 @@ class Runner:
             raise
         finally:
             self.launcher.close()
+            if lines is not None:
+                lines.idle()  # nothing under way: the heartbeat stops
         return [done[i] for i in range(len(work)) if i in done]
 
     def relaunch(self, records: list[Record], launches: int) -> list[Record]:

@@ -8,9 +8,10 @@ runner computes the same split from the same scenario files without talking to t
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Optional, Sequence
 
 from harness.errors import UsageError
 from harness.records.record import Record
@@ -20,15 +21,23 @@ from harness.records.record import Record
 class Shard:
     index: int  # 1-based
     count: int
+    source: str = field(default="", compare=False)  # --shard auto: the scheduler's variables it came from
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
 
-def parse_shard(text: str) -> Shard:
+def parse_shard(text: str, env: Optional[Mapping[str, str]] = None) -> Shard:
+    """``I/N``, or ``auto``: read from the scheduler's variables in ``env`` (default ``os.environ``;
+    ``harness.run.shard_env``)."""
+    if (text or "").strip() == "auto":
+        from harness.run.shard_env import from_environment
+
+        index, count, source = from_environment(os.environ if env is None else env)
+        return Shard(index, count, source)
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise UsageError(f"--shard: expected I/N with 1 <= I <= N (e.g. 1/4), got {text!r}")
+        raise UsageError(f"--shard: expected I/N with 1 <= I <= N (e.g. 1/4) or auto, got {text!r}")
     return Shard(int(match.group(1)), int(match.group(2)))
 
 

@@ -5,6 +5,7 @@ outcomes were kept."""
 from __future__ import annotations
 
 import json
+import re
 import types
 
 import numpy as np
@@ -204,12 +205,15 @@ def test_a_weighted_aggregation_without_weights_is_not_paired():
 
 
 def test_outcomes_need_one_value_per_document(tmp_path):
+    from harness.io import sealed
+
     with pytest.raises(ValueError, match="values.acc: 2 items for 3 doc_ids"):
         TaskOutcomes(doc_ids=[0, 1, 2], values={"acc": [1, 0]})
     from harness.accuracy import reference_scores as accuracy_reference
 
     broken = tmp_path / "accuracy-0.json"
-    broken.write_text(json.dumps({"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}))
+    stored = {"scores": {}, "outcomes": {"t": {"doc_ids": [0], "values": {"acc": [1, 1]}}}}
+    broken.write_text(json.dumps(sealed.seal(stored)))  # its digest holds; its outcomes do not
     with pytest.raises(ValueError, match=r"accuracy-0.json: outcomes: t: values.acc: 2 items for 1 doc_ids"):
         accuracy_reference._read(broken)
 
@@ -260,8 +264,10 @@ def test_outcomes_come_from_lm_evals_logged_samples_in_doc_order():
     assert json.dumps(found.model_dump(mode="json")["values"]["acc"]) == "[1, 0, 1]"  # 0/1 stored compactly
 
 
-def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
+def test_an_accuracy_reference_is_sealed_and_one_without_outcomes_says_why(tmp_path):
     from harness.accuracy import reference_scores as accuracy_reference
+    from harness.errors import StoredContentError
+    from harness.io import sealed
 
     model = types.SimpleNamespace(checksum="abc", name="m")
     evaluation = Evaluation({"t": _scores(REFERENCE_RIGHT)}, {"t": _outcomes(REFERENCE_RIGHT)})
@@ -270,10 +276,22 @@ def test_an_old_reference_without_outcomes_still_loads_and_says_why(tmp_path):
     reused = accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
     assert reused == fresh  # read back from the file, outcomes included
     stored = json.loads(fresh.path.read_text())
-    del stored["outcomes"]  # as the version before per-item outcomes wrote it
+    stored["scores"]["t"]["acc"] = 1.0  # a better reference, by hand
     fresh.path.write_text(json.dumps(stored))
+    with pytest.raises(
+        StoredContentError,
+        match=re.escape(str(fresh.path)) + r": content differs .* in scores\.t .*--refresh-reference",
+    ):
+        accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
+    del stored["content_sha256"]  # as the harness wrote it before references were sealed
+    fresh.path.write_text(json.dumps(stored))
+    with pytest.raises(StoredContentError, match="stored without a content digest"):
+        accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
+    stored["scores"] = fresh.scores
+    del stored["outcomes"]  # a sealed reference without per-item outcomes
+    fresh.path.write_text(json.dumps(sealed.seal(stored)))
     old = accuracy_reference.reference(model, ["t"], 10, 0, "bf16", None, tmp_path, compute=lambda: 1 / 0)
-    assert old.scores == fresh.scores and old.outcomes is None
+    assert old.outcomes is None
     assert str(fresh.path) in old.why_unpaired and "predates per-item outcomes" in old.why_unpaired
     found = compare(
         {"t": _scores(REFERENCE_RIGHT)},

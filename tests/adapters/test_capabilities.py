@@ -95,6 +95,8 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_hidden_states",
             "supports_routing",
             "supports_batch_logits",
+            "supports_beam_search",
+            "supports_stopping",
         },
         "openvino": {  # logits, score and forced top-1 narrowed per point in load; GenAI's own text path
             "supports_logits",
@@ -103,8 +105,14 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_tokenize",
             "supports_chat_template",
             "supports_text_generation",
+            "supports_stopping",
         },
-        "llamacpp": {"supports_logits", "supports_tokenize", "supports_chat_template"},  # its own text path
+        "llamacpp": {
+            "supports_logits",
+            "supports_tokenize",
+            "supports_chat_template",
+            "supports_stopping",
+        },  # its own text path
         "xrt": {"supports_logits"},
         "coreml": {"supports_logits"},
     }

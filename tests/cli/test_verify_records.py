@@ -147,7 +147,7 @@ def test_gate_reports_a_verdict_change_between_two_verify_directories(verified, 
     assert main(["gate", str(verified.results), "--baseline", str(fixed)]) == 1
     out = capsys.readouterr().out
     assert f"CORRECTNESS scenario::{CHECKED}: pass -> fail (baseline -> new)" in out, out
-    assert f"FAIL scenario::{CHECKED}: agreement: top-5 agreement fails" in out, out
+    assert f"FAIL scenario::{CHECKED}: correctness: top-5 agreement and KL tier fails" in out, out
 
 
 def test_a_later_run_keeps_both_records_and_the_timing_views_read_the_run(verified, tmp_path, capsys):

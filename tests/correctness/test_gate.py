@@ -12,6 +12,8 @@ from harness.correctness import diagnosis, gate
 from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids
 from harness.correctness.reference import ReferenceSettings, ReferenceStore
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
+from harness.errors import StoredContentError
+from harness.io import sealed
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.scenario.gate_section import Gate, GateSettings
@@ -233,23 +235,27 @@ def test_reference_is_stored_reused_and_refused_when_stale(tmp_path, tiny_llama)
 
     data = json.loads(path.read_text())
     data["model"]["checksum"] = "0" * 64
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(data))  # edited: its digest no longer holds
+    with pytest.raises(StoredContentError, match=r"content differs from its digest in model\.checksum"):
+        store.get_or_compute(tiny_llama, pairs, settings)
+    path.write_text(json.dumps(sealed.seal(data)))  # sealed again: the key check still refuses it
     with pytest.raises(ReferenceMismatch, match="model checksum 000000000000… != .*--refresh-reference"):
         store.get_or_compute(tiny_llama, pairs, settings)
     _, _, reused = store.get_or_compute(tiny_llama, pairs, settings, refresh=True)
     assert not reused
 
 
-def test_reference_for_another_model_is_refused(tmp_path, tiny_llama, cache_dir):
+def test_a_model_of_the_same_name_gets_its_own_reference(tmp_path, tiny_llama, cache_dir):
     from harness.scenario.schema import ModelSpec
 
     other = sources.resolve(ModelSpec(source="tiny-llama", seed=1), cache_dir)
     store = ReferenceStore(tmp_path)
     settings = ReferenceSettings(tokens=3, threads=2)
-    _, path, _ = store.get_or_compute(tiny_llama, select_gate_prompts(1), settings)
+    first, path, _ = store.get_or_compute(tiny_llama, select_gate_prompts(1), settings)
     renamed = sources.ResolvedModel(name=tiny_llama.name, hf_dir=other.hf_dir, checksum=other.checksum)
-    with pytest.raises(ReferenceMismatch, match="model checksum"):
-        store.get_or_compute(renamed, select_gate_prompts(1), settings)
+    second, other_path, reused = store.get_or_compute(renamed, select_gate_prompts(1), settings)
+    assert not reused and other_path != path and other_path.parent == path.parent
+    assert second.model["checksum"] == other.checksum and first.model["checksum"] == tiny_llama.checksum
 
 
 class BrokenHF(StaleKVCache):
@@ -448,7 +454,7 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_on_the_tiny_model(tmp_pat
     data = json.loads(path.read_text())  # a reference stored before per-phase floors
     del data["noise_floor"]["phases"]
     del data["noise_floor"]["positions"]
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(sealed.seal(data)))
     old, _, reused = store.get_or_compute(tiny_llama, pairs, settings)
     assert reused and "phases" not in old.noise_floor
     again = check(PositionOffByOne, "bf16", old)

@@ -112,25 +112,27 @@ def test_a_long_prompt_gets_fewer_prefill_positions_and_the_record_says_so(
     assert any("prompt 2 (196 tokens): 2" in note for note in gate.notes), gate.notes
 
 
-def test_a_reference_stored_before_prefill_positions_is_recomputed_in_place(tmp_path, tiny_llama):
+def test_a_reference_stored_before_prefill_positions_is_refused_and_rebuilt_on_request(tmp_path, tiny_llama):
     from harness.correctness.reference import ReferenceSettings, ReferenceStore
-    from harness.correctness.stored_reference import Reference
+    from harness.correctness.stored_reference import Reference, ReferenceMismatch
     from harness.models.prompts import select_gate_prompts
 
     store_ = ReferenceStore(tmp_path)
     pairs, settings = select_gate_prompts(2), ReferenceSettings(tokens=4, threads=2)
     first, path, _ = store_.get_or_compute(tiny_llama, pairs, settings)
-    assert [len(p.prefill_top_ids) for p in first.prompts] == [8, 8] and first.schema_version == 2
-    data = json.loads(path.read_text())  # as version 1 wrote it: no prefill positions
+    assert [len(p.prefill_top_ids) for p in first.prompts] == [8, 8] and first.schema_version == 3
+    data = json.loads(path.read_text())  # as version 1 wrote it: no prefill positions, no digest
     data["schema_version"] = 1
-    del data["noise_floor"]["prefill_positions"]
+    del data["noise_floor"]["prefill_positions"], data["content_sha256"]
     for prompt in data["prompts"]:
         del prompt["prefill_top_ids"], prompt["prefill_top_logprobs"]
     path.write_text(json.dumps(data))
-    assert Reference.from_dict(data).prompts[0].prefill_top_ids == []  # still readable (same-weights ones)
-    again, again_path, reused = store_.get_or_compute(tiny_llama, pairs, settings)
+    assert Reference.from_dict(data).prompts[0].prefill_top_ids == []  # still parses (same-weights ones)
+    with pytest.raises(ReferenceMismatch, match=r"schema_version 1, this one reads 3\); rebuild it with --refresh"):
+        store_.get_or_compute(tiny_llama, pairs, settings)
+    again, again_path, reused = store_.get_or_compute(tiny_llama, pairs, settings, refresh=True)
     assert not reused and again_path == path
-    assert json.loads(path.read_text())["schema_version"] == 2 and len(again.prompts[1].prefill_top_ids) == 8
+    assert json.loads(path.read_text())["schema_version"] == 3 and len(again.prompts[1].prefill_top_ids) == 8
     _, _, reused = store_.get_or_compute(tiny_llama, pairs, settings)
     assert reused
     fewer = ReferenceSettings(tokens=4, threads=2, prefill_positions=3)  # another setting, another reference

@@ -7,6 +7,7 @@ against HF and passes against its own weights; unquantized points and adapters w
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from importlib.util import find_spec
 
@@ -17,6 +18,8 @@ from harness.adapters import registry
 from harness.adapters.base import Twin
 from harness.correctness import same_weights as sw
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
+from harness.errors import StoredContentError
+from harness.io import sealed
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
@@ -132,8 +135,16 @@ def test_the_reference_is_computed_once_stored_and_checked(tmp_path):
     second, same_path, reused = sw.get_or_compute(tmp_path, fake_twin(opened), hf_stub())  # another runner
     assert reused and same_path == path and opened == ["reference", "floor"]
     assert second.prompts == first.prompts
+    # another model of the same name (and, here, the same artefact key): its own reference
+    assert sw.path_for(tmp_path, hf_stub(checksum="other"), fake_twin([])) != path
+    data = json.loads(path.read_text())
+    data["model"]["checksum"] = "other"
+    path.write_text(json.dumps(data))  # edited in place: refused, naming the part
+    with pytest.raises(StoredContentError, match=r"same-weights reference .*model\.checksum"):
+        sw.get_or_compute(tmp_path, fake_twin(opened), hf_stub())
+    path.write_text(json.dumps(sealed.seal(data)))  # sealed again: the key check refuses it
     with pytest.raises(ReferenceMismatch, match="model checksum differs"):
-        sw.get_or_compute(tmp_path, fake_twin(opened), hf_stub(checksum="other"))
+        sw.get_or_compute(tmp_path, fake_twin(opened), hf_stub())
     assert sw.path_for(tmp_path, hf_stub(), fake_twin([], key="ir/int4_sym/99/cpu-f32")) != path
 
 

@@ -95,3 +95,22 @@ def test_old_llamacpp_ids_are_renamed_as_records_load():
         "llamacpp-cpu-int8_sym"  # a quantization level names itself
     )
     assert Record.from_dict(old("llamacpp-cpu-bf16", None)).point_id == "llamacpp-cpu-bf16"  # nothing says what ran
+
+
+def test_disturbed_launches_are_one_warning_line_per_point_and_none_for_a_single_launch():
+    from harness.cli.output import run_table_lines
+    from tests.records import launch_record
+
+    three = launch_record(10.0, 10.1, 10.2, excluded=(0, 2))
+    three.samples.launches[2].excluded = "noisy machine: other processes used 90% of 2 cores"
+    lines = [line.strip() for line in run_table_lines([three]) if "disturbed" in line]
+    assert lines == [
+        "warning: 2 of 3 launches excluded from the significance test as disturbed (launch 1: canary moved; "
+        "launch 3: noisy machine: other processes used 90% of 2 cores)"
+    ]
+    same = launch_record(10.0, 10.1, 10.2, excluded=(0, 1))
+    assert [line.strip() for line in run_table_lines([same]) if "disturbed" in line] == [
+        "warning: 2 of 3 launches excluded from the significance test as disturbed (launches 1, 2: canary moved)"
+    ]
+    single = launch_record(10.0, excluded=(0,))  # one launch: no significance test reads the exclusion
+    assert not any("excluded" in line for line in run_table_lines([single]))

@@ -23,7 +23,7 @@ SCENARIO = tiny(
     measurement={"min_rounds": 2, "threads": 1, "launches": 2, "canary_tolerance": 0, "disturbed_reruns": 1},
     sweep={"adapter": ["hf"], "device": ["cpu"]},
 )
-EXCLUDED = "excluded from the significance test: canary"
+EXCLUDED = "excluded from the significance test as disturbed (launch"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def test_every_disturbed_launch_is_rerun_once_and_kept_with_its_reason(ran):
         assert entry.medians.get("tpot_ms")  # nothing measured is lost
     calibration = record.environment["canary"]
     assert calibration["seconds"] > 0 and len(calibration["readings_s"]) == 5
-    assert f"launch 3/3 {EXCLUDED}" in out  # the run table's warning lines
+    assert f"3 of 3 launches {EXCLUDED}" in out  # the run table's warning line
+    assert out.count("launches excluded from the significance test") == 1, out  # one line for the point
 
 
 def test_summary_html_and_benchmark_json_mark_the_excluded_launches(ran, tmp_path):
@@ -74,9 +75,14 @@ def test_gate_leaves_excluded_launches_out_of_the_significance_test(ran, capsys)
     gate = ["gate", str(root / "results"), "--baseline", "b", "--baselines-dir", str(baselines)]
     assert cli.main([*gate, "--max-regression", "tpot=5%"]) == 0
     out = capsys.readouterr().out
-    assert f"canary::hf-cpu-bf16: new launch 1/3 {EXCLUDED}" in out, out
+    assert (
+        "launches excluded from the significance test as disturbed" in out
+        and "canary::hf-cpu-bf16 (baseline 3 of 3, new 3 of 3)" in out
+    ), out
     # every launch was excluded: the significance test counts them all rather than none, and says so
-    assert "under two undisturbed launches, so the significance test counts the disturbed ones too" in out, out
+    assert (
+        "under two undisturbed launches in 1 point(s), so the significance test counts the disturbed ones too" in out
+    ), out
     assert "judged without launch statistics" not in out, out
 
 

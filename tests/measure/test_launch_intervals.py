@@ -29,14 +29,17 @@ def test_one_launch_has_no_interval_and_unusable_values_are_dropped():
 
 
 def test_two_to_four_launches_get_students_t_and_five_the_bootstrap():
-    t = launch_stats.interval([1.0, 2.0, 3.0], samples=9)
-    assert (t.estimate, t.method, t.launches, t.samples) == (2.0, "t", 3, 9)
-    assert (t.low, t.high) == pytest.approx((2 - 2.48413771175033, 2 + 2.48413771175033), rel=1e-12)
+    t = launch_stats.interval([-1.0, 0.0, 1.0], samples=9)  # not all positive: Student's t of the values
+    assert (t.estimate, t.method, t.launches, t.samples) == (0.0, "t", 3, 9)
+    assert (t.low, t.high) == pytest.approx((-2.48413771175033, 2.48413771175033), rel=1e-12)
+    t = launch_stats.interval([1.0, 2.0, 3.0], samples=9)  # a positive quantity: t of the logs, back-transformed
+    assert (t.estimate, t.method, t.launches, t.samples) == (2.0, "log-t", 3, 9)
+    assert 0 < t.low < 1.0 and t.high > 3.0  # the plain t interval was -0.48 .. 4.48
     assert t.cv == pytest.approx(0.5)  # sample stdev 1 over mean 2
     boot = launch_stats.interval([1.0, 2.0, 3.0, 4.0, 10.0], samples=9)
     assert (boot.estimate, boot.low, boot.high, boot.method) == (3.0, 1.0, 10.0, "bootstrap")
     assert boot.cv == pytest.approx(0.8838834764831845, rel=1e-12)
-    assert launch_stats.interval([1.0, 2.0, 3.0, 10.0], samples=4).method == "t"
+    assert launch_stats.interval([1.0, 2.0, 3.0, 10.0], samples=4).method == "log-t"
 
 
 def test_launches_without_spread_have_a_point_interval_and_a_zero_mean_no_cv():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 
 import pytest
@@ -84,10 +85,14 @@ def test_interval_methods_follow_the_launch_count():
     one = interval([10.0], samples=5)
     assert (one.method, one.estimate, one.low, one.high, one.launches) == ("single launch", 10.0, None, None, 1)
     few = interval([10.0, 11.0, 12.0], samples=15)
-    half = 4.302653 / math.sqrt(3)  # t(0.975, df=2) * stdev 1 / sqrt(3)
-    assert few.method == "t" and few.estimate == 11.0 and few.samples == 15
-    assert few.low == pytest.approx(11.0 - half, rel=1e-5) and few.high == pytest.approx(11.0 + half, rel=1e-5)
+    logs = [math.log(v) for v in (10.0, 11.0, 12.0)]
+    centre, half = statistics.fmean(logs), 4.302653 * statistics.stdev(logs) / math.sqrt(3)  # t(0.975, df=2)
+    assert few.method == "log-t" and few.estimate == 11.0 and few.samples == 15
+    assert few.low == pytest.approx(math.exp(centre - half), rel=1e-5)
+    assert few.high == pytest.approx(math.exp(centre + half), rel=1e-5)
     assert few.cv == pytest.approx(1.0 / 11.0)
+    signed = interval([-1.0, 0.5, 2.0], samples=15)  # not a positive quantity: Student's t of the values
+    assert signed.method == "t" and signed.low < -1.0 < 2.0 < signed.high
     values = [10.0, 10.4, 9.7, 10.1, 12.0, 9.9, 10.2]
     many = interval(values, samples=35)
     assert many.method == "bootstrap" and many.estimate == 10.1 and many.launches == 7
@@ -121,7 +126,7 @@ def test_combine_merges_launches_rounds_and_metrics():
     assert merged.metrics["ms_per_token_p99"] == statistics.median(p.metrics["ms_per_token_p99"] for p in parts)
     assert merged.metrics["energy_per_token_mj"] is None
     assert set(merged.samples.intervals) == {"ttft_ms", "tpot_ms", "decode_tokens_per_s"}
-    assert merged.samples.intervals["tpot_ms"].method == "t" and merged.samples.intervals["tpot_ms"].samples == 15
+    assert merged.samples.intervals["tpot_ms"].method == "log-t" and merged.samples.intervals["tpot_ms"].samples == 15
     assert merged.time_split == TimeSplit(load_s=6.0, timed_s=3.0)
     assert merged.correctness == parts[0].correctness and merged.outputs == parts[0].outputs
     again = combine([merged, single("p", 52.0, seed=9)])  # a relaunch appends to a merged record
@@ -304,3 +309,20 @@ def test_confirm_turns_an_underpowered_change_into_a_verdict():
 
     failing = confirm(first, base, new, RegressionSettings(DEFAULT), crashed, 1)
     assert [(f.kind, f.message) for f in failing.findings] == [("failed", "failed: it failed")]
+
+
+def test_three_spread_launches_of_a_time_never_read_below_zero():
+    """Three launches at 1, 2 and 40 ms/token: a plain t interval ran from about -49 to +78 ms and the run
+    table read ``14.3 ± 63.7``; the log-t interval stays positive and the table shows its two ends."""
+    from harness.cli.output import run_table_lines
+    from harness.report.summary import summarize
+
+    found = interval([1.0, 2.0, 40.0], samples=15)
+    assert found.method == "log-t" and 0 < found.low < 1.0 and found.high > 40.0
+    merged = launched("p", [1.0, 2.0, 40.0])
+    row = next(line for line in run_table_lines([merged]) if line.startswith("demo::p"))
+    assert " ± " not in row.split("ok", 1)[1].split()[0:3] and "[" in row, row
+    low = float(row.split("[")[1].split(",")[0])
+    assert low > 0, row
+    found_in_summary = re.search(r"\d \[(\S+), (\S+)\] ms/token \(95 % CI, 3 launches\)", summarize([merged]))
+    assert found_in_summary and float(found_in_summary.group(1)) > 0

@@ -19,7 +19,8 @@ def test_build_once_builds_atomically_and_only_once(tmp_path):
 
     with pytest.raises(RuntimeError):
         sources.build_once(target, crash, "done")
-    assert not target.exists() and list(tmp_path.iterdir()) == []  # nothing half-built is left
+    # nothing half-built is left (the lock file beside it stays, as the references' do)
+    assert not target.exists() and [p.name for p in tmp_path.iterdir()] == ["artefact.lock"]
 
     def build(out):
         calls.append(out)
@@ -28,6 +29,28 @@ def test_build_once_builds_atomically_and_only_once(tmp_path):
     assert sources.build_once(target, build, "done") is True
     assert sources.build_once(target, build, "done") is False
     assert len(calls) == 1 and (target / "done").read_text() == "ok"
+
+
+def test_a_killed_build_s_leftovers_are_removed_with_a_note_never_used(tmp_path, capsys):
+    target = tmp_path / "artefact"
+    target.mkdir()
+    (target / "config.json").write_text("{")  # cut short, no marker: a copy or a build from before the lock
+    killed = tmp_path / ".artefact.building-abcd1234"  # a build killed with SIGKILL: no handler ran
+    killed.mkdir()
+    older = tmp_path / ".artefact-wxyz5678"  # the same, left by an older harness
+    older.mkdir()
+    other = tmp_path / ".artefact-x.building-abcd1234"  # another target's build, running now: not touched
+    other.mkdir()
+
+    def build(out):
+        (out / "config.json").write_text("{}")
+        (out / "done").write_text("ok")
+
+    assert sources.build_once(target, build, "done") is True
+    assert (target / "config.json").read_text() == "{}" and (target / "done").exists()
+    assert not killed.exists() and not older.exists() and other.exists()
+    err = capsys.readouterr().err
+    assert err.count("note: removing") == 3 and str(target) in err and str(killed) in err
 
 
 def _weights_digest(resolved) -> str:

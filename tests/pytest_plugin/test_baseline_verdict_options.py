@@ -84,7 +84,11 @@ def test_an_inconclusive_session_exits_4_under_fail_on_unknown_and_writes_the_re
     (test,) = saved["tests"]
     # Launches the machine-state check excluded (a loaded CI machine) leave the test, unless fewer than two
     # would be left: then the test counts them all (and says so).
-    excluded = len(re.findall(r"new launch \d/3 excluded from the significance test", result.stdout.str()))
+    found = re.search(
+        r"as disturbed .* in 1 point\(s\): verdicts::hf-cpu-bf16 \((?:baseline \d of 3, )?new (\d) of 3",
+        result.stdout.str(),
+    )
+    excluded = int(found.group(1)) if found else 0
     counted = 3 - excluded if 3 - excluded >= 2 else 3
     assert test["verdict"] == "unknown" and test["metric"] == "tpot_ms" and len(test["new_values"]) == counted
     # "about N launches a side would decide it": more than the smaller side has (3 baseline launches, all counted).

@@ -61,7 +61,7 @@ def test_a_20_percent_slowdown_fails_with_the_point_and_metric(saved, capsys):
 
 def test_broken_agreement_fails(saved, capsys):
     assert harness_gate(saved, write_run(saved / "night2", seed=50, broken_point=POINTS[0])) == 1
-    assert f"FAIL demo::{POINTS[0]}: agreement: top-5 agreement fails" in capsys.readouterr().out
+    assert f"FAIL demo::{POINTS[0]}: correctness: top-5 agreement fails" in capsys.readouterr().out
 
 
 def test_a_missing_point_fails(saved, capsys):

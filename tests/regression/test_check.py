@@ -79,7 +79,7 @@ def test_broken_agreement_fails_even_when_faster():
     new = run(seed=100)
     new[0] = record(POINTS[0], tpot_ms=20.0, seed=7, verdict="fail")
     outcome = check(run(seed=0), new, RegressionSettings(DEFAULT))
-    assert [(f.point_id, f.kind) for f in outcome.findings] == [(POINTS[0], "agreement")]
+    assert [(f.point_id, f.kind) for f in outcome.findings] == [(POINTS[0], "correctness")]
     assert "top-5 agreement fails: reference token 17" in outcome.findings[0].message
 
 

@@ -110,8 +110,8 @@ def test_a_failed_agreement_and_a_failed_margin_are_findings_with_their_reasons(
     ]
     outcome = check([_record(r.point_id) for r in new], new, RegressionSettings([TPOT]))
     assert _texts(outcome) == [
-        "FAIL demo::a: agreement: top-5 agreement fails: first; second",
-        "FAIL demo::b: agreement: top-3 agreement fails: see the record",
+        "FAIL demo::a: correctness: gate fails: first; second",
+        "FAIL demo::b: correctness: gate fails: see the record",
         "FAIL demo::d: accuracy: non-inferiority margin fails: see the record's accuracy part",
         "FAIL demo::e: accuracy: non-inferiority margin fails: arc.acc: -0.1 [-0.2, -0.05], margin 0.05",
         "FAIL demo::g: accuracy: non-inferiority margin fails: arc.acc: -0.1 [-0.2, -0.05], margin 0.05, "
@@ -169,30 +169,29 @@ def test_a_point_whose_fingerprint_differs_is_incomparable_unless_the_difference
 # --- notes on compared points -------------------------------------------------------------------------
 
 
-def test_excluded_and_disturbed_launches_are_noted_per_side():
+def test_excluded_and_disturbed_launches_are_noted_once_for_all_points():
     base = launch_record(10.0, 10.1, 10.2, excluded=(0, 1))
     new = launch_record(10.0, 10.1, 10.2, 10.3, excluded=(0, 1, 2))
-    disturbed = (
-        "under two undisturbed launches, so the significance test counts the disturbed ones too; its figures "
-        "may be the machine's, not the build's — rerun on a quiet machine"
-    )
     failed = _record("f", status="failed")  # a note before them: theirs are added to it, not put in its place
-    notes = check([failed, base], [failed, new], RegressionSettings([TPOT])).notes
-    assert notes[:8] == [
-        "demo::f: still failed, as in the baseline",
-        "demo::p: baseline launch 1/3 excluded from the significance test: canary moved",
-        "demo::p: baseline launch 2/3 excluded from the significance test: canary moved",
-        "demo::p: new launch 1/4 excluded from the significance test: canary moved",
-        "demo::p: new launch 2/4 excluded from the significance test: canary moved",
-        "demo::p: new launch 3/4 excluded from the significance test: canary moved",
-        f"demo::p: baseline: {disturbed}",
-        f"demo::p: new: {disturbed}",
+    other = [launch_record(10.0, 10.1, 10.2, excluded=(0,), point_id=f"q{i}") for i in range(10)]
+    quiet = [launch_record(10.0, 10.1, 10.2, point_id=f"q{i}") for i in range(10)]
+    notes = check([failed, base, *quiet], [failed, new, *other], RegressionSettings([TPOT])).notes
+    grouped = [note for note in notes if "disturbed" in note]
+    assert notes[0] == "demo::f: still failed, as in the baseline"
+    assert grouped == [
+        "launches excluded from the significance test as disturbed (kept in the records; the run table and "
+        "summary give each reason) in 11 point(s): demo::p (baseline 2 of 3, new 3 of 4), "
+        + ", ".join(f"demo::q{i} (new 1 of 3)" for i in range(7))
+        + " and 3 more",
+        "under two undisturbed launches in 1 point(s), so the significance test counts the disturbed ones too; "
+        "their figures may be the machine's, not the build's — rerun on a quiet machine: demo::p (baseline, new)",
     ]
-    quiet = check(
-        [launch_record(10.0, 10.1, 10.2)], [launch_record(10.0, 10.1, 10.2, excluded=(0,))], RegressionSettings([TPOT])
-    ).notes
-    assert quiet[0] == "demo::p: new launch 1/3 excluded from the significance test: canary moved"
-    assert not any("undisturbed" in note for note in quiet)
+    single = check(
+        [launch_record(10.0, point_id="s")],
+        [launch_record(10.0, excluded=(0,), point_id="s")],
+        RegressionSettings([TPOT]),
+    )
+    assert not any("disturbed" in note for note in single.notes)  # one launch: no significance test to leave it out of
 
 
 def test_agreement_going_from_pass_to_drift_is_noted_and_nothing_else_is():

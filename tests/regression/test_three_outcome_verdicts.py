@@ -38,21 +38,21 @@ def test_each_verdict_is_printed_with_its_change_interval_launches_and_detectabl
     outcome, worse = _test(BASE, tuple(v * 1.2 for v in BASE))
     assert verdicts.line(worse) == (
         "DIFFERENT demo::p tpot_ms (worse): +20.0% [95% CI +18.2%, +21.8%] (median 10 -> 12; limit 5%; "
-        "5 vs 5 launches, detectable change 5.5%)"
+        "5 vs 5 launches, detectable change with both sides' noise 5.5%)"
     )
     assert worse.launches_needed is None and worse.equivalence_p > 0.99
     outcome, better = _test(BASE, tuple(v * 0.8 for v in BASE))
     assert (better.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 0)  # better is no failure
     assert verdicts.line(better) == (
         "DIFFERENT demo::p tpot_ms (better): -20.0% [95% CI -21.2%, -18.8%] (median 10 -> 8; limit 5%; "
-        "5 vs 5 launches, detectable change 5.5%)"
+        "5 vs 5 launches, detectable change with both sides' noise 5.5%)"
     )
     assert better.better_p == pytest.approx(1 / 252) and better.better_q == pytest.approx(1 / 252)
     outcome, same = _test(BASE, tuple(v * 1.001 for v in BASE))
     assert (same.verdict, outcome.exit_code, same.launches_needed) == (verdicts.SAME, 0, None)
     assert verdicts.line(same) == (
         "SAME demo::p tpot_ms: +0.1% [95% CI -1.4%, +1.6%] (median 10 -> 10.01; limit 5%; 5 vs 5 launches, "
-        "detectable change 5.5%)"
+        "detectable change with both sides' noise 5.5%)"
     )
     assert same.better_p == pytest.approx(0.7261904761904762) and same.cv == pytest.approx(0.0079060762887194)
 
@@ -62,12 +62,12 @@ def test_an_inconclusive_test_says_how_many_launches_would_decide_it():
     assert (found.verdict, outcome.exit_code, found.launches_needed) == (verdicts.UNKNOWN, 0, 22)
     assert verdicts.line(found) == (
         "UNKNOWN demo::p tpot_ms: +2.0% [95% CI -4.8%, +9.2%] (median 10 -> 10.2; limit 5%; 5 vs 5 launches, "
-        "detectable change 8.2%); inconclusive: about 22 launches a side would decide it"
+        "detectable change with both sides' noise 8.2%); inconclusive: about 22 launches a side would decide it"
     )
     outcome, blind = _test((0.0, 5.0), (0.0, 5.0))  # one positive launch a side: no CV, nothing to plan with
     assert (blind.verdict, blind.cv, blind.detectable, blind.launches_needed) == (verdicts.UNKNOWN, None, None, None)
     assert verdicts.line(blind) == (
-        "UNKNOWN demo::p tpot_ms: +0.0% (median 2.5 -> 2.5; limit 5%; 2 vs 2 launches, detectable change -); "
+        "UNKNOWN demo::p tpot_ms: +0.0% (median 2.5 -> 2.5; limit 5%; 2 vs 2 launches, detectable change with both sides' noise -); "
         "inconclusive: a launch measured 0 or less, which the ratio tests cannot use: re-run the point"
     )
 
@@ -84,7 +84,7 @@ def test_a_worse_throughput_is_different_in_its_own_direction():
     assert (found.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 1)
     assert verdicts.line(found) == (
         "DIFFERENT demo::p decode_tokens_per_s (worse): -20.0% [95% CI -21.2%, -18.8%] (median 10 -> 8; limit 5%; "
-        "5 vs 5 launches, detectable change 5.5%)"
+        "5 vs 5 launches, detectable change with both sides' noise 5.5%)"
     )
 
 
@@ -92,7 +92,9 @@ def test_three_launches_a_side_reach_p_005_exactly_and_that_is_significant():
     outcome, found = _test((10.0, 10.1, 9.9), (11.0, 11.1, 10.9))
     assert (found.p_value, found.q_value) == (pytest.approx(0.05), pytest.approx(0.05))
     assert (found.verdict, outcome.exit_code) == (verdicts.DIFFERENT, 1)
-    assert verdicts.line(found).endswith("(median 10 -> 11; limit 5%; 3 vs 3 launches, detectable change 5.8%)")
+    assert verdicts.line(found).endswith(
+        "(median 10 -> 11; limit 5%; 3 vs 3 launches, detectable change with both sides' noise 5.8%)"
+    )
 
 
 def test_throughputs_detectable_change_and_launches_needed_follow_their_own_direction():
@@ -102,7 +104,7 @@ def test_throughputs_detectable_change_and_launches_needed_follow_their_own_dire
     assert (unsure.verdict, unsure.change, unsure.launches_needed) == (verdicts.UNKNOWN, pytest.approx(0.1), 9)
     assert verdicts.line(unsure) == (
         "UNKNOWN demo::p decode_tokens_per_s: -10.0% [95% CI -19.0%, +0.0%] (median 10 -> 9; limit 5%; "
-        "2 vs 2 launches, detectable change -); inconclusive: about 9 launches a side would decide it"
+        "2 vs 2 launches, detectable change with both sides' noise -); inconclusive: about 9 launches a side would decide it"
     )
 
 
@@ -114,7 +116,9 @@ def test_an_improvement_at_q_exactly_the_fdr_is_different():
 
 def test_the_line_names_each_sides_launch_count():
     outcome, found = _test((10.0, 10.1, 9.9, 10.05), (12.0, 12.1, 11.9, 12.05, 11.95))
-    assert verdicts.line(found).endswith("(median 10.03 -> 12; limit 5%; 4 vs 5 launches, detectable change 5.5%)")
+    assert verdicts.line(found).endswith(
+        "(median 10.03 -> 12; limit 5%; 4 vs 5 launches, detectable change with both sides' noise 5.5%)"
+    )
 
 
 def test_an_inconclusive_test_fails_the_check_only_when_asked_and_never_hides_a_failure():

@@ -60,7 +60,10 @@ def _gate(root, name: str, *extra: str) -> list[str]:
 
 def test_run_prints_the_detectable_change_and_stores_the_components(night):
     root, printed = night
-    assert "detectable change (80 % power, 4 vs 4 launches, FDR 0.05 over 2 test(s)): tpot_ms " in printed, printed
+    assert (
+        "detectable change if the baseline has this run's noise (80 % power, 4 vs 4 launches, FDR 0.05 over 2 test(s)): tpot_ms "
+        in printed
+    ), printed
     assert "between launches" in printed and "within" in printed
     (record,) = [r for _, r in store.iter_records([root / "night"])]
     on_disk = json.loads(next((root / "night").rglob("*.json")).read_text())

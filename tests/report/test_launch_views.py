@@ -171,7 +171,7 @@ def test_compare_shows_both_intervals_and_launch_counts(tmp_path):
 def test_summary_gives_the_interval_over_launches_and_the_warnings():
     text = summarize([drifting()])
     assert "50 ± 1.2 ms/token (95 % CI, 3 launches)" in text
-    assert "WARNING hf-cpu-drift: launch 2/3: tpot_ms drifts +1.2% per round" in text
+    assert "WARNING demo::hf-cpu-drift: launch 2/3: tpot_ms drifts +1.2% per round" in text
 
 
 def test_export_names_the_launch_of_every_token(tmp_path):

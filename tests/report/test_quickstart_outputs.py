@@ -82,7 +82,10 @@ def test_summary_answers_right_fast_and_energy_per_engine():
     assert "4x" in rows["llamacpp"] and "2x" in rows["openvino"]  # speed-up against the first row
     assert "12.5 mJ/token" in rows["openvino"] and "not measured: RAPL is not readable here" in rows["hf"]
     assert "ms/token" in rows["hf"] and " ± " in rows["hf"]
-    assert "SKIPPED openvino-NPU-bf16: it skipped" in text and lines[-1] == "report: reports/quickstart/index.html"
+    assert (
+        "SKIPPED quickstart::openvino-NPU-bf16: it skipped" in text
+        and lines[-1] == "report: reports/quickstart/index.html"
+    )
 
 
 def test_harness_summary_command(tmp_path, capsys):
@@ -172,8 +175,9 @@ gate: {k: 5, tokens: 4, prompts: 2}
     (point,) = expand(scenario)
     assert steps.execute(settings, Caches(), scenario, point, on_phase=phases.append).status == "ok"
     tail = [p.split(": ", 1)[1] for p in phases]
-    assert tail[0].startswith("converting") and tail[1].startswith("loading hf")
-    assert tail[2:] == [
+    assert tail[0].startswith("converting") and tail[2].startswith("loading hf")
+    assert tail[1] == "gate reference (computed once, then reused)"  # said before it may take minutes
+    assert tail[3:] == [
         "warm-up 1/1",
         "timing round 1/2",
         "timing round 2/2",
@@ -200,3 +204,13 @@ def test_the_quickstart_report_loads_in_chromium_with_its_token_and_kl_plots(tmp
     shot = tmp_path / "shot.png"
     screenshot(written.html, shot, height=2400, max_bytes=500_000)
     assert shot.stat().st_size < 500_000 and screenshot_is_plotted(shot)
+
+
+def test_summary_tells_two_quantization_levels_of_one_engine_apart():
+    four = gated("llamacpp-cpu-q4_k_m", "llamacpp", "cpu", 10.0)
+    eight = gated("llamacpp-cpu-q8_0", "llamacpp", "cpu", 14.0)
+    four.engine.precision, eight.engine.precision = "q4_k_m", "q8_0"
+    lines = summarize([four, eight]).splitlines()
+    assert lines[2].split()[:3] == ["engine", "device", "precision"]
+    rows = [line for line in lines if line.startswith("llamacpp")]
+    assert [row.split()[3] for row in rows] == ["q4_k_m", "q8_0"]

@@ -49,7 +49,7 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
 def test_resume_keeps_finished_points_and_runs_the_rest(write_scenario, tmp_path, fake_adapters):
     loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake", "fake-failing"], "batch_size": [1, 2, 3]})))
     runner = Runner(RunSettings(results_dir=tmp_path))
-    first = runner.run([loaded], progress=False, select=lambda p: p.batch_size == 1)  # "interrupted" here
+    first = runner.run([loaded], progress=False, select=lambda s, p: p.batch_size == 1)  # "interrupted" here
     stamps = {r.point_id: r.started_at for r in first}
     time.sleep(1.1)  # started_at has one-second resolution
     resumed = Runner(RunSettings(results_dir=tmp_path)).run([loaded], progress=False, resume=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.base import Adapter, Beam, LoadSettings, PointSkipped
 from harness.adapters.hf import activations, torch_device
 from harness.adapters.trace import GenerationTrace, now_ns
 from harness.errors import Unsupported
@@ -86,6 +86,7 @@ class HFAdapter(Adapter):
             .eval()
         )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
+        self._stop_ids = model.stop_token_ids()  # a chat model's end of turn too, where its config names EOS only
         self._step_cache, self._step_position = None, 0
         self.monitor = self._capacity_monitor(model, point)
 
@@ -159,24 +160,29 @@ class HFAdapter(Adapter):
             return DynamicCache(config=self.model.config)
         return None  # transformers creates its default dynamic cache
 
-    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
-        torch = self._torch
-        lengths = {len(p) for p in prompts}
-        if len(lengths) != 1:
-            raise ValueError(f"hf adapter batches prompts of equal length only, got lengths {sorted(lengths)}")
-        input_ids = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+    def _generate_kwargs(self, input_ids, max_new_tokens: int, beams: int, forced: bool = True) -> dict:
+        """``generate``'s settings on the timed path: its cache, prefill chunks, and (``forced``) a forced length."""
         kwargs = dict(
             max_new_tokens=max_new_tokens,
-            min_new_tokens=max_new_tokens,  # EOS must not shorten timed runs
+            min_new_tokens=max_new_tokens if forced else 0,  # EOS must not shorten timed runs
             do_sample=False,
-            num_beams=self.point.beam_width,
-            attention_mask=torch.ones_like(input_ids),
+            num_beams=beams,
+            attention_mask=self._torch.ones_like(input_ids),
         )
         if self.point.moe_chunk_size:
             kwargs["prefill_chunk_size"] = self.point.moe_chunk_size
         cache = self._new_cache()
         if cache is not None:
             kwargs["past_key_values"] = cache
+        return kwargs
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        torch = self._torch
+        lengths = {len(p) for p in prompts}
+        if len(lengths) != 1:
+            raise ValueError(f"hf adapter batches prompts of equal length only, got lengths {sorted(lengths)}")
+        input_ids = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, self.point.beam_width)
         clock = self._clock_cls()
         with torch.inference_mode():
             self.synchronize()
@@ -189,6 +195,39 @@ class HFAdapter(Adapter):
             prompt_tokens=prompt_tokens,
             batch_size=input_ids.shape[0],
             output_ids=output[:, prompt_tokens:].tolist(),
+        )
+
+    def _fits(self, positions: int) -> None:
+        limit = self.point.max_seq_len
+        if limit is not None and positions > limit:
+            raise Unsupported(f"{positions} positions do not fit the static cache (max_seq_len={limit})")
+
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """``generate``, greedy on the timed path's cache and chunks, stopping at the model's EOS and end-of-turn
+        ids (``ResolvedModel.stop_token_ids``) instead of running to a forced length."""
+        self._fits(len(prompt_ids) + max_new_tokens)
+        torch = self._torch
+        input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, 1, forced=False)
+        kwargs["eos_token_id"] = self._stop_ids
+        with torch.inference_mode():
+            output = self.model.generate(input_ids, **kwargs)
+        return output[0, input_ids.shape[1] :].tolist()
+
+    def beam_search(self, prompt_ids: Sequence[int], max_new_tokens: int, width: int) -> Beam:
+        """``generate``'s beam search on the timed path's settings (cache, chunks, forced length), untimed."""
+        self._fits(len(prompt_ids) + max_new_tokens)
+        torch = self._torch
+        input_ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=self.device)
+        kwargs = self._generate_kwargs(input_ids, max_new_tokens, width)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids, return_dict_in_generate=True, output_scores=True, **kwargs)
+        penalty = self.model.generation_config.length_penalty
+        penalty = 1.0 if penalty is None else float(penalty)  # unset: transformers' default
+        return Beam(
+            tokens=out.sequences[0, input_ids.shape[1] :].tolist(),
+            score=float(out.sequences_scores[0]),
+            length_penalty=penalty,
         )
 
     def _forward(self, ids: Sequence[int]):

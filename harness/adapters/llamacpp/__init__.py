@@ -140,7 +140,12 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 f"{source.name} is already quantized ({gguf_export.file_type(source)}); llama.cpp's quantizer needs an "
                 f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source"
             )
-        target = cache / "llamacpp" / f"{source.stem}-{source.stat().st_size}-{short}"
+        from harness.io import file_sha256
+
+        # keyed by the source's content and the quantizer's version: two GGUFs of one name and size (two seeds
+        # of one model) must not share a quantized file
+        version = llama_cpp.__version__
+        target = cache / "llamacpp" / f"{source.stem}-{file_sha256(source)[:16]}-llama{version}-{short}"
 
         def quantize(out: Path) -> None:
             params = llama_cpp.llama_model_quantize_default_params()
@@ -220,6 +225,25 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         if counters.n_eval:
             engine["tpot_ms"] = counters.t_eval_ms / counters.n_eval
         return GenerationTrace(start, times, len(prompts[0]), 1, [tokens], engine_metrics=engine)
+
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """Greedy, ending at a token llama.cpp's vocabulary marks end of generation (``llama_vocab_is_eog``, as
+        ``create_completion`` stops), at most ``max_new_tokens``."""
+        import llama_cpp
+        import numpy as np
+
+        llm = self.llm
+        llm.reset()
+        vocab = (llm.n_vocab(),)
+        tokens: list[int] = []
+        llm.eval(list(prompt_ids))
+        while len(tokens) < max_new_tokens:
+            token = int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=vocab)))
+            tokens.append(token)
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token) or len(tokens) == max_new_tokens:
+                break
+            llm.eval([token])
+        return tokens
 
     # --- the engine's own text path (harness.correctness.text_path) ------------------------------
 

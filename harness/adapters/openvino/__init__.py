@@ -223,6 +223,19 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
         )
 
+    def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
+        """The pipeline's greedy ``generate`` with its own stopping (its generation config's EOS and stop ids)."""
+        import numpy as np
+
+        config = self.pipeline.get_generation_config()
+        config.max_new_tokens = max_new_tokens
+        config.min_new_tokens = 0
+        config.ignore_eos = False
+        config.do_sample = False
+        config.num_beams = 1
+        input_ids = self._ov.Tensor(np.asarray([list(prompt_ids)], dtype=np.int64))
+        return [int(t) for t in self.pipeline.generate(input_ids, config).tokens[0]]
+
     def trusted_twin(self):
         """This point's IR stepped on the CPU plugin at f32 (``twin``): what every device path of it,
         the static NPU pipeline's included, must agree with up to activation rounding."""

@@ -15,11 +15,13 @@ from __future__ import annotations
 import time
 import traceback
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError
+from harness.errors import HarnessError, WriteFailed
 from harness.measure import canary, launch_stats
+from harness.models import sources
 from harness.records import metrics
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
@@ -61,17 +63,35 @@ def execute(
     record = new_record(caches, scenario, point)
     clock = Clock()
     try:
-        _steps(ctx, scenario, point, record, on_round, clock)
+        with sources.notes_to(log):  # a removed build leftover is said where the point's lines go
+            _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)
     except Exception as exc:  # noqa: BLE001 - any engine failure becomes a failed record
         record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
+        if isinstance(exc, WriteFailed):  # a reference store that cannot be written: how to finish the set
+            record.reason += f"; fix it, then {resume_command(settings, scenario)}"
         if not isinstance(exc, HarnessError):
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
     finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
     record.time_split = clock.split(record)
     record.finished_at = now_iso()
     return record
+
+
+def resume_command(settings: RunSettings, scenario: Scenario) -> str:
+    """What finishes a set whose point failed on a store write: the run again with ``--resume``."""
+    if settings.results_dir is None:  # harness verify: nothing to resume, the command again
+        return f"run again: harness verify {scenario.path or scenario.name}"
+    from harness.io import REFERENCE_DIR
+
+    default = Path(settings.results_dir) / REFERENCE_DIR
+    given = settings.reference_dir is not None and Path(settings.reference_dir) != default
+    references = f" --reference-dir {settings.reference_dir}" if given else ""
+    return (
+        f"complete the set with: harness run {scenario.path or scenario.name} --results {settings.results_dir}"
+        f"{references} --resume"
+    )
 
 
 class Clock:
@@ -105,7 +125,9 @@ class Clock:
 
 def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
     from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
+    from harness.run.steps.check_beams import check_beams
     from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_stopping import check_stopping
     from harness.run.steps.check_text_path import check_text_path
 
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
@@ -115,6 +137,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     apply(record, resolved.contribution)
     gate_reference = accuracy_reference = None
     if ctx.first_launch:  # references before the device loads
+        if scenario.gate is not None:  # computing one can take minutes: say so before, not after
+            ctx.on_phase(f"{point.id}: gate reference (computed once, then reused)")
         with clock("gate"):
             gate_reference = check_correctness.gate_reference(ctx, scenario, resolved.model, point)
         with clock("accuracy"):
@@ -153,6 +177,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_correctness.check_correctness(ctx, resolved, adapter, gate_reference))
                 apply(record, check_same_weights(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))

@@ -25,6 +25,7 @@ class Caches:
     kept_engine: Any = field(default=None, repr=False)
     refreshed: set = field(default_factory=set, repr=False)  # accuracy references --refresh-reference redid
     _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
+    # by the stored file's path, which digests the model's content: two models of one name, two entries
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
@@ -36,12 +37,15 @@ class Caches:
             return {**self._environment, "canary": self.canary.model_dump()}
         return self._environment
 
-    def calibrate_canary(self) -> None:
-        """Time the machine-speed canary once, at the start of a timed run (``harness.measure.canary``)."""
-        if self.canary is None:
+    def calibrate_canary(self, again: bool = False) -> Optional[CanaryCalibration]:
+        """Time the machine-speed canary once, at the start of a timed run (``harness.measure.canary``), or
+        ``again`` when a launch showed the calibration was disturbed; the new calibration, None if none was made."""
+        if self.canary is None or again:
             from harness.measure import canary
 
             self.canary = canary.calibrate()
+            return self.canary
+        return None
 
     def has_model(self, scenario: Scenario) -> bool:
         return sources.spec_key(scenario.model) in self._models

@@ -38,6 +38,8 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
             point.max_seq_len,
             scenario.generation.max_new_tokens,
             model.hf_dir,
+            chunk=point.moe_chunk_size,
+            tokens=spec.tokens,
         )
         if point is not None
         else None
@@ -64,7 +66,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         )
         return reference
 
-    return ctx.caches.reference(store.path_for(model.name, pairs, settings), compute)
+    return ctx.caches.reference(store.path_for(model, pairs, settings), compute)
 
 
 def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
@@ -101,7 +103,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
             ),
             "length": reference.settings.get("length"),
             "power": found_power,
-            "path": GatePath.model_validate(adapter.gate_path() | {"checks": gate.CHECKS[result.mode]}),
+            "path": _path(adapter, point, gate.CHECKS[result.mode]),
             "report": format_failures(result, reference, resolved.tokenizer) if result.reasons else "",
         }
     )
@@ -113,6 +115,16 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
                 f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
             )
     return Contribution(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
+
+
+def _path(adapter: Adapter, point, checks: list[str]) -> GatePath:
+    """Where the gate ran, with every difference from the timed configuration named in its notes."""
+    from harness.correctness.beams import path_notes
+
+    found = adapter.gate_path()
+    return GatePath.model_validate(
+        found | {"checks": checks, "notes": [*found.get("notes", []), *path_notes(point, adapter)]}
+    )
 
 
 def diagnose(resolved: ResolvedPoint, adapter: Adapter, reference, result):

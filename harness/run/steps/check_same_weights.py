@@ -9,7 +9,7 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.correctness.outcome import NotRun, format_failures
-from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
+from harness.records.correctness import FAIL, NOT_JUDGED, SAME_WEIGHTS, Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
@@ -81,6 +81,8 @@ def check_same_weights(
         model_check.verdict if model_check else None,
     )
     update = {"same_weights": found, "verdict": verdict}
+    if verdict == FAIL and correctness.verdict != FAIL:  # failed here, not against HF: name the check that did
+        update["failed_by"] = [SAME_WEIGHTS]
     details = list(audit.reasons) if audit and audit.verdict == "fail" else []
     details += model_check.reasons if model_check and model_check.verdict not in (None, "pass") else []
     if why or details:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.models import prompts
-from harness.records.correctness import NOT_JUDGED, Correctness
+from harness.records.correctness import FAIL, NOT_JUDGED, TEXT_PATH, Correctness
 from harness.records.gate_diagnosis import Diagnosis
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
@@ -46,6 +46,7 @@ def check_text_path(
     failed = text_path.reasons(path)
     if failed:
         update["verdict"] = "fail"
+        update["failed_by"] = [*(correctness.failed_by if correctness.verdict == FAIL else []), TEXT_PATH]
         unjudged = correctness.verdict == NOT_JUDGED  # its reason becomes a note, as beside a top-k failure
         update["reasons"] = [*([] if unjudged else correctness.reasons), *failed]
         update["notes"] = [*correctness.reasons, *correctness.notes] if unjudged else correctness.notes
