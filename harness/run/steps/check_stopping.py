@@ -28,7 +28,7 @@ def stop_reference(ctx: LaunchContext, resolved: ResolvedPoint, reference):
         length=None,
     )
     store = ReferenceStore(ctx.settings.reference_store)
-    path = store.path_for(resolved.model.name, pairs, settings)
+    path = store.path_for(resolved.model, pairs, settings)
 
     def compute():
         found, path, reused = store.get_or_compute(
