@@ -38,7 +38,7 @@ def verify(tmp_path, capsys, *options: str, known: list | None = None) -> tuple[
     argv = ["verify", str(path), "--isolation", "none", "--reference-dir", str(tmp_path.parent / "references")]
     code = cli.main([*argv, *options])
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.err + captured.out  # stdout last: its closing line, not a warning on stderr
 
 
 def last(out: str) -> str:
