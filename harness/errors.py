@@ -44,6 +44,32 @@ class ModelError(HarnessError):
     exit_code = 2
 
 
+class StepFailed(HarnessError):
+    """A step preparing a point failed (HF reference, checkpoint load, GGUF conversion, quantization, IR export,
+    tokenizer conversion, compile): the message names the file or directory and the step, then the engine's own
+    words, e.g. ``/data/m: HF reference (transformers) failed: RuntimeError: The size of tensor a ...``."""
+
+    def __init__(self, where: str | Path, step: str, cause: BaseException):
+        self.where, self.step = str(where), step
+        super().__init__(f"{where}: {step} failed: {type(cause).__name__}: {cause}")
+
+
+@contextlib.contextmanager
+def step(where: str | Path, name: str):
+    """Run a preparation step: an engine's exception becomes ``StepFailed`` naming ``where`` and ``name``;
+    the harness's own errors (which already say what failed) pass unchanged."""
+    try:
+        yield
+    except StepFailed as inner:  # a step inside this one: both named, outer first
+        if inner.where != str(where) or inner.step.startswith(name):
+            raise
+        raise StepFailed(where, f"{name}: {inner.step}", inner.__cause__ or inner) from inner.__cause__
+    except HarnessError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any engine exception, named by its step
+        raise StepFailed(where, name, exc) from exc
+
+
 class StoredContentError(HarnessError):
     """A stored reference or audit whose content does not match its own digest (``harness.io.sealed``), or
     one written without a digest: one line naming the file and what differs, and how to rebuild it."""

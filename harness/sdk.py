@@ -15,6 +15,9 @@ module: ``examples/numpy_adapter``.
   precision, threads; engine-specific facts under ``extra``).
 - ``GenerationTrace``, ``now_ns``, ``greedy_trace``: the timed result of ``generate``, the one clock,
   and a timed greedy loop for engines driven step by step.
+- ``speculation_of(point.speculative)``: the point's ``Speculation`` (none, prompt lookup or a draft, with its
+  sizes); ``VerifySteps``: what a speculative ``generate`` counts into its trace's ``speculation``, for an adapter
+  that overrides ``generate_plain`` (its target without the draft).
 - ``PointSkipped``: raise from ``load`` when a point cannot run with this model here.
   ``Unsupported``: what an optional method raises on a point that lacks it (set the flag too).
 - ``register_adapter``: register a class in-process (packages use the ``harness.adapters`` entry point).
@@ -33,11 +36,14 @@ from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.capabilities import OPTIONAL_METHODS
 from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.registry import register_adapter
+from harness.adapters.speculation import VerifySteps
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 from harness.errors import Unsupported
 from harness.io import safe_name
 from harness.models.sources import ResolvedModel, build_once, cache_dir
 from harness.records.engine import EngineInfo
+from harness.scenario.speculative import Speculation
+from harness.scenario.speculative import parse as speculation_of
 from harness.scenario.sweep import Point
 
 if TYPE_CHECKING:
@@ -54,13 +60,16 @@ __all__ = [
     "Point",
     "PointSkipped",
     "ResolvedModel",
+    "Speculation",
     "Unsupported",
+    "VerifySteps",
     "build_once",
     "cache_dir",
     "greedy_trace",
     "now_ns",
     "register_adapter",
     "safe_name",
+    "speculation_of",
 ]
 
 

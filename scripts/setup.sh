@@ -29,6 +29,24 @@ else
     # Same dependencies: only point the editable install at this checkout.
     "$venv/bin/python" -m pip install -q --no-deps -e "$root" >&2
 fi
+# llama.cpp's own HF -> GGUF converter (convert_hf_to_gguf.py, its conversion/ package, its gguf-py), from the
+# source distribution of the pinned llama-cpp-python (vendor/llama.cpp): the llamacpp adapter converts
+# checkpoints with it (harness/adapters/llamacpp/converter.py). Kept per version; pip's cache usually holds the
+# sdist already (it built the wheel from it), so this takes seconds.
+llama_version=$(sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' "$root/pyproject.toml")
+converter=${HARNESS_LLAMACPP_SRC:-$HOME/.cache/harness/llama-cpp-src}/$llama_version
+if [[ ! -f "$converter/convert_hf_to_gguf.py" ]]; then
+    say "extracting llama.cpp's convert_hf_to_gguf.py from the llama-cpp-python $llama_version sdist into $converter"
+    sdist=$(mktemp -d)
+    "$venv/bin/python" -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$llama_version" -d "$sdist" >&2
+    mkdir -p "$(dirname "$converter")"
+    part=$(mktemp -d "$converter.XXXX")  # renamed into place: an interrupted set-up leaves no half converter
+    top="llama_cpp_python-$llama_version/vendor/llama.cpp"
+    tar -xzf "$sdist/llama_cpp_python-$llama_version.tar.gz" -C "$part" --strip-components=3 --wildcards \
+        "$top/convert_hf_to_gguf.py" "$top/conversion/*" "$top/gguf-py/*" "$top/LICENSE"
+    mv "$part" "$converter"
+    rm -rf "$sdist"
+fi
 # lm-eval has no plugin discovery: a .pth hook makes `lm_eval --model harness` work in this venv
 "$venv/bin/harness" lm-eval --install-hook >&2
 echo "$venv"

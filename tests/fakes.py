@@ -126,6 +126,17 @@ class NanClockAdapter(FakeAdapter):
         return trace
 
 
+class NegativeMetricsAdapter(FakeAdapter):
+    """Healthy timings, but the engine's own TTFT is negative (a counter that wrapped): finite, impossible."""
+
+    name = "fake-negative-metrics"
+
+    def generate(self, prompts, max_new_tokens):
+        trace = super().generate(prompts, max_new_tokens)
+        trace.engine_metrics = {"ttft_ms": -3.0}
+        return trace
+
+
 NONFINITE = (NanMetricsAdapter, NanClockAdapter)
 
 
@@ -208,3 +219,23 @@ class RefusingAdapter(FakeAdapter):
         from harness.adapters.base import PointSkipped
 
         raise PointSkipped(self.refusal)
+
+
+class KnobAdapter(FakeAdapter):
+    """The fake engine with a speed knob: each step sleeps the seconds written in the file that
+    ``$HARNESS_FAKE_KNOB`` names (a build command writes it), so a commit can make it slower."""
+
+    name = "fake-knob"
+
+    def generate(self, prompts, max_new_tokens):
+        import os
+        from pathlib import Path
+
+        period = float(Path(os.environ["HARNESS_FAKE_KNOB"]).read_text())
+        start, times = now_ns(), []
+        for _ in range(max_new_tokens):
+            time.sleep(period)
+            times.append(now_ns())
+        return GenerationTrace(
+            start, times, len(prompts[0]), len(prompts), [[i % self.period for i in range(len(times))] for _ in prompts]
+        )

@@ -75,3 +75,28 @@ def adapter(label: str) -> type[LlamaCppAdapter]:
         (LlamaCppAdapter,),
         {"name": f"llamacpp-{label}", "_quantized": _quantized},
     )
+
+
+def scale_tensor(path: Path, name: str = "blk.0.attn_v.weight", factor: float = 8.0) -> None:
+    """One full-precision tensor multiplied (a converter that applies a scale twice, or to the wrong tensor)."""
+    tensors, reader = _tensors(path)
+    data = tensors[name].data  # F16 or F32 values, a writable view into the file
+    data[...] = data * np.asarray(factor, dtype=data.dtype)
+    reader.data.flush()
+
+
+def converted_adapter(patch=scale_tensor) -> type[LlamaCppAdapter]:
+    """A ``llamacpp`` adapter named ``llamacpp-converter-fault`` that runs a copy of llama.cpp's converted GGUF
+    with ``patch`` written into it (the checkpoint's own conversion is left clean in the cache)."""
+
+    def _source_gguf(self, model, cache):
+        clean = LlamaCppAdapter._source_gguf(self, model, cache)
+        out = Path(cache) / "llamacpp-faults" / f"{clean.parent.name}-{patch.__name__}" / "model.gguf"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(clean, out)
+        patch(out)
+        return out
+
+    return type(
+        "ConverterFault", (LlamaCppAdapter,), {"name": "llamacpp-converter-fault", "_source_gguf": _source_gguf}
+    )

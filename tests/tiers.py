@@ -57,7 +57,11 @@ TABLE: dict[str, Tier] = {
     ),
     "adapters/test_coreml.py": E,
     "adapters/test_hf.py": E,
+    "adapters/test_architecture_matrix.py": Tier("engine", {"test_the_docs_table_is_the_matrix_the_tests_run": "unit"}),
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
+    "adapters/test_llamacpp_converter.py": Tier(
+        "unit", {"test_an_architecture_the_converter_does_not_know_is_refused_in_one_line": "engine"}
+    ),
     "adapters/test_openvino.py": E,
     "adapters/test_openvino_compile_probe.py": Tier(
         "unit",
@@ -82,6 +86,10 @@ TABLE: dict[str, Tier] = {
             "test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare": "acceptance",
             "test_pytest_refuses_two_scenario_files_with_one_name": "acceptance",
         },
+    ),
+    "cli/test_impossible_values.py": Tier(
+        "unit",
+        {"test_an_engine_that_reports_an_impossible_figure_fails_its_point_and_the_record_stays_readable": "engine"},
     ),
     "cli/test_run_verdict.py": A,
     "cli/test_unusable_input_files.py": A,
@@ -125,6 +133,9 @@ TABLE: dict[str, Tier] = {
         "acceptance",
         {"test_stops_are_judged_against_the_reference": "unit", "test_an_early_stop_at_a_near_tie_passes": "unit"},
     ),
+    "correctness/test_speculative_engines.py": A,
+    "correctness/test_speculative_gate.py": A,
+    "correctness/test_speculative_verdict.py": U,
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_lengths.py": Tier(
         "unit",
@@ -149,6 +160,7 @@ TABLE: dict[str, Tier] = {
     "history/test_persist_option.py": U,
     "history/test_persistence_rule.py": U,
     "history/test_run_into_history.py": A,
+    "measure/test_speculation_figures.py": U,
     "measure/test_busy_machine_flagged.py": A,
     "measure/test_canary.py": Tier(
         "unit",
@@ -206,6 +218,7 @@ TABLE: dict[str, Tier] = {
     "record/test_record_parts.py": U,
     "record/test_run_verdict.py": U,
     "record/test_store.py": U,
+    "regression/test_bisect_finds_the_commit.py": A,
     "regression/test_baseline_compare_gate_commands.py": U,
     "regression/test_check.py": U,
     "regression/test_failure_names_its_rule.py": U,
@@ -226,6 +239,7 @@ TABLE: dict[str, Tier] = {
             "test_pytest_writes_the_page_and_bmf_beside_the_benchmark_json": "acceptance",
         },
     ),
+    "report/test_speculative_plot.py": U,
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),
@@ -244,7 +258,9 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "report/test_report_from_benchmark_json.py": A,
+    "run/test_draft_tokenizer.py": A,
     "run/test_auto_launches.py": A,
+    "run/test_interrupted_launches.py": A,
     "run/test_isolation.py": E,
     "run/test_launch_record_on_disk.py": A,
     "run/test_lifecycle.py": A,
@@ -257,6 +273,7 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "run/test_step_errors.py": E,
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
     "run/test_progress_lines.py": Tier(
@@ -285,6 +302,7 @@ TABLE: dict[str, Tier] = {
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}
     ),
     "scenario/test_axes.py": U,
+    "scenario/test_speculative_axis.py": U,
     "scenario/test_check_refuses_late_failures.py": U,
     "scenario/test_malformed_yaml.py": U,
     "scenario/test_sweep.py": Tier("unit", {"test_quantization_replaces_the_dtype_in_ids": "engine"}),

@@ -34,6 +34,9 @@ class LoadSettings:
     quantization: dict = field(default_factory=dict)  # scenario's quantization_options (group size, ratio)
     trust_remote_code: bool = False  # only when the scenario asks and the command line confirms
     options: AdapterOptions = field(default_factory=AdapterOptions)  # adapter_options.<name>, as the adapter's Options
+    # The point's draft model (speculative: {draft: ...}), resolved and checked to share the target's
+    # tokenizer (harness.run.steps.draft); None for every other point.
+    draft: Optional[ResolvedModel] = None
 
 
 @dataclass
@@ -179,6 +182,12 @@ class Adapter(Capabilities, ABC):
 
         ``prompts`` holds one prompt per sequence of the batch.
         """
+
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """Optional (``supports_speculative``): ``generate`` on the loaded target without speculation, same
+        engine and settings otherwise (a point's ``speculative`` value makes ``generate`` speculate, and the
+        trace's ``speculation`` count its verify steps)."""
+        raise Unsupported(f"{self.name} has no speculative decoding")
 
     def prefill(self, tokens: Sequence[int]) -> np.ndarray:
         """Optional (``supports_logits``): reset state, run the prompt, return fp32 logits of the last

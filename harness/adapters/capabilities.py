@@ -44,6 +44,9 @@ class Capabilities:
     supports_text_generation: bool = False  # generate_text(): the engine's text-in, text-out API
     supports_beam_search: bool = False  # beam_search(): the best beam and its score (the beam check)
     supports_stopping: bool = False  # generate_until_stop(): greedy, ending at the engine's own stop tokens
+    # generate_plain(): the loaded target without its draft (the speculative axis: the side-by-side timing and
+    # the greedy-equality gate); a class flag, as the axis's Capability reads it before anything loads
+    supports_speculative: bool = False
     _declared_flags: ClassVar[frozenset[str]] = frozenset()  # the flags a class sets itself
 
     @classmethod
@@ -55,6 +58,10 @@ class Capabilities:
             value = getattr(point, axis.name)
             if axis.needs is not None and value != axis.default and not getattr(cls, axis.needs.flag):
                 return f"{cls.name} {axis.needs.lacking} ({axis.name}={value})"
+        if cls.supports_speculative:
+            from harness.adapters.speculation import speculation_reason
+
+            return speculation_reason(cls.name, cls.quantizations, point)
         return None
 
 
@@ -71,4 +78,5 @@ OPTIONAL_METHODS: dict[str, tuple[str, ...]] = {
     "supports_text_generation": ("generate_text",),
     "supports_beam_search": ("beam_search",),
     "supports_stopping": ("generate_until_stop",),
+    "supports_speculative": ("generate_plain",),
 }

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:
+    from harness.adapters.speculation import VerifySteps
 
 now_ns = time.perf_counter_ns  # the one clock every timestamp comes from
 
@@ -22,6 +25,9 @@ class GenerationTrace:
     batch_size: int = 1
     output_ids: Optional[list[list[int]]] = None  # generated ids per sequence, when cheap to return
     engine_metrics: dict = field(default_factory=dict)  # the engine's own figures, if it reports any
+    # A speculative generation's verify steps (harness.adapters.speculation); None when it did not speculate.
+    # Tokens one step emits share its timestamp in ``token_ns``: the bursts stay in the per-token timeline.
+    speculation: Optional[VerifySteps] = None
 
     @property
     def n_generated(self) -> int:

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from harness import __version__
 from harness.cli import analysis as cli_analysis
+from harness.cli import bisect as bisect_cli
 from harness.cli import ci_pages
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_analysis.add_parsers(commands)
     cli_results.add_parsers(commands)
     history_cli.add_parser(commands)
+    bisect_cli.add_parsers(commands)
 
     return parser
 
@@ -75,6 +77,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["lm-eval"]:  # lm-eval's own command line, untouched by our parser
         return cli_analysis.lm_eval(argv[1:])
+    if argv[:1] == [bisect_cli.STEP]:  # what git bisect run calls, hidden from --help
+        return bisect_cli.step(argv[1:])
     args = _parser().parse_args(argv)
     try:
         commands = {
@@ -85,6 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "reference": _reference,
             "routing": cli_analysis.routing,
             "history": history_cli.run,
+            "bisect": bisect_cli.run,
             **cli_results.HANDLERS,
         }
         return commands[args.command](args)

@@ -278,11 +278,13 @@ def _check(args) -> int:
     result = check(queries.series(engine), queries.runs(engine), args.since, args.threshold, args.penalty, args.persist)
     for finding in result.regressions:
         print(f"REGRESSION {finding.describe()}")
+        _bisect_line(finding, args.threshold)
     for finding in result.suspicious:
         print(
             f"SUSPICIOUS {finding.describe()}; held {finding.nights} of the {args.persist} night(s) "
             "a regression needs (--persist): not failed"
         )
+        _bisect_line(finding, args.threshold)
     older = len(result.open) - len(result.regressions)
     print(
         f"checked {result.n_series} series over {result.n_runs} runs: {len(result.regressions)} new change "
@@ -291,3 +293,20 @@ def _check(args) -> int:
         + (f"; {len(result.suspicious)} suspicious (not yet {args.persist} nights)" if result.suspicious else "")
     )
     return 1 if result.regressions else 0
+
+
+def _bisect_line(finding, threshold: float) -> None:
+    """The command that finds the commit within a finding's range, when the range has two commits."""
+    from harness.regression.bisect import command_line
+
+    series = finding.series
+    command = command_line(
+        finding.last_before.commit,
+        finding.first_after.commit,
+        series.scenario,
+        series.point_id,
+        series.metric,
+        threshold,
+    )
+    if command:
+        print(f"  find the commit: {command}")

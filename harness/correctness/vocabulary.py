@@ -4,8 +4,8 @@ metadata decides (for llama.cpp, the GGUF's ``tokenizer.ggml.model`` and ``token
 - A tokenizer converted from the checkpoint's (OpenVINO GenAI's openvino_tokenizers IRs: the adapter's
   description says ``tokenizer_converted``) is derived from the reference tokenizer: the reference is right.
 
-- A GGUF the harness exported from the HF checkpoint (the model's source has no GGUF) is derived from the
-  reference tokenizer: the reference is right and the export is at fault.
+- A GGUF the harness converted from the HF checkpoint (llama.cpp's converter; the model's source has no GGUF)
+  is derived from the reference tokenizer: the reference is right and the conversion is at fault.
 - A SentencePiece vocabulary (``tokenizer.ggml.model`` = ``llama``: Gemma, Llama 2) is the model's own; the
   reference tokenizer was rebuilt from it (``harness.models.gguf_convert``). SentencePiece itself, loaded
   with the GGUF's pieces, scores and types, is the third opinion: the side that agrees with it is right.

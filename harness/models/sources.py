@@ -201,6 +201,7 @@ def _resolve_tiny(source: str, seed: int, cache: Path) -> ResolvedModel:
             "seed": seed,
             "vocab": tiny.TOKENIZER_VOCAB,
             "corpus": hashlib.sha256(tiny.corpus_text().encode()).hexdigest(),
+            **tiny.tokenizer_recipe(arch),
         },
         sort_keys=True,
     )

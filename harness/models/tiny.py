@@ -6,6 +6,7 @@ trained on the project's corpus; only its size and its (seeded) weights are made
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 TOKENIZER_VOCAB = 512
@@ -25,10 +26,13 @@ _COMMON = dict(
 ARCHITECTURES: dict[str, dict] = {
     "llama": dict(model_type="llama", **_COMMON),
     "qwen2": dict(model_type="qwen2", **_COMMON),
-    "gemma3_text": dict(model_type="gemma3_text", head_dim=16, sliding_window=32, **_COMMON),
+    # Attention scaled by head_dim ** -0.5, as in every published Gemma 3 (transformers' default scalar, 256,
+    # is what llama.cpp's Gemma 3 graph does not read: it scales by head_dim, and the gate fails it).
+    "gemma3_text": dict(model_type="gemma3_text", head_dim=16, query_pre_attn_scalar=16, sliding_window=32, **_COMMON),
     # Every layer attends over a 64-token sliding window: "long" is a few hundred positions (the gate's
     # long-context faults, tests/faults_long.py).
     "mistral": dict(model_type="mistral", sliding_window=64, **_COMMON),
+    "phi3": dict(model_type="phi3", **_COMMON),  # fused qkv and gate/up projections
     # Mixture-of-experts families (routing statistics, capacity studies): 8 experts, top-2.
     "qwen2_moe": dict(
         model_type="qwen2_moe",
@@ -41,6 +45,31 @@ ARCHITECTURES: dict[str, dict] = {
     "mixtral": dict(model_type="mixtral", num_local_experts=8, num_experts_per_tok=2, **_COMMON),
     "olmoe": dict(model_type="olmoe", num_experts=8, num_experts_per_tok=2, **_COMMON),
 }
+
+
+# Phi-4's layout for the byte-level BPE tokenizer: llama.cpp's converter reads a Phi-3 vocabulary from a
+# SentencePiece tokenizer.model unless tokenizer_config.json names GPT-2's tokenizer class.
+TOKENIZER_CLASS = {"phi3": "GPT2Tokenizer"}
+# Phi-3's special tokens, (text, strips the whitespace after it): llama.cpp 0.3.36 gives every special token of
+# a model named phi3/phi-3 that right-strip except <s>, <unk> and <|endoftext|> (as Phi-3's tokenizer.json has
+# it), and fails to load one whose vocabulary lacks </s>, <s>, <unk> or <|endoftext|> ("unordered_map::at").
+EXTRA_SPECIAL = {
+    "phi3": [
+        ("<pad>", True),
+        ("<bos>", True),
+        ("<eos>", True),
+        ("</s>", True),
+        ("<s>", False),
+        ("<|endoftext|>", False),
+    ]
+}
+
+
+def tokenizer_recipe(arch: str) -> dict:
+    """The tokenizer's per-architecture changes, for the recipe a tiny model is keyed by ({} where none)."""
+    changes = {"class": TOKENIZER_CLASS.get(arch), "special": EXTRA_SPECIAL.get(arch)}
+    changes = {key: value for key, value in changes.items() if value}
+    return {"tokenizer": changes} if changes else {}
 
 
 def corpus_text() -> str:
@@ -74,6 +103,10 @@ def build(arch: str, seed: int, out_dir: Path) -> None:
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
     raw = build_tokenizer()
+    from tokenizers import AddedToken
+
+    extra = EXTRA_SPECIAL.get(arch, [])
+    raw.add_special_tokens([AddedToken(t, special=True, normalized=False, rstrip=strip) for t, strip in extra])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
     )
@@ -90,3 +123,7 @@ def build(arch: str, seed: int, out_dir: Path) -> None:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.save_pretrained(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
+    if arch in TOKENIZER_CLASS:
+        path = Path(out_dir) / "tokenizer_config.json"
+        tokenizer_config = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**tokenizer_config, "tokenizer_class": TOKENIZER_CLASS[arch]}, indent=2))

@@ -4,13 +4,14 @@ the same-weights check (the diagnosis of a failure: ``harness.records.gate_diagn
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, get_args
 
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
 from harness.records.beams import BeamCheck
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 
@@ -18,7 +19,8 @@ from harness.records.text_path import TextPath
 # teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
 # like the regression check's ``unknown``, it exits 0 unless ``--fail-on-unknown`` (exit 4).
 FAIL, DRIFT, NOT_JUDGED, PASS = "fail", "drift", "not judged", "pass"
-VERDICTS = (FAIL, DRIFT, NOT_JUDGED, PASS)
+Verdict = Literal["fail", "drift", "not judged", "pass"]
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 # The rules a gate can fail by (``Correctness.failed_by``): a failure message names the rule, since "top-5
 # agreement fails" for a point the drift rule failed sent readers to a check that held.
@@ -149,7 +151,7 @@ class DequantizedAudit(Part):
     device path and its twin agree. ``ratio``: the worst row's relative error over its storage format's
     median row error; ``fail`` above ``fail_factor``."""
 
-    verdict: Optional[str] = None  # pass | fail
+    verdict: Optional[Literal["pass", "fail"]] = None
     ratio: Optional[float] = None
     fail_factor: Optional[float] = None
     worst: Optional[str] = None  # "<hf name> row <i> (<format>, stored as <name>)"
@@ -168,7 +170,7 @@ class DequantizedModel(Part):
     (``fail_on_drift``) where the floor models the engine's rounding (llama.cpp), and is reported where
     it is HF bf16 against fp32 (OpenVINO)."""
 
-    verdict: Optional[str] = None  # pass | drift | fail; None when skipped
+    verdict: Optional[Verdict] = None  # None when skipped
     reasons: list[str] = Field(default_factory=list)
     fail_on_drift: Optional[bool] = None  # None: records before the engine's rounding floor
     kl_mean: Optional[float] = None
@@ -228,8 +230,8 @@ class SameWeights(Part):
     ``model_verdict`` is the gate's verdict against the HF reference alone (the quantization cost);
     ``Correctness.verdict`` is the point's, both considered. ``skipped`` says why there is none."""
 
-    verdict: Optional[str] = None  # pass | drift | fail against its own weights; None when skipped
-    model_verdict: Optional[str] = None
+    verdict: Optional[Verdict] = None  # against its own weights; None when skipped
+    model_verdict: Optional[Verdict] = None
     reasons: list[str] = Field(default_factory=list)
     mode: Optional[str] = None
     kl_mean: Optional[float] = None
@@ -251,7 +253,7 @@ class Correctness(Part):
     """The correctness gate's result. In top-1 mode (engines that expose only their chosen token)
     there is no KL tier: ``kl_mean`` and ``kl_ratio`` are None. ``skipped`` says why no gate ran."""
 
-    verdict: Optional[str] = None  # VERDICTS; None when skipped
+    verdict: Optional[Verdict] = None  # None when skipped
     reasons: list[str] = Field(default_factory=list)  # why it failed, drifted or was not judged
     failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
@@ -293,6 +295,8 @@ class Correctness(Part):
         if unknown:
             raise ValueError(f"unknown rule(s) {unknown}; expected some of {list(RULES)}")
         return value
+
+    speculative: Optional[SpeculativeGate] = None  # a speculative point's greedy equality with its plain path
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -47,8 +47,8 @@ def fingerprint(record: Record) -> dict[str, Optional[str]]:
         "engine_version": _text(engine.version),
         "dtype": _text(engine.dtype or model.get("dtype")),
         "threads": _text(engine.threads),
-        # no options is a configuration too: a baseline without a hint and a run with one differ
-        "engine_options": json.dumps(engine.options, sort_keys=True, default=str) if engine.name else None,
+        # every option with its default since schema 3; empty in a record migrated from before: not stated
+        "engine_options": json.dumps(engine.options, sort_keys=True, default=str) if engine.options else None,
         "workload": json.dumps(workload, sort_keys=True) if workload else None,
     }
 

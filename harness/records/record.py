@@ -7,7 +7,7 @@ Older versions are upgraded as they load (``harness.records.migration``).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -26,7 +26,12 @@ from harness.records.samples import (
     TimeSplit,
 )
 
-STATUSES = ("ok", "skipped", "failed", "timeout")
+# A point's status. ``incomplete``: a point of several launches whose record was written after some of them
+# (a sweep writes each point's record after each launch pass) and whose run was interrupted before the rest;
+# readers refuse it (``harness.records.store.iter_records``) and ``harness run --resume`` runs the point again.
+Status = Literal["ok", "skipped", "failed", "timeout", "incomplete"]
+STATUSES: tuple[str, ...] = get_args(Status)
+INCOMPLETE = "incomplete"
 # What wrote a record: ``run`` (``harness run``, the pytest plugin: timing and the gate) or ``verify``
 # (``harness verify --results``: the correctness gate alone, no timing). Stored only when not ``run``, so a
 # run record reads as before; a verify record has its own file name (``harness.records.store.record_path``).
@@ -79,7 +84,7 @@ class Record(BaseModel):
     point_id: str
     point: dict[str, Any]  # the point's axes
     kind: RecordKind = "run"
-    status: str  # ok | skipped | failed | timeout
+    status: Status
     reason: Optional[str] = None  # why skipped, or the error when failed
     settings: dict[str, Any] = Field(default_factory=dict)  # model, generation, measurement as resolved
     model: ModelInfo = Field(default_factory=ModelInfo)
@@ -162,9 +167,15 @@ class Record(BaseModel):
         except ValueError as exc:
             raise ValueError(f"{source}: {exc}" if source else str(exc)) from None
         try:
-            return cls.model_validate(data)
+            record = cls.model_validate(data)
         except ValidationError as exc:
             raise ValueError(describe_errors(exc, source)) from None
+        from harness.records.physics import impossible
+
+        problem = impossible(record)  # shapes are right; now the values must be possible
+        if problem:
+            raise ValueError(f"{source}: {problem}" if source else problem)
+        return record
 
 
 def describe_errors(exc: ValidationError, source: object = None) -> str:
@@ -196,7 +207,8 @@ def recorded_launches(record: Record) -> list[Launch]:
             medians={name: record.metrics[name] for name in LAUNCH if record.metrics.get(name) is not None},
         )
     )
-    return [first.model_copy(update={"index": 0, "status": record.status, "reason": record.reason})]
+    status = "ok" if record.status == INCOMPLETE else record.status  # its one launch ran; more were to come
+    return [first.model_copy(update={"index": 0, "status": status, "reason": record.reason})]
 
 
 def launch_values(record: Record, metric: str) -> list[float]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import Field
 
@@ -65,7 +65,7 @@ class Launch(Part):
     left out of the regression check's significance test: its canary moved, or the machine was disturbed."""
 
     index: int
-    status: str = "ok"
+    status: Literal["ok", "skipped", "failed", "timeout"] = "ok"  # a launch ran or did not: never incomplete
     reason: Optional[str] = None
     medians: dict[str, Optional[Number]] = Field(default_factory=dict)
     rounds: int = 0

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Optional, TypeVar
 from harness.io import REFERENCE_DIR, read_json, safe_name, write_json_atomic
 from harness.records.columns import flatten
 from harness.records.migration import SCHEMA_VERSION
-from harness.records.record import Record
+from harness.records.record import INCOMPLETE, Record
 
 CORRECTNESS_ONLY_SUFFIX = (
     ".verify"  # a gate-only record's file: <point id>.verify.json, beside the run's <point id>.json
@@ -70,6 +70,18 @@ def read(path: str | Path) -> Record:
     return Record.from_dict(read_json(path), source=path)
 
 
+def finished(record: Record, source: object) -> Record:
+    """``record``, refused (a ValueError naming ``source``) when it is ``incomplete``: a point interrupted
+    between its launches, which no reader may take for a finished point."""
+    if record.status == INCOMPLETE:
+        raise ValueError(
+            f"{source}: status: incomplete: {record.scenario}::{record.point_id} was interrupted before all its "
+            f"launches ran ({len(record.samples.launches)} recorded), so it is not a finished point; complete it with "
+            "`harness run SCENARIO --results DIR --resume`"
+        )
+    return record
+
+
 def _json_files(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
     """(file, named explicitly) for every JSON file under ``paths``."""
     files: list[tuple[Path, bool]] = []
@@ -92,7 +104,8 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
     pytest-benchmark JSON files written by the harness plugin (one record per benchmark).
 
     Other JSON files found while walking a directory (a baseline's manifest, unrelated JSON) are passed
-    over; a file named explicitly that holds no records is an error naming it.
+    over; a file named explicitly that holds no records is an error naming it, and so is a record with an
+    impossible value (``harness.records.physics``) or of an interrupted point (``finished``).
     """
     from harness.records import benchmark_json
 
@@ -104,10 +117,10 @@ def iter_records(paths: str | Path | Iterable[str | Path]) -> Iterator[tuple[Pat
         except OSError as exc:
             raise ValueError(f"{file}: not a readable JSON file ({exc})") from None
         if isinstance(data, dict) and "point_id" in data and "schema_version" in data:
-            yield file, Record.from_dict(data, source=file)
+            yield file, finished(Record.from_dict(data, source=file), file)
         elif benchmark_json.is_benchmark_json(data):
             for record in benchmark_json.records(data, source=file):
-                yield file, record
+                yield file, finished(record, file)
         elif not isinstance(data, dict):  # `null` or `[]` where a record belongs: a broken record, not "nothing"
             raise ValueError(f"{file}: holds {type(data).__name__} JSON, not a harness result record")
         elif explicit:

@@ -7,7 +7,10 @@ position (``kind = "gate"``): analyse without rerunning on scarce hardware.
   prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
   token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
-  top-1 mode), top1_match (1/0), verdict (the point's gate verdict: pass, drift, fail or not judged).
+  top-1 mode), top1_match (1/0), verdict (the point's gate verdict: pass, drift, fail or not judged);
+- speculative rows, one per speculative point: speculative (its value), acceptance_rate, tokens_per_forward,
+  speedup (plain over speculative end-to-end time, timed side by side), verdict (greedy equality with the
+  plain path: pass or fail; null without a gate).
 
 Every row says its ``record_kind``: ``run`` (``harness run``) or ``verify`` (``harness verify --results``: gate
 rows only, the timing columns empty).
@@ -38,6 +41,10 @@ COLUMNS = (
     "top1_match",
     "verdict",
     "record_kind",
+    "speculative",
+    "acceptance_rate",
+    "tokens_per_forward",
+    "speedup",
 )
 
 
@@ -86,6 +93,22 @@ def gate_rows(record: Record) -> Iterator[dict]:
             )
 
 
+def speculative_rows(record: Record) -> Iterator[dict]:
+    value = record.point.get("speculative", "none")
+    if value == "none" or record.status != "ok":
+        return
+    gate = record.correctness.speculative if record.correctness else None
+    yield _row(
+        "speculative",
+        record,
+        speculative=value,
+        acceptance_rate=record.metrics.get("spec_acceptance_rate"),
+        tokens_per_forward=record.metrics.get("spec_tokens_per_forward"),
+        speedup=record.metrics.get("spec_speedup"),
+        verdict=gate.verdict if gate else None,
+    )
+
+
 def _row(kind: str, record: Record, **values) -> dict:
     return (
         {column: None for column in COLUMNS}
@@ -98,6 +121,7 @@ def rows(records: Iterable[Record]) -> Iterator[dict]:
     for record in records:
         yield from token_rows(record)
         yield from gate_rows(record)
+        yield from speculative_rows(record)
 
 
 def write(records: Iterable[Record], path: str | Path, fmt: str) -> int:
@@ -136,6 +160,10 @@ def _parquet(table: list[dict]) -> bytes:
             ("top1_match", pa.int8()),
             ("verdict", pa.string()),
             ("record_kind", pa.string()),
+            ("speculative", pa.string()),
+            ("acceptance_rate", pa.float64()),
+            ("tokens_per_forward", pa.float64()),
+            ("speedup", pa.float64()),
         ]
     )
     arrow = pa.Table.from_pylist(table, schema=schema)

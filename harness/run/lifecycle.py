@@ -33,12 +33,13 @@ _ATOMIC_TEMP = re.compile(r"^\..+\.json\.[a-z0-9_]{8}\.tmp$")
 
 
 class Interrupted(KeyboardInterrupt):
-    """The process received ``signum``; ``done`` of ``total`` points had their records written when the
-    runner knew them (``None``: the sweep had not started)."""
+    """The process received ``signum``; ``done`` of ``total`` points had their complete records written when
+    the runner knew them (``None``: the sweep had not started), and ``incomplete`` more had a record of only
+    some of their launches (status ``incomplete``: no reader takes it for a finished point)."""
 
-    def __init__(self, signum: int, done: Optional[int] = None, total: Optional[int] = None):
+    def __init__(self, signum: int, done: Optional[int] = None, total: Optional[int] = None, incomplete: int = 0):
         super().__init__(signum)
-        self.signum, self.done, self.total = signum, done, total
+        self.signum, self.done, self.total, self.incomplete = signum, done, total, incomplete
 
     @property
     def signal_name(self) -> str:
@@ -54,6 +55,8 @@ def summary(exc: Interrupted, results_dir: Optional[Path] = None) -> str:
     if exc.done is None:
         return f"interrupted by {exc.signal_name} before any point ran"
     line = f"interrupted by {exc.signal_name} after {exc.done} of {exc.total} points"
+    if exc.incomplete:
+        line += f" ({exc.incomplete} more recorded as incomplete)"
     if results_dir is not None:
         line += f"; records in {results_dir}/; resume with --resume"
     return line

@@ -15,7 +15,7 @@ from harness.measure import canary
 from harness.measure.launch_stats import combine
 from harness.models import sources
 from harness.records import store
-from harness.records.record import Record
+from harness.records.record import INCOMPLETE, Record
 from harness.run import lifecycle
 from harness.run.launchers import launcher_for
 from harness.run.progress import PhaseLines
@@ -25,7 +25,7 @@ from harness.run.steps.launch_context import LaunchContext, quiet
 from harness.run.steps.new_record import new_record, now_iso, same_scenario_settings
 from harness.run.steps.skip import skip_reason
 from harness.run.stopping import wants_launch
-from harness.scenario.schema import Scenario
+from harness.scenario.schema import SWEEP_AXES, Scenario
 from harness.scenario.sweep import Point, expand
 
 
@@ -128,8 +128,18 @@ class Runner:
             lambda: self.planned_launches(scenario, point),
         )
 
-    def _merged(self, launches: list[Record]) -> Record:
+    def _merged(self, launches: list[Record], incomplete: bool = False) -> Record:
+        """The point's launches as one record, written; ``incomplete``: more launches are to come, so an ok
+        record is stored as ``incomplete`` (an interrupted sweep leaves nothing that reads as finished)."""
         record = combine(launches)
+        if incomplete and record.status == "ok":
+            record = record.model_copy(
+                update={
+                    "status": INCOMPLETE,
+                    "reason": f"{len(launches)} launch(es) recorded, more planned; the run ended before the rest "
+                    "(`harness run --resume` runs the point again)",
+                }
+            )
         if (
             self.settings.correctness_only
         ):  # `harness verify`: the gate's record, beside (never over) the point's run record
@@ -154,13 +164,14 @@ class Runner:
 
         Points are grouped by engine and model so a worker serves a group; launch k of every point runs
         before launch k+1 of any (so a slow drift of the machine spreads over all points), each launch
-        pass in fresh workers. A point's record is written after each of its launches, merged so far.
-        ``resume`` keeps points whose stored record is ok or skipped with the same configuration and all
-        its launches; ``shard`` (a ``harness.run.shard.Shard``) keeps this machine's share of the points.
+        pass in fresh workers. A point's record is written after each of its launches, merged so far, with
+        status ``incomplete`` until its last launch. ``resume`` keeps points whose stored record is ok or
+        skipped with the same configuration and all its launches; ``shard`` (a ``harness.run.shard.Shard``)
+        keeps this machine's share of the points.
 
         An ``Interrupted`` (a front-end's signal handling, ``harness.run.lifecycle``) leaves the launch under
-        way unrecorded, so ``resume`` runs the point again; it propagates carrying how many of how many
-        points have complete records.
+        way unrecorded and the point's record, if any, ``incomplete``, so ``resume`` runs the point again; it
+        propagates carrying how many of how many points have complete records, and how many incomplete ones.
         """
         lifecycle.sweep_stale(self.settings.results_dir)  # what killed runs left behind
         work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(s, p)]
@@ -224,12 +235,13 @@ class Runner:
                         phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
                         started = time.monotonic()
                         launched[i].append(self._launch(scenario, point, not launched[i], phase))
+                        more = self._wants_launch(scenario, launched[i], point)
                         with writing(
                             results_dir or ".",
                             kept=lambda: f"{len(done)} of {len(work)} point(s) have records",
                             records=lambda: [done[j] for j in sorted(done)],
                         ):
-                            done[i] = self._merged(launched[i])
+                            done[i] = self._merged(launched[i], incomplete=more)  # what is on disk now
                         bar.update()
                         finished += 1
                         if lines is not None:
@@ -249,11 +261,9 @@ class Runner:
                     self.launcher.close()  # the next pass starts fresh workers
                     pending = [i for i in pending if self._wants_launch(work[i][0], launched[i], work[i][1])]
                     bar.total = bar.n + sum(max(1, self.planned_launches(*work[i]) - len(launched[i])) for i in pending)
-        except lifecycle.Interrupted as exc:
-            complete = [
-                i for i in done if i not in launched or not self._wants_launch(work[i][0], launched[i], work[i][1])
-            ]
-            exc.done, exc.total = len(complete), len(work)
+        except lifecycle.Interrupted as exc:  # counted from what is on disk: a launch not yet written is not there
+            complete = sum(record.status != INCOMPLETE for record in done.values())
+            exc.done, exc.total, exc.incomplete = complete, len(work), len(done) - complete
             raise
         finally:
             self.launcher.close()
@@ -310,7 +320,9 @@ class Runner:
             record = store.read(path)
         except (OSError, ValueError):
             return None
-        same = record.point == point.axes() and same_scenario_settings(record.settings, scenario)
+        # an axis added after the record was written (speculative) counts as its default there
+        stored = {axis.name: axis.default for axis in SWEEP_AXES if not axis.required} | record.point
+        same = stored == point.axes() and same_scenario_settings(record.settings, scenario)
         complete = record.status == "skipped" or (
             record.status == "ok"
             and (

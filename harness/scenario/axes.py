@@ -11,7 +11,7 @@ import compares (``harness.scenario.sweep``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -33,6 +33,10 @@ class AxisFacts:
     # adapter, device and precision do ("hf-cpu-bf16").
     id_prefix: Optional[str]
     needs: Optional[Capability] = None  # None: every adapter runs every value
+    # For values a scenario may write in several forms: the one form a point holds (also applied to
+    # ``include``/``exclude`` entries), and the value's text in a point id (default: ``str``).
+    canonical: Optional[Callable[[Any], Any]] = None
+    id_value: Optional[Callable[[Any], str]] = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Axis:
     required: bool  # the sweep must name it (adapter); then ``default`` is None
     default: Any  # the value of a sweep that leaves the axis out: the one every adapter can run
     needs: Optional[Capability]
+    canonical: Optional[Callable[[Any], Any]] = None
+    id_value: Optional[Callable[[Any], str]] = None
 
     @property
     def leads_id(self) -> bool:
@@ -67,7 +73,8 @@ def axes_of(sweep: type[BaseModel]) -> tuple[Axis, ...]:
             raise TypeError(f"{sweep.__name__}.{name}: id_prefix '' names no part; use a word, or None to lead the id")
         values = field.get_default(call_default_factory=True)
         required = values is PydanticUndefined
-        axes.append(Axis(name, fact.id_prefix, required, None if required else values[0], fact.needs))
+        default = None if required else values[0]
+        axes.append(Axis(name, fact.id_prefix, required, default, fact.needs, fact.canonical, fact.id_value))
     prefixes = [axis.id_prefix for axis in axes if axis.id_prefix is not None]
     clashing = sorted(
         {p for p in prefixes if prefixes.count(p) > 1 or any(p != q and q.startswith(p) for q in prefixes)}

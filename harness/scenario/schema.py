@@ -13,6 +13,7 @@ import os
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
+    BeforeValidator,
     Field,
     NonNegativeInt,
     PositiveInt,
@@ -31,6 +32,8 @@ from harness.scenario.fields import (
 )
 from harness.scenario.gate_section import Gate
 from harness.scenario.measurement import Measurement
+from harness.scenario.speculative import canonical as speculative_value
+from harness.scenario.speculative import id_part as speculative_id
 
 QUANTIZATIONS = ("none", "int8_sym", "int8_asym", "int4_sym", "int4_asym")
 
@@ -147,6 +150,17 @@ class Sweep(Strict):
         list[Optional[PositiveInt]],
         AxisFacts("cap", Capability("supports_moe_capacity", "cannot limit expert capacity")),
     ] = Field(default_factory=_unset, min_length=1)
+    # none, prompt_lookup or {draft: SOURCE, tokens: N, quantization: ...}; a point holds the canonical text
+    # (harness.scenario.speculative), so the value enters its settings, id and keys
+    speculative: Annotated[
+        list[Annotated[str, BeforeValidator(speculative_value)]],
+        AxisFacts(
+            "spec-",
+            Capability("supports_speculative", "has no speculative decoding"),
+            canonical=speculative_value,
+            id_value=speculative_id,
+        ),
+    ] = Field(default_factory=lambda: ["none"], min_length=1)
 
 
 # The sweep's axes, in field order (harness.scenario.sweep.Point has exactly these fields), and their names.

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 # (adapter, device, precision), then axis -> prefix for the rest.
 _LEAD = tuple(axis.name for axis in SWEEP_AXES if axis.leads_id)
 _ID_PARTS = {axis.name: axis.id_prefix for axis in SWEEP_AXES if axis.id_prefix is not None}
+_ID_VALUE = {axis.name: axis.id_value or str for axis in SWEEP_AXES}
+_CANONICAL = {axis.name: axis.canonical for axis in SWEEP_AXES if axis.canonical is not None}
 ID_ORDER: tuple[str, ...] = (*_LEAD, *_ID_PARTS)  # the axes in the order a point id names them
 
 
@@ -33,6 +35,7 @@ class Point:
     batch_size: int = 1
     moe_chunk_size: Optional[int] = None
     moe_capacity: Optional[int] = None
+    speculative: str = "none"
     id: str = ""
 
     def axes(self) -> dict:
@@ -78,12 +81,24 @@ def point_id(
     for axis, prefix in _ID_PARTS.items():
         value = axes[axis]
         if value is not None and (axis in explicit or value != defaults[axis]):
-            parts.append(f"{prefix}{value}")
+            parts.append(f"{prefix}{_ID_VALUE[axis](value)}")
     return "-".join(str(p) for p in parts)
 
 
 def _matches(axes: dict, pattern: dict) -> bool:
     return all(axes.get(key) == value for key, value in pattern.items())
+
+
+def _canonical(scenario: Scenario, entries: list[dict], field: str) -> list[dict]:
+    """``include``/``exclude`` entries with each value in the form a point holds (an axis a scenario may
+    write in several forms: ``prompt_lookup`` for ``prompt_lookup:ngram=2:tokens=10``)."""
+    out = []
+    for index, entry in enumerate(entries):
+        try:
+            out.append({k: _CANONICAL[k](v) if k in _CANONICAL else v for k, v in entry.items()})
+        except ValueError as exc:
+            raise ScenarioError(scenario.path or "<string>", str(exc), field=f"{field}[{index}]") from None
+    return out
 
 
 DEFAULT_MAX_POINTS = 10_000
@@ -108,9 +123,10 @@ def expand(scenario: Scenario) -> list[Point]:
     sweep = scenario.sweep
     values = [getattr(sweep, axis) for axis in AXES]
     combos = [dict(zip(AXES, combo)) for combo in itertools.product(*values)]
-    combos = [c for c in combos if not any(_matches(c, pattern) for pattern in scenario.exclude)]
+    excluded = _canonical(scenario, scenario.exclude, "exclude")
+    combos = [c for c in combos if not any(_matches(c, pattern) for pattern in excluded)]
     defaults = {axis: getattr(sweep, axis)[0] for axis in AXES}
-    combos += [{**defaults, **entry} for entry in scenario.include]
+    combos += [{**defaults, **entry} for entry in _canonical(scenario, scenario.include, "include")]
     points: dict[str, Point] = {}
     for axes in combos:
         pid = point_id(axes, scenario.model.dtype, scenario.explicit_axes, defaults, scenario.native_precision)

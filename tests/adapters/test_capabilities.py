@@ -97,6 +97,7 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_batch_logits",
             "supports_beam_search",
             "supports_stopping",
+            "supports_speculative",
         },
         "openvino": {  # logits, score and forced top-1 narrowed per point in load; GenAI's own text path
             "supports_logits",
@@ -106,12 +107,14 @@ def test_shipped_adapters_declare_their_capabilities():
             "supports_chat_template",
             "supports_text_generation",
             "supports_stopping",
+            "supports_speculative",
         },
         "llamacpp": {
             "supports_logits",
             "supports_tokenize",
             "supports_chat_template",
             "supports_stopping",
+            "supports_speculative",
         },  # its own text path
         "xrt": {"supports_logits"},
         "coreml": {"supports_logits"},

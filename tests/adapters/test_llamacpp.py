@@ -1,4 +1,4 @@
-"""The ``llamacpp`` adapter on real llama.cpp: GGUF export of a tiny Llama, llama.cpp's quantizer,
+"""The ``llamacpp`` adapter on real llama.cpp: a tiny checkpoint through llama.cpp's own converter, its quantizer,
 the gate against transformers, per-token timing beside llama.cpp's own counters."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed: pip install -e '.[llamacpp]'")
 
-from harness.adapters.llamacpp import gguf_export  # noqa: E402
+from harness.adapters.llamacpp import converter  # noqa: E402
 from harness.run import planning
 from harness.run.runner import Runner  # noqa: E402
 from harness.run.settings import RunSettings  # noqa: E402
@@ -33,9 +33,10 @@ def tiny_records(tmp_path_factory, cache_dir):
     return {point.quantization: runner.run_point(loaded, point) for point in expand(loaded)}
 
 
-def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_records):
+def test_an_hf_checkpoint_is_converted_to_gguf_by_llama_cpp_and_matches_transformers(tiny_records):
     record = tiny_records["none"]
     assert record.status == "ok", record.reason
+    assert record.engine.extra["converter"]["converter"] == converter.identity()
     assert record.engine.extra["file_type"] == "MOSTLY_F16"
     assert record.engine.extra["quantization_detail"] == {"F16": 16, "F32": 5}
     assert record.engine.threads == 2 and "n_threads" not in record.engine.extra  # one spelling, every engine
@@ -43,8 +44,10 @@ def test_an_hf_checkpoint_is_exported_to_gguf_and_matches_transformers(tiny_reco
     assert record.correctness.verdict == "pass", record.correctness.report
 
 
-@pytest.mark.parametrize("source", ["tiny-llama", "tiny-mixtral"])
-def test_exported_gguf_logits_match_transformers_at_every_position(source, cache_dir, tmp_path):
+@pytest.mark.parametrize(
+    "source", ["tiny-llama", "tiny-qwen2", "tiny-gemma3-text", "tiny-mistral", "tiny-phi3", "tiny-mixtral"]
+)
+def test_converted_gguf_logits_match_transformers_at_every_position(source, cache_dir, tmp_path):
     import llama_cpp
     import numpy as np
     import torch
@@ -57,7 +60,8 @@ def test_exported_gguf_logits_match_transformers_at_every_position(source, cache
     hf = AutoModelForCausalLM.from_pretrained(str(tiny.hf_dir), dtype=torch.float32).eval()
     with torch.no_grad():
         reference = hf(torch.tensor([ids])).logits[0].numpy()
-    path = gguf_export.export(tiny.hf_dir, tmp_path / "tiny.gguf", dtype="f32")
+    path = tmp_path / "tiny.gguf"
+    converter.convert(tiny.hf_dir, path, outtype="f32")
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, logits_all=True, verbose=False)
     llm.eval(ids)
     ours = np.array(llm.scores[: len(ids)])
@@ -104,12 +108,6 @@ sweep: {adapter: [llamacpp], quantization: [int8_sym]}
     assert "already quantized (MOSTLY_Q4_K_M)" in record.reason and "F32/F16/BF16" in record.reason
 
 
-def test_gguf_export_refuses_other_architectures(tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "gemma3_text"}')
-    with pytest.raises(ValueError, match="supports llama, mixtral, not 'gemma3_text'"):
-        gguf_export.export(tmp_path, tmp_path / "x.gguf")
-
-
 def test_a_prompt_longer_than_the_default_context_gets_room(cache_dir, tmp_path):
     """A 4096-token prompt plus its output once overflowed llama.cpp's default 4096-token KV cache
     (``llama_decode returned 1``); without max_seq_len the context now fits prompt and output."""
@@ -141,3 +139,20 @@ def test_the_record_says_which_buffer_types_ran(tiny_records):
     extra = tiny_records["none"].engine.extra
     assert extra["extra_buffer_types"] is ("amx_int8" not in cpu_flags())
     assert extra["extra_buffer_types_why"]
+
+
+def test_two_checkpoints_of_one_size_get_their_own_quantized_gguf(cache_dir, tmp_path):
+    """Every converted GGUF is ``model.gguf``: its quantized copy was cached as ``model-<size>-Q8_0``, so a second
+    checkpoint of the same size (another seed) ran the first one's weights."""
+    from harness.adapters.llamacpp import LlamaCppAdapter
+    from harness.models import sources
+
+    adapter = LlamaCppAdapter()
+    adapter._figures = {}
+    quantized = []
+    for seed in (0, 1):
+        model = sources.resolve(schema.ModelSpec(source="tiny-llama", seed=seed), cache_dir)
+        source = adapter._source_gguf(model, tmp_path)
+        quantized.append(adapter._quantized(source, "int8_sym", 2, tmp_path))
+    first, second = quantized
+    assert first.stat().st_size == second.stat().st_size and first.read_bytes() != second.read_bytes()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from harness import cli
 from harness.records import store
+from tests import records as synthetic
 from tests.tiny_scenario import tiny
 
 pytest.importorskip("torch")
@@ -82,14 +82,12 @@ def _night(record, night: int, slow_disturbed: bool, rng):
                 )
             )
         )
-    metrics = dict(record.metrics)
-    for name in launches[0].medians:
-        metrics[name] = statistics.median(e.medians[name] for e in launches)
     stamp = START + timedelta(days=night)
-    return record.model_copy(
+    edited = synthetic.recombined(
+        record.model_copy(update=dict(samples=record.samples.model_copy(update=dict(launches=launches))))
+    )
+    return edited.model_copy(
         update=dict(
-            samples=record.samples.model_copy(update=dict(launches=launches)),
-            metrics=metrics,
             started_at=stamp.isoformat(),
             environment={**record.environment, "git": {"commit": f"{night:040x}", "dirty": False}},
         )

@@ -81,3 +81,16 @@ def test_persist_below_one_is_refused(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     assert harness_history("check", "--db", url, "--persist", "0") == 2
     assert "--persist: expected a number of nights >= 1, got 0" in capsys.readouterr().err
+
+
+def test_check_prints_the_command_that_bisects_a_findings_commit_range(quiet, tmp_path, capsys):
+    url = with_nights(quiet, tmp_path, 2)
+    capsys.readouterr()
+    assert harness_history("check", "--db", url) == 1
+    lines = capsys.readouterr().out.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith("REGRESSION demo::p tpot_ms")]
+    good, bad = commit(NIGHTS - 1)[:12], commit(NIGHTS)[:12]
+    assert lines[at + 1] == (
+        f"  find the commit: harness bisect --good {good} --bad {bad} scenarios/demo.yaml -k p "
+        "--max-regression tpot_ms=2% --build 'YOUR BUILD COMMAND'"
+    )

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import ScenarioErrors, UsageError
+from harness.records import metrics as catalogue
 from harness.records import store
+from harness.records.correctness import VERDICTS
 from harness.records.record import Record
 from harness.regression.thresholds import parse_thresholds
 from harness.scenario import file as scenario_file
@@ -136,3 +138,84 @@ def test_any_bytes_as_a_record_file_are_records_or_one_value_error(tmp_path_fact
         list(store.iter_records([path]))
     except ValueError as exc:
         assert "x.json" in str(exc)
+
+
+# -- values that cannot have happened (issue 38): refused naming the field, whatever the shape allows ---------
+
+WEEK_S = 7 * 24 * 3600
+SECONDS = {"ms": 1e-3, "ms/token": 1e-3, "s": 1.0}
+WORK = {"ttft_ms", "e2e_ms", "tpot_ms", "ms_per_token_mean"}  # the harness's own clock over real work: > 0
+figures = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0.0, -0.0, 1e308, -1e-300, 5e-324])
+
+
+def _loads(data: dict) -> str | None:
+    """None when ``data`` loads as a record, else the refusal (which must name the file)."""
+    try:
+        Record.from_dict(data, source="r.json")
+    except ValueError as exc:
+        assert str(exc).startswith("r.json: ")
+        return str(exc)
+    return None
+
+
+@BUDGET
+@given(st.sampled_from([m.name for m in catalogue.CATALOGUE]), figures)
+def test_a_metric_loads_exactly_when_it_could_have_been_measured(name, value):
+    data = json.loads(json.dumps(VALID))
+    data["metrics"][name] = value
+    unit = catalogue.BY_NAME[name].unit
+    possible = value >= 0 and (value > 0 or name not in WORK) and value * SECONDS.get(unit, 0) <= WEEK_S
+    refused = _loads(data)
+    assert (refused is None) == possible, (name, value, refused)
+    if refused:
+        assert refused.startswith(f"r.json: metrics.{name}: expected")
+
+
+@BUDGET
+@given(st.sampled_from(["kl_mean", "noise_floor", "kl_ratio"]), figures)
+def test_a_divergence_loads_exactly_when_it_is_not_negative(field, value):
+    data = json.loads(json.dumps(VALID))
+    data["correctness"][field] = value
+    refused = _loads(data)
+    assert (refused is None) == (value >= 0), (field, value, refused)
+    if refused:
+        assert refused.startswith(f"r.json: correctness.{field}: expected")
+
+
+@BUDGET
+@given(st.text(max_size=12) | st.sampled_from(VERDICTS))
+def test_a_verdict_loads_exactly_when_it_is_a_verdict_word(word):
+    data = json.loads(json.dumps(VALID))
+    data["correctness"]["verdict"] = word
+    refused = _loads(data)
+    assert (refused is None) == (word in VERDICTS), (word, refused)
+    if refused:
+        assert refused.startswith("r.json: correctness.verdict: expected")
+
+
+@BUDGET
+@given(st.text(alphabet=string.ascii_letters + "./\\\x00\x1f-_", min_size=0, max_size=12))
+def test_a_point_id_loads_exactly_when_it_is_a_safe_path_component(point_id):
+    data = json.loads(json.dumps(VALID))
+    data["point_id"] = point_id
+    safe = bool(point_id) and not any(bad in point_id for bad in ("/", "\\", "..", "\x00", "\x1f"))
+    refused = _loads(data)
+    assert (refused is None) == safe, (point_id, refused)
+    if refused:
+        assert refused.startswith("r.json: point_id: expected")
+
+
+@BUDGET
+@given(
+    st.lists(st.floats(min_value=1.0, max_value=1e3), min_size=1, max_size=6), st.floats(min_value=0.5, max_value=2e3)
+)
+def test_a_point_median_loads_exactly_when_it_lies_within_its_launches(medians, value):
+    data = json.loads(json.dumps(VALID))
+    data["samples"]["launches"] = [{"index": i, "medians": {"tpot_ms": v}} for i, v in enumerate(medians)]
+    data["metrics"]["tpot_ms"] = value
+    slack = 1e-9 * max(medians)
+    refused = _loads(data)
+    if min(medians) <= value <= max(medians):
+        assert refused is None, refused
+    elif not (min(medians) - slack <= value <= max(medians) + slack):
+        assert refused is not None and refused.startswith("r.json: metrics.tpot_ms: expected a median within")

@@ -138,7 +138,7 @@ def test_a_plain_dict_description_is_read_as_an_older_records_adapter_part():
     "field, value, message",
     [
         ("metrics", {"ttft_ms": "fast"}, "metrics.ttft_ms: expected a number, got 'fast'"),
-        ("status", 3, "status: expected a valid string, got 3"),
+        ("status", 3, "status: expected 'ok', 'skipped', 'failed', 'timeout' or 'incomplete', got 3"),
         ("samples", {"rounds": [{"ttft_s": 1}]}, "samples.rounds.0.prompt_index: field required"),
         ("correctness", {"verdict": "pass", "k": "five"}, "correctness.k: expected a valid integer"),
         ("routing", {"counts": "lots", "imbalance": []}, "routing.counts: expected a valid list"),

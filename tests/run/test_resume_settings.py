@@ -56,3 +56,15 @@ def test_an_older_record_resumes_when_the_new_settings_are_at_their_defaults(tmp
     assert _run(tmp_path, "--resume") == 0
     rerun = json.loads(path.read_text())
     assert rerun["started_at"] != started and rerun["settings"]["measurement"]["canary_tolerance"] == 0.3
+
+
+def test_an_older_record_resumes_when_a_new_axis_is_at_its_default(tmp_path):
+    """A record written before the ``speculative`` axis existed has no value for it: it counts as ``none``."""
+    (tmp_path / "older.yaml").write_text(older())
+    assert _run(tmp_path) == 0
+    path = tmp_path / "results" / "older" / "hf-cpu-bf16.json"
+    data = json.loads(path.read_text())
+    del data["point"]["speculative"]
+    path.write_text(json.dumps(data))
+    assert _run(tmp_path, "--resume") == 0
+    assert json.loads(path.read_text())["started_at"] == data["started_at"]

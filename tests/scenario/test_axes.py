@@ -44,6 +44,7 @@ def test_existing_ids_are_unchanged():
         "batch_size": "bs",
         "moe_chunk_size": "chunk",
         "moe_capacity": "cap",
+        "speculative": "spec-",
     }
 
 
@@ -120,6 +121,10 @@ VALUES = {
     "batch_size": st.integers(1, 8),
     "moe_chunk_size": optional_ints,
     "moe_capacity": optional_ints,
+    # as points hold them (harness.scenario.speculative.canonical): the test compares include entries raw
+    "speculative": st.sampled_from(
+        ["none", "prompt_lookup:ngram=2:tokens=10", "draft:tokens=3:quantization=none:source=tiny-qwen2"]
+    ),
 }
 assert set(VALUES) == set(AXES), "a new axis needs its values here"
 sweeps = st.fixed_dictionaries(
@@ -161,12 +166,16 @@ class Bare(Adapter):
         raise AssertionError("never runs")
 
 
+NON_DEFAULT = {"speculative": "prompt_lookup:ngram=2:tokens=10"}  # axes whose values are not numbers
+
+
 @pytest.mark.parametrize("axis", [axis for axis in SWEEP_AXES if axis.needs], ids=lambda axis: axis.name)
 def test_each_axis_capability_is_an_adapter_flag_that_refuses_non_default_values(axis):
     # declared with the other flags (harness.adapters.capabilities), which every Adapter inherits
     assert isinstance(getattr(Adapter, axis.needs.flag), bool) and axis.needs.flag in Capabilities.__annotations__
-    point = Point(adapter="bare", **{axis.name: 8})
-    assert Bare.capability_reason(point) == f"bare {axis.needs.lacking} ({axis.name}=8)"
+    value = NON_DEFAULT.get(axis.name, 8)
+    point = Point(adapter="bare", **{axis.name: value})
+    assert Bare.capability_reason(point) == f"bare {axis.needs.lacking} ({axis.name}={value})"
     Capable = type("Capable", (Bare,), {axis.needs.flag: True})
     assert Capable.capability_reason(point) is None
     assert Bare.capability_reason(Point(adapter="bare")) is None

@@ -39,6 +39,7 @@ sweep:
         "batch_size": 1,
         "moe_chunk_size": None,
         "moe_capacity": None,
+        "speculative": "none",
     }
 
 

@@ -3,6 +3,8 @@
 - ``max_seq_len`` sizes a static KV cache, so every decode step attends over the whole window (the
   static-shape cost model of NPU pipelines); without it the cache grows with the sequence.
 - ``beam_width`` maps to ``num_beams``; ``moe_chunk_size`` to chunked prefill.
+- ``speculative`` runs transformers' assisted generation (``harness.adapters.hf.speculative``); ``generate_plain``
+  the same loaded model without it.
 - ``moe_capacity`` (MoE models) caps the tokens each expert takes per forward pass, dropping the least
   salient first (``harness.adapters.hf.moe_capacity``); ``routing`` reports the router's choices for the record.
 """
@@ -42,6 +44,12 @@ class HFAdapter(Adapter):
         return self.differs_only_in(loaded, point, frozenset({"prompt_len"}))
 
     @classmethod
+    def capability_reason(cls, point) -> Optional[str]:
+        if point.speculative != "none" and point.max_seq_len is not None:  # transformers refuses it
+            return f"hf's assisted generation needs a dynamic cache (speculative with max_seq_len={point.max_seq_len})"
+        return super().capability_reason(point)
+
+    @classmethod
     def available(cls) -> tuple[bool, str]:
         missing = [m for m in ("torch", "transformers") if find_spec(m) is None]
         if missing:
@@ -75,16 +83,19 @@ class HFAdapter(Adapter):
         self.point, self.settings = point, settings
         self.device = torch.device(point.device)
         self.dtype = getattr(torch, _DTYPES[settings.dtype])
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(
-                str(model.hf_dir),
-                dtype=self.dtype,
-                attn_implementation="sdpa",
-                trust_remote_code=settings.trust_remote_code,
+        from harness.errors import step
+
+        with step(model.hf_dir, "checkpoint load (transformers)"):
+            self.model = (
+                AutoModelForCausalLM.from_pretrained(
+                    str(model.hf_dir),
+                    dtype=self.dtype,
+                    attn_implementation="sdpa",
+                    trust_remote_code=settings.trust_remote_code,
+                )
+                .to(self.device)
+                .eval()
             )
-            .to(self.device)
-            .eval()
-        )
         self.model.generation_config.disable_compile = True  # measure eager kernels, not a compile
         self._stop_ids = model.stop_token_ids()  # a chat model's end of turn too, where its config names EOS only
         self._step_cache, self._step_position = None, 0
@@ -110,6 +121,9 @@ class HFAdapter(Adapter):
                 return self._never
 
         self._clock_cls = StepClock
+        from harness.adapters.hf.speculative import Drafting
+
+        self.drafting = Drafting.load(self, settings)
 
     def _capacity_monitor(self, model, point):
         from harness.adapters.hf.moe_capacity import RoutingMonitor
@@ -177,6 +191,11 @@ class HFAdapter(Adapter):
         return kwargs
 
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        if self.drafting is not None:
+            return self.drafting.generate(prompts, max_new_tokens)
+        return self.generate_plain(prompts, max_new_tokens)
+
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         torch = self._torch
         lengths = {len(p) for p in prompts}
         if len(lengths) != 1:
@@ -336,5 +355,7 @@ class HFAdapter(Adapter):
         )
 
     def close(self) -> None:
+        if getattr(self, "drafting", None) is not None:
+            self.drafting.close()
         self.model = None
         self._step_cache = None

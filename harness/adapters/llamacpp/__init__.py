@@ -1,10 +1,11 @@
 """``llamacpp``: llama.cpp through llama-cpp-python, on GGUF models.
 
 - The model's own GGUF runs as quantization ``none``; its file type names the point's precision
-  (``llamacpp-cpu-q4_k_m`` for the default model, ``-f16`` for an exported checkpoint: ``native_precision``)
+  (``llamacpp-cpu-q4_k_m`` for the default model, ``-f16`` for a converted checkpoint: ``native_precision``)
   and its tensor types are recorded as the point's ``quantization_detail``. Other levels come from llama.cpp's quantizer (int8_sym -> Q8_0,
   int4_sym -> Q4_0, int4_asym -> Q4_1) and need a full-precision source: a checkpoint without a GGUF
-  (a Llama-family HF directory) is exported to an F16 GGUF first; an already quantized GGUF is not
+  (an HF directory) is converted to an F16 GGUF first by llama.cpp's own ``convert_hf_to_gguf.py`` of the
+  installed version (``converter``; the record's ``converter`` names it); an already quantized GGUF is not
   quantized again (those points skip, saying so).
 - ``max_seq_len`` is the context (KV cache) size, ``moe_chunk_size`` the prefill batch
   (``n_batch``/``n_ubatch``), ``threads`` both thread counts; ``gpu`` offloads every layer when the
@@ -16,6 +17,8 @@
 - The chat API's template is llama-cpp-python's choice for the GGUF (its own ``tokenizer.chat_template``, or
   ``llama-2`` where it carries none); ``adapter_options: {llamacpp: {chat_template: checkpoint}}`` gives it
   the checkpoint's template (another value names a llama-cpp-python format), as a deployment would.
+- ``speculative`` runs llama-cpp-python's own ``Llama(draft_model=...)`` through its greedy ``generate``
+  (``harness.adapters.llamacpp.speculative``); ``generate_plain`` the same API without the draft.
 - Timed passes are plain greedy generation (eval + argmax) with a per-token clock; llama.cpp's own counters
   (prompt-eval and eval time) are recorded beside ours as ``engine_*``. The gate reads the last
   position's logits after each ``eval``; it never runs inside a timed pass.
@@ -23,6 +26,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional, Sequence
@@ -31,6 +35,7 @@ from pydantic import Field
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.adapters.engine_options import AdapterOptions
+from harness.adapters.llamacpp import speculative
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.twin import LlamaSteps
 from harness.adapters.trace import GenerationTrace, now_ns
@@ -90,7 +95,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:
         """The model's own GGUF file type (``q4_k_m`` for the default model), on every device; a checkpoint
-        without a GGUF is exported to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
+        without a GGUF is converted to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
         missing)."""
         from harness.models.sources import gguf_of
 
@@ -117,15 +122,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     def _source_gguf(self, model, cache: Path) -> Path:
         if model.gguf_path is not None:
             return Path(model.gguf_path)
-        from harness.adapters.llamacpp import gguf_export
+        from harness.adapters.llamacpp import converter
         from harness.io import safe_name
         from harness.models.sources import build_once
 
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-v{gguf_export.VERSION}"
-        try:
-            build_once(target, lambda out: gguf_export.export(model.hf_dir, out / "model.gguf"), "model.gguf")
-        except ValueError as exc:  # not a Llama-family checkpoint
-            raise PointSkipped(f"llamacpp needs a GGUF model: {exc}; give a .gguf file as model.source") from None
+        # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
+        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
+        build_once(target, lambda out: converter.convert(model.hf_dir, out / "model.gguf"), "model.gguf")
         return target / "model.gguf"
 
     def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
@@ -170,9 +173,15 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         options = self.Options.of(settings.options)
         cache = Path(settings.cache_dir) if settings.cache_dir else cache_dir()
         path = self._source_gguf(model, cache)
+        from harness.adapters.llamacpp.converter import Conversion
+
+        conversion = Conversion.read(path) if model.gguf_path is None else None
+        self._conversion = asdict(conversion) if conversion else None
         if point.quantization != "none":
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
+        spec = speculative.spec_of(point)
+        draft_path = self._draft_path(settings.draft, spec, settings.threads, cache) if spec.kind == "draft" else None
         batch = point.moe_chunk_size or 512
         from harness.records.environment import cpu_flags
 
@@ -189,7 +198,13 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
                 n_gpu_layers=-1 if point.device == "gpu" else 0,
                 seed=0,
                 verbose=False,
+                logits_all=spec.enabled,  # rows for every position, which verify steps read (off outside them)
             )
+        self.llm._logits_all = False
+        self.draft = None
+        if spec.enabled:
+            params = lambda: model_params(self.extra_buffer_types[0])  # noqa: E731
+            self.draft = speculative.draft_for(spec, draft_path, self.llm.n_ctx(), settings.threads, params)
         self._figures["model_load_s"] = (now_ns() - start) / 1e9
         self._chat_source = None
         if options.chat_template:  # the chat path a deployment would configure
@@ -200,9 +215,20 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             self._chat_source = chat.configure(self.llm, options.chat_template, template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
 
+    def _draft_path(self, draft, spec, threads, cache: Path) -> str:
+        """The draft's GGUF: its own, or exported, then quantized to the draft's level where it asks for one."""
+        path = self._source_gguf(draft, cache)
+        return str(self._quantized(path, spec.quantization, threads, cache) if spec.quantization != "none" else path)
+
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        """llama-cpp-python's greedy ``generate`` without the draft: the speculative point's own baseline."""
+        return speculative.generate(self.llm, None, prompts[0], max_new_tokens)
+
     def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         import numpy as np
 
+        if self.draft is not None:
+            return speculative.generate(self.llm, self.draft, prompts[0], max_new_tokens)
         perf, reset_perf = self._perf
         llm = self.llm
         llm.reset()  # no prefix reuse between rounds: every round pays its prefill
@@ -300,6 +326,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             threads=self.llm.context_params.n_threads,
             extra={
                 "gguf": str(self.path),
+                "converter": self._conversion,  # what made the GGUF from the checkpoint; None for a GGUF source
                 "file_type": gguf_export.file_type(self.path),
                 "quantization_detail": gguf_export.tensor_types(self.path),
                 "n_ctx": self.llm.n_ctx(),
@@ -312,6 +339,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         )
 
     def close(self) -> None:
+        draft = getattr(getattr(self, "draft", None), "inner", None)
+        if getattr(draft, "llm", None) is not None:  # a ModelDraft's own context
+            draft.llm.close()
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()

@@ -11,6 +11,8 @@
   properties the timed pipeline compiles with, stepped one token at a time; on the static pipeline,
   which returns chosen tokens only, it teacher-forces one 1-token generation per position there (top-1
   against the reference's top-k). ``gate_path`` records which.
+- ``speculative`` runs GenAI's own draft-model and prompt-lookup pipelines on the dynamic devices
+  (``harness.adapters.openvino.speculative``); ``generate_plain`` a second pipeline on the same IR without them.
 - The text path (``text``): GenAI's own tokenizer, chat template and text-in, text-out ``generate``.
 """
 
@@ -20,7 +22,7 @@ from importlib.util import find_spec
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.adapters.openvino import compile_probe, ir_export, twin
+from harness.adapters.openvino import compile_probe, ir_export, speculative, twin
 from harness.adapters.openvino.description import Description
 from harness.adapters.openvino.ir_export import NNCF_MODES
 from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
@@ -100,6 +102,8 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
             )
         if static and point.max_seq_len is None:
             return f"the static {point.device} pipeline needs max_seq_len (its KV cache size)"
+        if static and point.speculative != "none":
+            return f"OpenVINO GenAI's static {point.device} pipeline does not speculate ({point.speculative})"
         if not static and point.max_seq_len is not None:
             return f"the dynamic {point.device} pipeline has no fixed KV cache size (max_seq_len={point.max_seq_len})"
         return super().capability_reason(point)
@@ -166,9 +170,27 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         # The IR directory's own tokenizer IRs, as a deployment loads them; converted here where it has none.
         converted, self.tokenizer_origin = tokenizer_dir(self.ir_dir, model, cache)
         given = (openvino_genai.Tokenizer(str(converted)),) if converted else ()
+        spec = speculative.spec_of(point)
+        draft_dir = speculative.draft_ir(self, spec, settings.draft, cache) if spec.kind == "draft" else None
+        drafting = speculative.pipeline_options(openvino_genai, spec, draft_dir, device, self.plugin_config)
         start = now_ns()
-        self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config)
+        from harness.errors import step
+
+        with step(self.ir_dir, f"compile (OpenVINO GenAI LLMPipeline on {device})"):
+            self.pipeline = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config, **drafting)
         self.compile_s = (now_ns() - start) / 1e9
+        self.spec = spec
+        # the plain path beside a speculative one: the same IR and properties (compiled from the cache)
+        self.plain = openvino_genai.LLMPipeline(str(self.ir_dir), *given, device, **config) if drafting else None
+        if drafting:  # its own default config speculates too (the text path generates with it)
+            defaults = self.pipeline.get_generation_config()
+            # an unset EOS (-1) is refused when a config is set: take the tokenizer's, as generate does
+            defaults.stop_token_ids = {token for token in defaults.stop_token_ids if token >= 0}
+            if defaults.eos_token_id < 0 and (eos := self.pipeline.get_tokenizer().get_eos_token_id()) >= 0:
+                defaults.set_eos_token_id(eos)  # also a stop id, as GenAI requires
+            speculative.configure(defaults, spec)
+            if defaults.eos_token_id >= 0:
+                self.pipeline.set_generation_config(defaults)
         # A compile that wrote no new blob into CACHE_DIR was served from it.
         self.compile_state = (
             "uncached"
@@ -182,22 +204,33 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         dynamic_none = point.quantization == "none" and point.device not in _STATIC
         self.precision = ir_export.inference_precision(point.device) if dynamic_none else None  # as native_precision
 
-    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+    def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
+        return self.generate(prompts, max_new_tokens, plain=True)
+
+    def generate(self, prompts: Sequence[Sequence[int]], max_new_tokens: int, plain: bool = False) -> GenerationTrace:
         import numpy as np
 
+        speculating = self.plain is not None and not plain
+        pipeline = self.pipeline if speculating or self.plain is None else self.plain
         if len(prompts) != 1:
             raise ValueError("the openvino adapter runs batch size 1")
         genai = self._genai
         config = genai.GenerationConfig()
         config.max_new_tokens = config.min_new_tokens = max_new_tokens
         config.ignore_eos = True  # exactly max_new_tokens, as on every engine
+        if speculating:
+            speculative.configure(config, self.spec)
         times: list[int] = []
+        bursts: list[int] = []
 
         class Clock(genai.StreamerBase):
-            """Called by GenAI for each new token: one timestamp, nothing else."""
+            """Called by GenAI for each new token (a list of them, per step, where it speculates): one
+            timestamp per call, nothing else."""
 
             def write(self, token):
-                times.append(now_ns())
+                count = len(token) if isinstance(token, list) else 1
+                times.extend([now_ns()] * count)
+                bursts.append(count)
                 return genai.StreamingStatus.RUNNING
 
             def end(self):
@@ -205,7 +238,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
 
         input_ids = self._ov.Tensor(np.asarray([list(prompts[0])], dtype=np.int64))
         start = now_ns()
-        result = self.pipeline.generate(input_ids, config, Clock())
+        result = pipeline.generate(input_ids, config, Clock())
         tokens = [list(map(int, seq)) for seq in result.tokens]
         metrics = result.perf_metrics
         if self.point.device in _STATIC and len(tokens[0]) < max_new_tokens:
@@ -221,6 +254,7 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
             prompt_tokens=len(prompts[0]),
             output_ids=tokens,
             engine_metrics={"ttft_ms": float(metrics.get_ttft().mean), "tpot_ms": float(metrics.get_tpot().mean)},
+            speculation=speculative.steps_of(bursts, result, self.spec) if speculating else None,
         )
 
     def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
@@ -249,5 +283,5 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         return {"export_s": self.convert_s, key: self.compile_s}
 
     def close(self) -> None:
-        self.pipeline = None
+        self.pipeline = self.plain = None
         self._request = None

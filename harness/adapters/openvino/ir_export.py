@@ -54,8 +54,11 @@ def cached(target: Path, build) -> Path:
 def export(model, out: Path) -> None:
     from optimum.intel import OVModelForCausalLM
 
-    exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
-    exported.save_pretrained(str(out))
+    from harness.errors import step
+
+    with step(model.hf_dir, "IR export (optimum-intel)"):
+        exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
+        exported.save_pretrained(str(out))
     convert_tokenizer(model.hf_dir, out)
 
 
@@ -70,8 +73,11 @@ def convert_tokenizer(hf_dir: Path, out: Path, tokenizer=None) -> None:
     from openvino_tokenizers import convert_tokenizer as convert
     from transformers import AutoTokenizer
 
+    from harness.errors import step
+
     tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(hf_dir))
-    ov_tokenizer, ov_detokenizer = convert(tokenizer, with_detokenizer=True)
+    with step(hf_dir, "tokenizer conversion (openvino_tokenizers)"):  # e.g. "Check 'i < m_inputs.size()' failed"
+        ov_tokenizer, ov_detokenizer = convert(tokenizer, with_detokenizer=True)
     for model, name in zip((ov_tokenizer, ov_detokenizer), TOKENIZER_FILES):
         ov.save_model(model, str(out / name))
 

@@ -22,6 +22,7 @@ from harness.report.plots.axes import (
 )
 from harness.report.plots.base import MAX_SERIES, Plot, pyplot
 from harness.report.plots.overall import latency_energy_pareto, percentile_spread, time_split
+from harness.report.plots.speculative import speedup_vs_acceptance
 
 __all__ = ["BUILDERS", "MAX_SERIES", "Plot", "build_all", "panels", "pyplot", "sweeps_over"]
 
@@ -32,6 +33,7 @@ BUILDERS: list[Callable[[pd.DataFrame], Optional[Plot]]] = [
     latency_vs_prompt_len,
     latency_vs_beam_width,
     chunk_size,
+    speedup_vs_acceptance,
     latency_energy_pareto,
     percentile_spread,
 ]

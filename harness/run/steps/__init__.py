@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError, WriteFailed
+from harness.errors import HarnessError, StepFailed, WriteFailed
 from harness.measure import canary, launch_stats
 from harness.models import sources
 from harness.records import metrics
@@ -71,9 +71,10 @@ def execute(
         record.status, record.reason = "failed", f"{type(exc).__name__}: {exc}".strip()
         if isinstance(exc, WriteFailed):  # a reference store that cannot be written: how to finish the set
             record.reason += f"; fix it, then {resume_command(settings, scenario)}"
-        if not isinstance(exc, HarnessError):
+        if not isinstance(exc, HarnessError) or isinstance(exc, StepFailed):  # an engine's: where it broke
             record.failure = Failure(traceback=traceback.format_exc(limit=-8))
     finite.scrub(record)  # NaN/infinity from the engine: null with the reason, and this point fails
+    finite.scrub_impossible(record)  # a negative or week-long figure: the same
     record.time_split = clock.split(record)
     record.finished_at = now_iso()
     return record
@@ -124,9 +125,10 @@ class Clock:
 
 
 def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record, on_round, clock: Clock) -> None:
-    from harness.run.steps import check_accuracy, check_correctness, probes, resolve, timing
+    from harness.run.steps import check_accuracy, check_correctness, probes, resolve, speculative_timing, timing
     from harness.run.steps.check_beams import check_beams
     from harness.run.steps.check_same_weights import check_same_weights
+    from harness.run.steps.check_speculative import check_speculative
     from harness.run.steps.check_stopping import check_stopping
     from harness.run.steps.check_text_path import check_text_path
 
@@ -153,6 +155,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
         if ctx.timing:
             timed = timing.time(ctx, resolved, adapter, on_round)
             apply(record, timed.contribution)
+            apply(record, speculative_timing.side_by_side(ctx, resolved, adapter, timed))
             apply(record, probes.device_memory(adapter))
             if timed.meter is not None:
                 apply(record, probes.probes(ctx, resolved, adapter, timed))
@@ -179,6 +182,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_speculative(ctx, resolved, adapter, gate_reference, record.correctness))
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))

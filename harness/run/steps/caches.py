@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from harness.errors import StepFailed
 from harness.models import sources
 from harness.records import environment
 from harness.records.samples import CanaryCalibration
@@ -27,6 +28,7 @@ class Caches:
     _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
     # by the stored file's path, which digests the model's content: two models of one name, two entries
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
+    _reference_failures: dict[str, StepFailed] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
 
@@ -58,9 +60,18 @@ class Caches:
         cached = self._models[key]
         return sources.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
 
-    def reference(self, path: Path, compute: Callable[[], Any]) -> Any:
+    def reference(self, path: Path, compute: Callable[[], Any], failure_key: Optional[str] = None) -> Any:
+        """The reference at ``path``, computed once. A failed computation is not retried for the other points
+        of the run that share ``failure_key`` (the model): each fails with the first error."""
+        failed = self._reference_failures.get(failure_key or str(path))
+        if failed is not None:
+            raise failed
         if path not in self._references:
-            self._references[path] = compute()
+            try:
+                self._references[path] = compute()
+            except StepFailed as exc:  # transformers cannot run it (a skip, for one length, is not remembered)
+                self._reference_failures[failure_key or str(path)] = exc
+                raise
         return self._references[path]
 
     def close(self) -> None:

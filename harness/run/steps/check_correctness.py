@@ -58,7 +58,12 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
     store = ReferenceStore(ctx.settings.reference_store)
 
     def compute():
-        reference, path, reused = store.get_or_compute(model, pairs, settings, refresh=ctx.settings.refresh_reference)
+        from harness.errors import step
+
+        with step(model.hf_dir, "HF reference (transformers)"):
+            reference, path, reused = store.get_or_compute(
+                model, pairs, settings, refresh=ctx.settings.refresh_reference
+            )
         ctx.log(
             f"reference: reused {path}"
             if reused
@@ -66,7 +71,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         )
         return reference
 
-    return ctx.caches.reference(store.path_for(model, pairs, settings), compute)
+    return ctx.caches.reference(store.path_for(model, pairs, settings), compute, failure_key=model.checksum)
 
 
 def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:

@@ -1,4 +1,6 @@
-"""Non-finite values from an engine (NaN, infinity) never reach a record: records are strict JSON.
+"""Non-finite values from an engine (NaN, infinity) never reach a record: records are strict JSON; nor do
+metrics no measurement can give (``harness.records.physics``: a negative duration, a week-long one), which
+every reader would refuse.
 
 A metric that is not finite becomes ``null`` with the reason in ``record.unavailable``; a non-finite
 value anywhere else (raw samples, gate figures, the adapter's description) is dropped from its part,
@@ -15,6 +17,7 @@ from pydantic import ValidationError
 
 from harness.errors import HarnessError
 from harness.io import nonfinite_paths
+from harness.records.physics import metric_problem
 from harness.records.record import Record
 
 
@@ -72,3 +75,22 @@ def scrub(record: Record) -> list[str]:
         fields = ", ".join(field for field, _ in found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         record.status, record.reason = "failed", f"{why(found[0][1])} in {fields}"
     return [field for field, _ in found]
+
+
+def scrub_impossible(record: Record) -> list[str]:
+    """Null the metrics (and launch medians) ``harness.records.physics`` refuses, with the reason, and fail
+    the point, as for a NaN: the record stays readable and says what the engine gave. Returns the problems."""
+    found = []
+    for name, value in list(record.metrics.items()):
+        problem = metric_problem(f"metrics.{name}", name, value)
+        if problem:
+            record.metrics[name] = None
+            record.unavailable[name] = f"the engine produced an impossible value ({problem})"
+            found.append(problem)
+    for entry in record.samples.launches:
+        for name, value in list(entry.medians.items()):
+            if metric_problem(name, name, value):
+                del entry.medians[name]
+    if found and record.status in ("ok", "skipped"):
+        record.status, record.reason = "failed", f"the engine produced an impossible value: {found[0]}"
+    return found

@@ -86,15 +86,13 @@ def resolve(ctx: LaunchContext, scenario: Scenario, point: Point) -> ResolvedPoi
     reason = length_reason(point, max(len(p) for p in prompt_ids), max_new, context)
     if reason:
         raise Skip(reason)
-    return ResolvedPoint(
-        scenario,
-        point,
-        adapter_cls,
-        model,
-        tokenizer,
-        prompt_ids,
-        load_settings(ctx.settings, scenario, point, adapter_cls),
-    )
+    from dataclasses import replace
+
+    from harness.run.steps.draft import resolve_draft
+
+    draft = resolve_draft(scenario, point, model, tokenizer, ctx.settings.cache_dir)  # None unless it drafts
+    settings = replace(load_settings(ctx.settings, scenario, point, adapter_cls), draft=draft)
+    return ResolvedPoint(scenario, point, adapter_cls, model, tokenizer, prompt_ids, settings)
 
 
 @dataclass

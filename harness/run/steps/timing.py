@@ -25,6 +25,7 @@ class Timed:
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
     machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
     canary: Optional[CanaryReading] = None  # the machine-speed canary at the window's edges
+    speculation: list = field(default_factory=list)  # each timed round's VerifySteps, where it speculated
 
 
 def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
@@ -32,6 +33,7 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
     max_new = scenario.generation.max_new_tokens
     outputs: dict[int, list[int]] = {}
     engine_figures: list[dict] = []
+    verify_steps: list = []  # per generation (warm-ups first), where the point speculates
 
     m = scenario.measurement
     calls = [0]
@@ -50,6 +52,8 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
         if trace.output_ids:
             outputs[index] = trace.output_ids[0]
         engine_figures.append(trace.engine_metrics)
+        if trace.speculation is not None:
+            verify_steps.append(trace.speculation)
         return trace
 
     stopping = Stopping(m.warmup_rounds, m.min_rounds, m.min_time_s, m.max_rounds)
@@ -108,4 +112,5 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
         windows.get("cycles", (None, None)),
         machine=machine,
         canary=windows.get("canary"),
+        speculation=verify_steps[len(warmups) :],
     )

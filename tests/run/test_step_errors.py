@@ -1,0 +1,35 @@
+"""A point whose preparation fails says which step failed and for which file, with the engine's own words after
+it; a checkpoint transformers cannot run fails its HF reference once, not once per point."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from harness.correctness.reference import ReferenceStore
+from harness.run import planning
+from harness.run.runner import Runner
+from harness.run.settings import RunSettings
+from tests.tiny_scenario import tiny
+
+
+def test_a_checkpoint_transformers_cannot_run_fails_each_point_naming_the_hf_reference_once(
+    write_scenario, tmp_path, tiny_llama, fake_adapters, monkeypatch
+):
+    broken = tmp_path / "broken-llama"
+    shutil.copytree(tiny_llama.hf_dir, broken, ignore=shutil.ignore_patterns("harness-*"))
+    config = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**config, "intermediate_size": 96}))  # weights are 128 wide
+    computed = []
+    compute = ReferenceStore.get_or_compute
+    monkeypatch.setattr(ReferenceStore, "get_or_compute", lambda *a, **k: computed.append(1) or compute(*a, **k))
+    text = tiny(model=str(broken), gate={"tokens": 4, "prompts": 1}, sweep={"adapter": ["fake"], "prompt_len": [8, 16]})
+    loaded = planning.load(write_scenario(text))
+    records = Runner(RunSettings(results_dir=tmp_path / "results", energy=False)).run([loaded], progress=False)
+    assert len(records) == 2 and len(computed) == 1  # the second point reuses the first one's failure
+    for record in records:
+        assert record.status == "failed"
+        assert record.reason.startswith(
+            f"StepFailed: {broken}: HF reference (transformers): checkpoint load (transformers) failed: RuntimeError: "
+        ), record.reason
+        assert "Traceback" in record.failure.traceback  # the engine's traceback is kept beside the one line
