@@ -19,7 +19,7 @@ from harness.cli import verify as verify_cli
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
 from harness.cli.options import add_plan_options, add_require_option, add_run_options, runner_from
 from harness.cli.regression_options import add_unknown_option
-from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector, sweep_verdict
 from harness.errors import HarnessError, WriteFailed, writing
 
 
@@ -161,9 +161,7 @@ def _run_sweep(args) -> int:
     print(cli_output.time_split_table(records))
     if unjudged := cli_output.not_judged_line(records):
         print(unjudged)
-    from harness.records.verdict import account
-
-    verdict = account(records, required=args.harness_require_all or {s.name for s in scenarios if s.require_all})
+    verdict = sweep_verdict(records, scenarios, args.harness_require_all)
     print("\n".join(verdict.lines()))
     print(f"records written under {args.harness_results}/")
     from harness.report.markdown_summary import from_verdict

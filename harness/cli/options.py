@@ -58,7 +58,7 @@ def add_plan_options(add, prefix: str = "") -> None:
 
 
 def add_require_option(add, prefix: str = "") -> None:
-    """``--require-all``: a skipped point fails the run (``harness run`` and pytest; a scenario's
+    """``--require-all``: a skipped point fails the run (``harness run``, ``verify`` and pytest; a scenario's
     ``require_all: true`` asks it for its own points)."""
     add(
         f"--{prefix}require-all",

@@ -16,6 +16,7 @@ def regression_report(result: RegressionResult, fail_on_unknown_flag: str = "--f
 
     outcome, baseline_name = result.outcome, result.baseline
     lines = [str(finding) for finding in [*outcome.findings, *outcome.incomparable, *outcome.not_judged]]
+    lines += [str(finding) for finding in [*outcome.known, *outcome.fixed]]
     lines += [str(change) for change in outcome.verdict_changes]
     lines += [verdicts.line(test) for test in outcome.tests]
     lines += [f"note {note}" for note in outcome.notes]
@@ -42,7 +43,15 @@ def regression_report(result: RegressionResult, fail_on_unknown_flag: str = "--f
         if outcome.tests
         else ""
     )
-    lines.append(f"regression check vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}")
+    known = "".join(
+        f"; {len(found)} {what}"
+        for found, what in (
+            (outcome.known, "known failure(s) still failing"),
+            (outcome.fixed, "known failure(s) fixed"),
+        )
+        if found
+    )
+    lines.append(f"regression check vs {baseline_name}: {verdict}; {outcome.compared} point(s) compared{tally}{known}")
     return lines
 
 
@@ -78,6 +87,10 @@ def regression_json(result: RegressionResult) -> dict:
         "not_judged": [
             {"scenario": f.scenario, "point_id": f.point_id, "message": f.message} for f in outcome.not_judged
         ],
+        "known_failures": [
+            {"scenario": f.scenario, "point_id": f.point_id, "message": f.message} for f in outcome.known
+        ],
+        "fixed": [{"scenario": f.scenario, "point_id": f.point_id, "message": f.message} for f in outcome.fixed],
         "notes": list(outcome.notes),
     }
 

@@ -1,5 +1,5 @@
-"""What the commands over scenario files share (run, verify, check, reference): loading the files, and
-ending a sweep on a signal with its records so far."""
+"""What the commands over scenario files share (run, verify, check, reference): loading the files, ending a
+sweep on a signal with its records so far, and the run's verdict over the points it ran."""
 
 from __future__ import annotations
 
@@ -59,3 +59,12 @@ def point_selector(expressions: Optional[Sequence[str]], scenarios):
 
     keep = selector(expressions, [(s.name, p.id) for s in scenarios for p in expand(s)])
     return lambda scenario, point: keep(scenario.name, point.id)
+
+
+def sweep_verdict(records, scenarios, require_all: bool):
+    """The verdict of a sweep's records (``harness.records.verdict.account``), the points of ``scenarios``
+    that ask for ``require_all`` (or every point, with ``--require-all``) required: ``harness run`` and
+    ``harness verify`` alike."""
+    from harness.records.verdict import account
+
+    return account(records, required=require_all or {s.name for s in scenarios if s.require_all})

@@ -1,5 +1,7 @@
-"""``harness verify``: only the correctness gate of scenario files' points, one verdict line each; exit 1 on
-any failure, 4 on a point NOT JUDGED with ``--fail-on-unknown``."""
+"""``harness verify``: only the correctness gate of scenario files' points, one verdict line each, then the run's
+verdict (``harness.records.verdict``, as ``harness run`` prints it): exit 1 on any failure not listed as known,
+a strict known failure that passes, or a skip under ``--require-all``; 4 on a point NOT JUDGED with
+``--fail-on-unknown``; a non-zero exit ends with its ``exit N: ...`` line."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 from harness.cli import output as cli_output
-from harness.cli.options import VERIFY_RESULTS_HELP, add_run_options, runner_from
-from harness.cli.regression_options import add_unknown_option, unknown_exit
-from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector
+from harness.cli.options import VERIFY_RESULTS_HELP, add_require_option, add_run_options, runner_from
+from harness.cli.regression_options import add_unknown_option
+from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector, sweep_verdict
 from harness.errors import HarnessError
 from harness.run import lifecycle
 
@@ -18,12 +20,13 @@ from harness.run import lifecycle
 def add_parser(commands) -> None:
     verify = commands.add_parser(
         "verify",
-        help="run only the correctness gate of scenario files; exit 1 on any failure, 4 on a point NOT JUDGED "
-        "with --fail-on-unknown",
+        help="run only the correctness gate of scenario files; exit 1 on any failure (or a skip, with "
+        "--require-all), 4 on a point NOT JUDGED with --fail-on-unknown",
     )
     verify.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(verify.add_argument, results_help=VERIFY_RESULTS_HELP)
     add_unknown_option(verify.add_argument)
+    add_require_option(verify.add_argument)
     verify.add_argument(
         "--prompts",
         default=None,
@@ -63,21 +66,21 @@ def _verify_all(args) -> int:
         log=lambda message: print(message),
     )
     if runner.settings.results_dir is None:
-        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
+        return _gate_points(runner, scenarios, args)
     from harness.io import results_lock
 
     with results_lock(runner.settings.results_dir):  # not while a `harness run` writes there
-        return _gate_points(runner, scenarios, args.select, args.harness_fail_on_unknown)
+        return _gate_points(runner, scenarios, args)
 
 
-def _gate_points(runner, scenarios, expressions: Optional[list[str]], fail_on_unknown: bool) -> int:
-    """Gate every point (the ``-k`` ``expressions`` select), one line each; exit 1 on any failure, 4 on a
-    point not judged with ``fail_on_unknown``."""
+def _gate_points(runner, scenarios, args) -> int:
+    """Gate every point (the ``-k`` expressions in ``args.select`` select), one line each, then the run's
+    verdict and, on a non-zero exit, the line that says why."""
     from harness.scenario.sweep import expand
 
-    select = point_selector(expressions, scenarios)
+    select = point_selector(args.select, scenarios)
 
-    failed, ran = False, []
+    ran = []
     total, done = sum(1 for s in scenarios for p in expand(s) if select is None or select(s, p)), 0
     for scenario in scenarios:
         try:
@@ -91,14 +94,16 @@ def _gate_points(runner, scenarios, expressions: Optional[list[str]], fail_on_un
             name = f"{record.scenario}::{record.point_id}"
             if record.status != "ok":
                 print(f"{record.status.upper():<6} {name}: {record.reason}")
-                failed |= record.status in ("failed", "timeout")
                 continue
             print(cli_output.verdict_line(name, record.correctness))
             if record.correctness and record.correctness.report:
                 print(record.correctness.report)
-            failed |= record.verdict == "fail"
     if runner.settings.results_dir is not None and done:
         print(f"gate-only records written under {runner.settings.results_dir}/ (<scenario>/<point id>.verify.json)")
     if unjudged := cli_output.not_judged_line(ran):
         print(unjudged)
-    return 1 if failed else unknown_exit(ran, fail_on_unknown)
+    verdict = sweep_verdict(ran, scenarios, args.harness_require_all)
+    print("\n".join(verdict.lines()))
+    if exit_line := verdict.exit_line(args.harness_fail_on_unknown):
+        print(exit_line)
+    return verdict.exit_code(args.harness_fail_on_unknown)

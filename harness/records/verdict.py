@@ -142,6 +142,11 @@ def failure_reasons(record: Record) -> list[str]:
     return lines
 
 
+def failure_line(record: Record) -> str:
+    """``failure_reasons`` on one line: the first line of each reason (a gate report's headline)."""
+    return "; ".join(line.split("\n")[0] for line in failure_reasons(record))
+
+
 def account(records: Iterable[Record], required: Collection[str] | bool = False) -> RunVerdict:
     """The verdict of ``records``. ``required``: the scenarios (by name) whose every point must run, or
     True for all (``--require-all``): their skipped points fail the run."""
@@ -166,8 +171,7 @@ def account(records: Iterable[Record], required: Collection[str] | bool = False)
         elif record.status not in DECIDED:
             undecided.append(PointNote(name, f"{record.status}" + (f": {record.reason}" if record.reason else "")))
         elif record.status in FAILED or record.verdict_failed:
-            why = "; ".join(line.split("\n")[0] for line in failure_reasons(record))
-            (expected if known else failed).append(PointNote(name, why))
+            (expected if known else failed).append(PointNote(name, failure_line(record)))
             verdicts += record.status == "ok"
         elif known is not None:
             fixed.append(PointNote(name, known.reason))

@@ -32,8 +32,9 @@ from typing import Iterable, Optional
 from harness.errors import UsageError
 from harness.records import metrics
 from harness.records.fingerprint import differences
-from harness.records.record import Record, launch_values
+from harness.records.record import KnownFailure, Record, launch_values
 from harness.records.store import timing_records
+from harness.records.verdict import FAILED, failure_line
 from harness.regression import launch_findings
 from harness.regression.disturbed_notes import DisturbedNotes
 from harness.regression.launch_test import LaunchTest
@@ -129,6 +130,8 @@ def check(
     correctness_only: list[str] = []  # a side is a gate-only record (harness verify): no figures to compare
     for point, record in now.items():
         scenario, pid = point
+        if record.known_failure is not None and _known(outcome, record, record.known_failure):
+            continue
         if record.status in ("failed", "timeout"):
             if point in base and base[point].status in ("failed", "timeout"):
                 outcome.notes.append(f"{scenario}::{pid}: still {record.status}, as in the baseline")
@@ -194,6 +197,27 @@ def check(
         )
     launch_findings.decide(outcome, test)
     return outcome
+
+
+def _known(outcome: RegressionOutcome, record: Record, known: KnownFailure) -> bool:
+    """A point the scenario lists as a known failure (``record.known_failure``), judged as the run's verdict
+    judges it (``harness.records.verdict``): its failure is a KNOWN FAILURE line, not a finding; once it
+    passes it is FIXED, a finding when ``strict`` (pytest's strict XPASS). True when its failure is told
+    here (its figures are still compared below); False when it passed (its checks run as any point's)."""
+    scenario, pid = record.scenario, record.point_id
+    if record.status in FAILED or record.verdict_failed:
+        why = failure_line(record)
+        outcome.known.append(Finding(scenario, pid, "known failure", f"{why} (expected: {known.reason})"))
+        return True
+    if record.known_failure_fixed:
+        fixed = f"known failure now passes: {known.reason}"
+        if known.strict:
+            outcome.findings.append(
+                Finding(scenario, pid, "fixed (strict)", f"{fixed}; remove it from the scenario's known_failures")
+            )
+        else:
+            outcome.fixed.append(Finding(scenario, pid, "fixed", fixed))
+    return False
 
 
 def _judge(outcome: RegressionOutcome, test: LaunchTest, threshold: Threshold, before: Record, after: Record) -> None:

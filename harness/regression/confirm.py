@@ -55,8 +55,10 @@ def confirm(
         (f.scenario, f.point_id): "still regressed" if f.kind == "regression" else f.kind for f in second.findings
     }
     names = ", ".join(f"{s}::{p} ({verdicts.get((s, p), 'cleared')})" for s, p in fresh)
+    # a known failure is told by the first check; the reruns do not gate again, so not a second FIXED
+    again = [f for f in second.findings if f.kind != "fixed (strict)"]
     return RegressionOutcome(
-        findings=kept + second.findings,
+        findings=kept + again,
         compared=outcome.compared,
         fdr=outcome.fdr,
         notes=[
@@ -69,4 +71,7 @@ def confirm(
         single_launch=[p for p in outcome.single_launch if p not in fresh] + second.single_launch,
         incomparable=outcome.incomparable,
         verdict_changes=outcome.verdict_changes,  # the reruns time the points, they do not gate them again
+        not_judged=outcome.not_judged,
+        known=outcome.known,
+        fixed=outcome.fixed,
     )

@@ -63,13 +63,17 @@ class MetricTest:
 class Finding:
     scenario: str
     point_id: str
-    kind: str  # missing | failed | skipped | agreement | accuracy | regression | incomparable | not judged
+    # missing | failed | skipped | agreement | accuracy | regression | incomparable | not judged
+    # | known failure (a scenario's known_failures entry still failing) | fixed (a known failure that now passes)
+    # | fixed (strict) (one whose entry is strict: a finding, as pytest's strict XPASS fails)
+    kind: str
     message: str
     metric: Optional[str] = None  # regressions: which metric
     test: Optional[MetricTest] = None  # regressions judged on launch-level values
 
     def __str__(self) -> str:
-        word = {"incomparable": "INCOMPARABLE", "not judged": "NOT JUDGED"}.get(self.kind, "FAIL")
+        words = {"incomparable": "INCOMPARABLE", "not judged": "NOT JUDGED", "known failure": "KNOWN FAILURE"}
+        word = {**words, "fixed": "FIXED"}.get(self.kind, "FAIL")
         return (
             f"{word} {self.scenario}::{self.point_id}: {self.message}"
             if word != "FAIL"
@@ -103,6 +107,8 @@ class RegressionOutcome:
     incomparable: list[Finding] = field(default_factory=list)  # fingerprints differ: not judged on figures
     verdict_changes: list[VerdictChange] = field(default_factory=list)  # the gate's verdict, baseline -> new
     not_judged: list[Finding] = field(default_factory=list)  # the correctness gate's KL tier had too few positions
+    known: list[Finding] = field(default_factory=list)  # known failures still failing: told, not failed
+    fixed: list[Finding] = field(default_factory=list)  # known failures now passing (strict ones are findings)
 
     @property
     def passed(self) -> bool:

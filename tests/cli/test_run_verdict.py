@@ -30,7 +30,7 @@ def run(tmp_path, capsys, text: str, *options: str) -> tuple[int, str]:
     argv = ["run", str(path), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
     code = cli.main([*argv, "--no-energy", *options])
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.err + captured.out  # stdout last: its closing line, not a warning on stderr (canary)
 
 
 # fake on cpu runs; fake-refusing (cannot run the model) and fake on npu (no such device here) skip
