@@ -19,6 +19,7 @@ from harness.run.settings import RunSettings
 from tests import records as synthetic
 from tests.conftest import registered
 from tests.fakes import NegativeMetricsAdapter
+from tests.refusals import refused_in_one_line
 from tests.tiny_scenario import tiny
 
 POINT = "hf-cpu-bf16"
@@ -49,17 +50,6 @@ def _poison(directory: Path, change) -> Path:
     change(data)
     path.write_text(json.dumps(data))
     return path
-
-
-def _refused(argv: list[str], capsys) -> str:
-    """Exit 2 with one ERROR line and no traceback; that line."""
-    code = cli.main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("ERROR "), err
-    return lines[0]
 
 
 @pytest.fixture
@@ -94,7 +84,7 @@ def test_every_reader_refuses_an_impossible_record_naming_file_and_field(kind, c
     good, bad = dirs
     change, field = IMPOSSIBLE[kind]
     poisoned = _poison(bad, change)
-    line = _refused(_commands(good, bad, tmp_path)[command], capsys)
+    line = refused_in_one_line(_commands(good, bad, tmp_path)[command], capsys)
     assert f"{poisoned}: {field}" in line
     assert not (tmp_path / "bl" / "b").exists() and not (tmp_path / "merged").exists()
 
@@ -107,7 +97,7 @@ def test_a_baseline_saved_poisoned_never_lets_the_gate_pass(dirs, tmp_path, caps
     capsys.readouterr()
     saved = tmp_path / "bl" / "b"
     poisoned = _poison(saved, lambda d: d["metrics"].update(tpot_ms=-50.0, ttft_ms=-1.0))
-    line = _refused(["gate", str(good), "--baseline", "b", "--baselines-dir", str(tmp_path / "bl")], capsys)
+    line = refused_in_one_line(["gate", str(good), "--baseline", "b", "--baselines-dir", str(tmp_path / "bl")], capsys)
     assert f"{poisoned}: metrics." in line
 
 

@@ -10,6 +10,7 @@ from harness.cli.app import main
 from harness.records import store
 from tests.conftest import registered
 from tests.fakes import FakeAdapter
+from tests.refusals import refused_in_one_line
 
 
 @pytest.fixture
@@ -31,16 +32,9 @@ def _scenario(write_scenario, options: str, adapter: str = "fake"):
         """)
 
 
-def _refused(argv, capsys) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err, err  # one line
-    return err
-
-
 def test_check_refuses_a_misspelt_option_naming_the_closest_valid_key(write_scenario, capsys):
     path = _scenario(write_scenario, "{chat_templat: checkpoint}", adapter="llamacpp")
-    err = _refused(["check", str(path)], capsys)
+    err = refused_in_one_line(["check", str(path)], capsys)
     assert err == (
         f"ERROR {path}:6: adapter_options.llamacpp.chat_templat: unknown option 'chat_templat' of adapter "
         "'llamacpp'; did you mean 'chat_template'? (its options: chat_template, extra_buffer_types)"
@@ -49,7 +43,7 @@ def test_check_refuses_a_misspelt_option_naming_the_closest_valid_key(write_scen
 
 def test_check_refuses_an_unknown_option_with_no_close_match(write_scenario, capsys, fake):
     path = _scenario(write_scenario, "{knob: 3}")
-    err = _refused(["check", str(path)], capsys)
+    err = refused_in_one_line(["check", str(path)], capsys)
     assert err == (
         f"ERROR {path}:6: adapter_options.fake.knob: unknown option 'knob' of adapter 'fake' "
         "(its options: token_period)"
@@ -58,13 +52,13 @@ def test_check_refuses_an_unknown_option_with_no_close_match(write_scenario, cap
 
 def test_an_adapter_without_options_refuses_any(write_scenario, capsys):
     path = _scenario(write_scenario, "{threads: 4}", adapter="hf")
-    err = _refused(["check", str(path)], capsys)
+    err = refused_in_one_line(["check", str(path)], capsys)
     assert err == f"ERROR {path}:6: adapter_options.hf.threads: unknown option 'threads': adapter 'hf' takes no options"
 
 
 def test_check_refuses_an_option_of_the_wrong_type(write_scenario, capsys, fake):
     path = _scenario(write_scenario, "{token_period: many}")
-    err = _refused(["check", str(path)], capsys)
+    err = refused_in_one_line(["check", str(path)], capsys)
     assert err.startswith(
         f"ERROR {path}:6: adapter_options.fake.token_period: adapter 'fake': expected a valid integer"
     )
@@ -74,7 +68,9 @@ def test_check_refuses_an_option_of_the_wrong_type(write_scenario, capsys, fake)
 def test_run_refuses_a_misspelt_option_before_any_point_runs(write_scenario, tmp_path, capsys, fake):
     path = _scenario(write_scenario, "{token_perod: 3}")
     results = tmp_path / "results"
-    err = _refused(["run", str(path), "--results", str(results), "--isolation", "none", "--no-progress"], capsys)
+    err = refused_in_one_line(
+        ["run", str(path), "--results", str(results), "--isolation", "none", "--no-progress"], capsys
+    )
     assert "adapter_options.fake.token_perod: unknown option 'token_perod'" in err and "'token_period'?" in err
     assert not (results.exists() and any(results.rglob("*.json")))  # no point ran
 
