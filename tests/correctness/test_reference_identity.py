@@ -52,6 +52,15 @@ def scenarios(two_models_named_model, write_scenario) -> tuple[Path, Path]:
     )
 
 
+def _gate_references(folder: Path) -> list[Path]:
+    """The gate references stored in ``folder``, not the stop prompts' (``correctness.stopping``) beside them."""
+
+    def first_kind(path: Path):
+        return (json.loads(path.read_text()).get("prompts") or [{}])[0].get("kind")
+
+    return sorted(p for p in folder.glob("*.json") if first_kind(p) != "dialogue")
+
+
 def _run(*args) -> int:
     return main(["run", *map(str, args), "--no-progress", "--no-energy"])
 
@@ -72,7 +81,7 @@ def test_two_models_with_one_name_are_gated_from_one_store_in_one_run(scenarios,
     assert code == 0, out + err
     assert _verdicts(tmp_path / "results") == {"first": ("ok", "pass"), "second": ("ok", "pass")}
     assert "does not match" not in out + err
-    stored = sorted((references / "model").glob("*.json"))
+    stored = _gate_references(references / "model")
     assert len(stored) == 2  # one per model, not one per name
     assert {json.loads(p.read_text())["model"]["checksum"] for p in stored} == {
         sources.resolve(ModelSpec(source=str(folder))).checksum for folder in _folders(scenarios)
@@ -89,7 +98,7 @@ def test_refreshing_one_model_s_reference_leaves_the_other_s_alone(scenarios, tm
     references, results = tmp_path / "references", tmp_path / "results"
     assert _run(*scenarios, "--results", results, "--reference-dir", references) == 0
     first_folder, second_folder = _folders(scenarios)
-    stored = {json.loads(p.read_text())["model"]["checksum"]: p for p in (references / "model").glob("*.json")}
+    stored = {json.loads(p.read_text())["model"]["checksum"]: p for p in _gate_references(references / "model")}
     first = stored[sources.resolve(ModelSpec(source=str(first_folder))).checksum]
     second = stored[sources.resolve(ModelSpec(source=str(second_folder))).checksum]
     before = second.read_bytes(), second.stat().st_mtime_ns
@@ -119,7 +128,7 @@ def test_refreshing_one_model_s_reference_leaves_the_other_s_alone(scenarios, tm
 def test_an_edited_stored_reference_is_refused_in_one_line_naming_the_file(scenarios, tmp_path, capsys, edit, part):
     references, results = tmp_path / "references", tmp_path / "results"
     assert _run(scenarios[0], "--results", results, "--reference-dir", references) == 0
-    (path,) = (references / "model").glob("*.json")
+    (path,) = _gate_references(references / "model")
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data))
@@ -157,7 +166,7 @@ def test_a_reference_stored_before_content_keys_is_refused_with_the_rebuild_comm
     assert (
         _run(scenarios[0], "--results", tmp_path / "again", "--reference-dir", references, "--refresh-reference") == 0
     )
-    assert legacy.exists() and len(list((references / "model").glob("*.json"))) == 2
+    assert legacy.exists() and len(_gate_references(references / "model")) == 2
 
 
 def test_a_reference_store_that_cannot_be_written_fails_the_point_with_the_resume_command(scenarios, tmp_path):
