@@ -75,7 +75,11 @@ def verify(write_scenario, tmp_path, reference_dir, model, adapters, extra=""):
 
 
 def lines(out: str) -> dict[str, str]:
-    return {m.group(1): m.group(0) for m in re.finditer(r"^\w+ +scenario::(\S+):.*$", out, re.M)}
+    """Each point's verify line (PASS/FAIL/...), not the run's closing verdict lines (FAILED ...) after them."""
+    found: dict[str, str] = {}
+    for m in re.finditer(r"^\w+ +scenario::(\S+):.*$", out, re.M):
+        found.setdefault(m.group(1), m.group(0))
+    return found
 
 
 def test_clean_llamacpp_passes_every_text_check_and_faults_on_the_input_path_fail(

@@ -51,7 +51,11 @@ def harness(command, write_scenario, tmp_path, model, adapters, reference_dir) -
 
 
 def lines(out: str) -> dict[str, str]:
-    return {m.group(1): m.group(0) for m in re.finditer(r"^\w+ +scenario::(\S+):.*$", out, re.M)}
+    """Each point's verify line (PASS/FAIL/...), not the run's closing verdict lines (FAILED ...) after them."""
+    found: dict[str, str] = {}
+    for m in re.finditer(r"^\w+ +scenario::(\S+):.*$", out, re.M):
+        found.setdefault(m.group(1), m.group(0))
+    return found
 
 
 def test_genai_text_path_passes_clean_and_fails_a_swapped_token(
