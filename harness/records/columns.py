@@ -143,10 +143,12 @@ def canary_ratio(record: Record) -> Optional[float]:
 
 def machine_noise(record: Record) -> list[str]:
     """Launches whose machine state (harness.measure.machine_state) says the machine was busy: its ``noisy``
-    reason (a launch excluded for it says so in ``excluded_launches`` instead)."""
+    reason. A launch excluded for it says so in ``excluded_launches`` instead, except in a record of one launch,
+    where that says nothing: a figure taken on a busy machine must still say so."""
     out = []
-    for launch in record.samples.launches:
-        noisy = None if launch.excluded else launch.machine.get("noisy")
+    launches = record.samples.launches
+    for launch in launches:
+        noisy = None if launch.excluded and len(launches) >= 2 else launch.machine.get("noisy")
         if noisy:
             reason = noisy if isinstance(noisy, str) else "the machine state flagged it"
             out.append(f"{_launch_name(launch, record)}: noisy machine: {reason}")
