@@ -160,10 +160,12 @@ def test_a_recipe_the_engine_rejects_is_a_failed_point_not_a_crashed_sweep(write
     cpu = f"openvino-CPU-{openvino_cpu_precision()}"
     healthy = records[cpu]
     # top-k agrees; 4 teacher-forced positions are fewer than gate.min_positions: the KL tier is not judged
-    assert healthy.status == "ok" and healthy.correctness.verdict == "not judged"
+    assert healthy.status == "ok", healthy.reason
+    assert healthy.correctness.verdict == "not judged", healthy.correctness
     assert healthy.metrics["engine_tpot_ms"] > 0 and healthy.engine.name == "openvino-genai"
     npu = records["openvino-NPU-emulated-bf16-seq48"]
-    assert npu.status == "ok" and npu.engine.emulated is True
+    assert npu.status == "ok", npu.reason
+    assert npu.engine.emulated is True
     assert npu.correctness.mode == "forced-top1" and npu.correctness.verdict == "pass"
     # which checks ran where: forced top-1 on the static pipeline itself; full checks on the CPU plugin
     assert npu.correctness.path.device == "NPU-emulated" and npu.correctness.path.checks == ["forced-top1"]

@@ -29,6 +29,7 @@ from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 
 from harness.adapters.openvino.steps import STATIC as _STATIC
 from harness.adapters.openvino.text import GenAITextPath
 from harness.adapters.trace import GenerationTrace, now_ns
+from harness.errors import Unsupported
 
 _PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 
@@ -260,6 +261,14 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
     def generate_until_stop(self, prompt_ids: Sequence[int], max_new_tokens: int) -> list[int]:
         """The pipeline's greedy ``generate`` with its own stopping (its generation config's EOS and stop ids)."""
         import numpy as np
+
+        if getattr(self, "max_prompt", None) is not None:  # a static pipeline: its sizes are fixed at compile
+            capacity = self.max_prompt + self.min_response - 1
+            if len(prompt_ids) > self.max_prompt or len(prompt_ids) + max_new_tokens > capacity:
+                raise Unsupported(
+                    f"a {len(prompt_ids)}-token prompt and {max_new_tokens} new tokens do not fit the static pipeline "
+                    f"(MAX_PROMPT_LEN {self.max_prompt}, MIN_RESPONSE_LEN {self.min_response})"
+                )
 
         config = self.pipeline.get_generation_config()
         config.max_new_tokens = max_new_tokens
