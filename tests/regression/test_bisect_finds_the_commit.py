@@ -68,7 +68,7 @@ def test_bisect_names_the_commit_that_slowed_the_engine_with_its_interval(tmp_pa
     env = _env(tmp_path)
     command = [
         "harness", "bisect", "--good", commits[0], "--bad", commits[-1], "engine/bench.yaml", "-k", "fake-knob",
-        "--build", f'cp speed.txt "{env["HARNESS_FAKE_KNOB"]}"', "--launches", "4", "--max-regression", "tpot=10%",
+        "--build", f'cp speed.txt "{env["HARNESS_FAKE_KNOB"]}"', "--launches", "6", "--max-regression", "tpot=10%",
         "--reference-dir", str(tmp_path / "references"), "--work", str(tmp_path / "work"), "--repo", "engine",
     ]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -184,6 +184,7 @@ gate: {k: 5, tokens: 4, prompts: 2}
         "gate prompt 1/2",
         "gate prompt 2/2",
         "text path",
+        "stopping",
     ]
     assert json.dumps(phases)  # plain text
 
