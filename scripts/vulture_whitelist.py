@@ -183,3 +183,18 @@ __getattr__  # unused function (harness/sdk.py)
 prefill_violations  # unused variable (harness/correctness/outcome.py): the record's per-prompt count, read by tests
 _.prefill_violations  # unused attribute (harness/correctness/prefill.py)
 _version_text  # unused method (harness/records/engine.py): a pydantic field validator, called by pydantic
+# transformers' and openvino_genai's generation-config fields, read by the engine when it speculates
+_.num_assistant_tokens  # unused attribute (harness/adapters/hf/speculative.py, harness/adapters/openvino/speculative.py)
+_.num_assistant_tokens_schedule  # unused attribute (harness/adapters/hf/speculative.py)
+_.assistant_confidence_threshold  # unused attribute (harness/adapters/hf/speculative.py)
+_.max_ngram_size  # unused attribute (harness/adapters/openvino/speculative.py)
+put  # unused method (harness/adapters/hf/speculative.py): transformers' streamer protocol, called by generate
+__call__  # unused function (harness/adapters/llamacpp/speculative.py): LlamaDraftModel's protocol, called by Llama.generate
+_._logits_all  # unused attribute (harness/adapters/llamacpp): read by Llama.eval to keep every position's logits
+# record fields written to disk for readers of the gate's records (harness/records/beams.py, stopping.py)
+engine_tokens  # unused variable (harness/records/beams.py)
+engine_score  # unused variable (harness/records/beams.py)
+reference_score  # unused variable (harness/records/beams.py)
+forced_score  # unused variable (harness/records/beams.py)
+first_miss  # unused variable (harness/records/beams.py)
+device_tokens  # unused variable (harness/records/stopping.py)
