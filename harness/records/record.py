@@ -192,7 +192,7 @@ def describe_errors(exc: ValidationError, source: object = None) -> str:
 
 
 def recorded_launches(record: Record) -> list[Launch]:
-    """The launches a record holds (not how many a point is planned to get: ``Runner.planned_launches``); a record written before launches existed (or a single-launch record whose
+    """The launches a record holds (not how many a point is planned to get: ``PointRunner.planned_launches``); a record written before launches existed (or a single-launch record whose
     status the run decided after the launch entry) counts as one launch with the record's status."""
     entries = list(record.samples.launches)
     if len(entries) > 1:
