@@ -155,10 +155,10 @@ def wide_llama(tiny_llama, tmp_path_factory):
 
 def test_a_clean_k_quant_point_sits_at_the_engines_rounding(write_scenario, tmp_path, wide_llama, monkeypatch):
     """Q4_K_M (Q4_K and Q6_K weights: Q8_K inputs in blocks of 256), the default model's own format."""
-    from harness.adapters import llamacpp
+    from harness.adapters.llamacpp import gguf_files
 
     # The quantization axis names no K-quant: its int4_sym level makes a Q4_K_M GGUF here.
-    monkeypatch.setitem(llamacpp.FTYPES, "int4_sym", ("MOSTLY_Q4_K_M", "Q4_K_M"))
+    monkeypatch.setitem(gguf_files.FTYPES, "int4_sym", ("MOSTLY_Q4_K_M", "Q4_K_M"))
     text = SCENARIO.replace("ADAPTERS", "llamacpp").replace("QUANT", "int4_sym")
     path = write_scenario(text.replace("model: tiny-llama", f"model: {{source: {wide_llama}}}"))
     main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"])

@@ -33,18 +33,14 @@ from typing import Optional, Sequence
 
 from pydantic import Field
 
-from harness.adapters.base import Adapter, LoadSettings, PointSkipped
+from harness.adapters.base import Adapter, LoadSettings
 from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.llamacpp import speculative
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
+from harness.adapters.llamacpp.gguf_files import FTYPES, GgufFiles
 from harness.adapters.llamacpp.twin import LlamaSteps
 from harness.adapters.trace import GenerationTrace, now_ns
 
-FTYPES = {
-    "int8_sym": ("MOSTLY_Q8_0", "Q8_0"),
-    "int4_sym": ("MOSTLY_Q4_0", "Q4_0"),
-    "int4_asym": ("MOSTLY_Q4_1", "Q4_1"),
-}
 DEFAULT_CONTEXT = 4096  # when the point sets no max_seq_len
 
 
@@ -59,7 +55,7 @@ class LlamaCppOptions(AdapterOptions):
     )
 
 
-class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
+class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
     name = "llamacpp"
     Options = LlamaCppOptions
     devices = ("cpu", "gpu")
@@ -117,50 +113,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             return point.max_seq_len
         return max(DEFAULT_CONTEXT, (point.prompt_len or 0) + (settings.max_new_tokens or 0))
 
-    # --- model files ----------------------------------------------------------------------------
-
-    def _source_gguf(self, model, cache: Path) -> Path:
-        if model.gguf_path is not None:
-            return Path(model.gguf_path)
-        from harness.adapters.llamacpp import converter
-        from harness.io import safe_name
-        from harness.models.sources import build_once
-
-        # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
-        build_once(target, lambda out: converter.convert(model.hf_dir, out / "model.gguf"), "model.gguf")
-        return target / "model.gguf"
-
-    def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
-        import llama_cpp
-
-        from harness.adapters.llamacpp import gguf_export
-        from harness.models.sources import build_once
-
-        ftype_name, short = FTYPES[quantization]
-        if not gguf_export.is_full_precision(source):
-            raise PointSkipped(
-                f"{source.name} is already quantized ({gguf_export.file_type(source)}); llama.cpp's quantizer needs an "
-                f"F32/F16/BF16 GGUF to make {quantization} ({short}): give one as model.source"
-            )
-        from harness.io import file_sha256
-
-        # keyed by the source's content and the quantizer's version: two GGUFs of one name and size (two seeds
-        # of one model) must not share a quantized file
-        version = llama_cpp.__version__
-        target = cache / "llamacpp" / f"{source.stem}-{file_sha256(source)[:16]}-llama{version}-{short}"
-
-        def quantize(out: Path) -> None:
-            params = llama_cpp.llama_model_quantize_default_params()
-            params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_{ftype_name}")
-            params.nthread = threads or 0
-            code = llama_cpp.llama_model_quantize(str(source).encode(), str(out / "model.gguf").encode(), params)
-            if code != 0:
-                raise RuntimeError(f"llama_model_quantize({short}) returned {code}")
-
-        start = now_ns()
-        self._figures["quantize_s"] = (now_ns() - start) / 1e9 if build_once(target, quantize, "model.gguf") else 0.0
-        return target / "model.gguf"
+    # model files (source GGUF, quantized, draft): GgufFiles (harness.adapters.llamacpp.gguf_files)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -214,11 +167,6 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             template = chat_template(model.hf_dir)
             self._chat_source = chat.configure(self.llm, options.chat_template, template)
         self._perf = (llama_cpp.llama_perf_context, llama_cpp.llama_perf_context_reset)
-
-    def _draft_path(self, draft, spec, threads, cache: Path) -> str:
-        """The draft's GGUF: its own, or exported, then quantized to the draft's level where it asks for one."""
-        path = self._source_gguf(draft, cache)
-        return str(self._quantized(path, spec.quantization, threads, cache) if spec.quantization != "none" else path)
 
     def generate_plain(self, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> GenerationTrace:
         """llama-cpp-python's greedy ``generate`` without the draft: the speculative point's own baseline."""
