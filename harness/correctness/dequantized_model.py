@@ -32,7 +32,7 @@ from harness.correctness.stored_reference import Reference
 from harness.records.correctness import Correctness, DequantizedModel
 
 if TYPE_CHECKING:
-    from harness.adapters.base import ActivationRounding, Twin
+    from harness.adapters.trusted_twin import ActivationRounding, Twin
 
 ENGINE = "HF transformers fp32 running the artefact's dequantized weights"
 BF16_FLOOR = "teacher-forced KL(HF fp32 || HF bf16), both running the artefact's dequantized weights"
@@ -62,7 +62,7 @@ def fails_on_drift(twin: Twin) -> bool:
 def twin_of(model, twin: Twin, threads: Optional[int]) -> Optional[Twin]:
     """The dequantized model of ``twin``'s artefact as a ``Twin`` (for ``same_weights``' reference and
     comparison); None where the twin has no weights reader."""
-    from harness.adapters.base import Twin
+    from harness.adapters.trusted_twin import Twin
 
     if twin.read_weights is None:
         return None

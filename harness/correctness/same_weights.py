@@ -41,7 +41,8 @@ from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeigh
 from harness.scenario.gate_section import GateSettings
 
 if TYPE_CHECKING:
-    from harness.adapters.base import Adapter, Twin
+    from harness.adapters.base import Adapter
+    from harness.adapters.trusted_twin import Twin
     from harness.scenario.sweep import Point
 
 # Identical weights on two paths of one engine can agree to the last bit (a bf16 hint ignored by a CPU

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from harness.adapters import registry
-from harness.adapters.base import Twin
+from harness.adapters.trusted_twin import Twin
 from harness.correctness import same_weights as sw
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.errors import StoredContentError

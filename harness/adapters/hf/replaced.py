@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Optional
 
 if TYPE_CHECKING:
-    from harness.adapters.base import ActivationRounding
+    from harness.adapters.trusted_twin import ActivationRounding
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from harness.adapters.base import ActivationRounding
+    from harness.adapters.trusted_twin import ActivationRounding
 
 
 def _round_input(rounding: Callable):

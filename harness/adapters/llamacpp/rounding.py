@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Optional
 
-from harness.adapters.base import ActivationRounding
+from harness.adapters.trusted_twin import ActivationRounding
 
 if TYPE_CHECKING:
     import torch

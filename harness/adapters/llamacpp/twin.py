@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from harness.adapters.base import Twin
+from harness.adapters.trusted_twin import Twin
 from harness.io import file_sha256
 
 BATCH = {"reference": 512, "floor": 1}

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from harness.adapters.base import ActivationRounding
+from harness.adapters.trusted_twin import ActivationRounding
 
 if TYPE_CHECKING:
     import torch

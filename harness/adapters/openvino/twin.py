@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from harness.adapters.base import ActivationRounding, Twin
+from harness.adapters.trusted_twin import ActivationRounding, Twin
 from harness.io import file_sha256
 
 PRECISIONS = {"reference": "f32", "floor": "bf16"}
