@@ -6,7 +6,9 @@
 - ``speculative`` runs transformers' assisted generation (``harness.adapters.hf.speculative``); ``generate_plain``
   the same loaded model without it.
 - ``moe_capacity`` (MoE models) caps the tokens each expert takes per forward pass, dropping the least
-  salient first (``harness.adapters.hf.moe_capacity``); ``routing`` reports the router's choices for the record.
+  salient first (``harness.adapters.hf.moe_capacity``); ``routing`` reports the router's choices for the record
+  (``harness.adapters.hf.expert_routing``).
+- The gate's step-wise logits (``prefill``/``decode`` on the timed path's cache and chunks): ``harness.adapters.hf.step_logits``.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, Beam, LoadSettings, PointSkipped
+from harness.adapters.base import Adapter, Beam, LoadSettings
 from harness.adapters.hf import activations, torch_device
+from harness.adapters.hf.expert_routing import HFExpertRouting
+from harness.adapters.hf.step_logits import HFStepLogits
 from harness.adapters.trace import GenerationTrace, now_ns
 from harness.errors import Unsupported
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
-class HFAdapter(Adapter):
+class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and MoE routing: the mixins
     name = "hf"
     devices = ("cpu", "cuda", "xpu", "mps")
     supports_beams = True
@@ -125,46 +129,6 @@ class HFAdapter(Adapter):
 
         self.drafting = Drafting.load(self, settings)
 
-    def _capacity_monitor(self, model, point):
-        from harness.adapters.hf.moe_capacity import RoutingMonitor
-        from harness.moe.routing import expert_config
-
-        try:
-            self.n_experts, _ = expert_config(self.model.config)
-        except ValueError:
-            self.n_experts = None
-        if point.moe_capacity is None:
-            return None
-        if self.n_experts is None:
-            raise PointSkipped(
-                f"moe_capacity={point.moe_capacity} needs a mixture-of-experts model; "
-                f"{model.name} ({self.model.config.model_type}) is dense"
-            )
-        return RoutingMonitor(self.model, self.n_experts, point.moe_capacity)
-
-    def routing(self, prompts: Sequence[Sequence[int]]) -> Optional[dict]:
-        """Router choices (and capacity drops) over a prefill of each prompt, chunked as the point says."""
-        if self.n_experts is None:
-            return None
-        from transformers import DynamicCache
-
-        from harness.adapters.hf.moe_capacity import RoutingMonitor
-
-        monitor = self.monitor or RoutingMonitor(self.model, self.n_experts)
-        monitor.reset()
-        torch = self._torch
-        try:
-            with torch.inference_mode():
-                for ids in prompts:
-                    cache, step = DynamicCache(config=self.model.config), self.point.moe_chunk_size or len(ids)
-                    for start in range(0, len(ids), step):
-                        chunk = torch.tensor([list(ids[start : start + step])], dtype=torch.long, device=self.device)
-                        self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            return {**monitor.summary(), "tokens": sum(len(p) for p in prompts), "chunk": self.point.moe_chunk_size}
-        finally:
-            if monitor is not self.monitor:
-                monitor.remove()
-
     def _new_cache(self):
         from transformers import DynamicCache, StaticCache
 
@@ -248,64 +212,6 @@ class HFAdapter(Adapter):
             score=float(out.sequences_scores[0]),
             length_penalty=penalty,
         )
-
-    def _forward(self, ids: Sequence[int]):
-        torch = self._torch
-        with torch.inference_mode():
-            tensor = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
-            # Explicit positions: a static cache cannot tell its length from its (zero-filled) slots.
-            where = torch.arange(self._step_position, self._step_position + len(ids), device=self.device)
-            out = self.model(
-                input_ids=tensor,
-                past_key_values=self._step_cache,
-                use_cache=True,
-                cache_position=where,
-                logits_to_keep=1,
-            )
-            self._step_cache = out.past_key_values
-            self._step_position += len(ids)
-            return out.logits[0, -1].float().cpu().numpy()
-
-    def score(self, tokens: Sequence[int], last: int):
-        torch = self._torch
-        with torch.inference_mode():
-            tensor = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-            # logits_to_keep: the LM head (262k rows for Gemma) runs only where the caller reads
-            out = self.model(input_ids=tensor, use_cache=False, logits_to_keep=last)
-            return out.logits[0, -last:].float().cpu().numpy()
-
-    def prefill_batch(self, prompts: Sequence[Sequence[int]]):
-        """One forward over the batch (equal lengths, as ``generate`` batches): each row's last logits."""
-        torch = self._torch
-        with torch.inference_mode():
-            tensor = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
-            out = self.model(
-                input_ids=tensor, attention_mask=torch.ones_like(tensor), use_cache=False, logits_to_keep=1
-            )
-            return out.logits[:, -1].float().cpu().numpy()
-
-    def prefill(self, tokens: Sequence[int]):
-        """The prompt's forward on the timed path's cache (static when the point sets ``max_seq_len``),
-        in ``moe_chunk_size`` slices when the point chunks its prefill, as ``generate`` does."""
-        from transformers import DynamicCache
-
-        limit = self.point.max_seq_len
-        if limit is not None and len(tokens) > limit:
-            raise Unsupported(f"a {len(tokens)}-token prompt does not fit the static cache (max_seq_len={limit})")
-        self._step_cache = self._new_cache() or DynamicCache(config=self.model.config)
-        self._step_position = 0
-        step = self.point.moe_chunk_size or len(tokens)
-        for start in range(0, len(tokens), step):
-            logits = self._forward(tokens[start : start + step])
-        return logits
-
-    def decode(self, token: int):
-        if self._step_cache is None:
-            raise RuntimeError("decode() before prefill()")
-        limit = self.point.max_seq_len
-        if limit is not None and self._step_position >= limit:
-            raise Unsupported(f"the static cache is full after {limit} positions (max_seq_len={limit})")
-        return self._forward([token])
 
     def gate_path(self) -> dict:
         """The step-wise path the gate reads: the timed path's cache and prefill chunking."""
