@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 from harness import __version__
 from harness.cli import analysis as cli_analysis
 from harness.cli import bisect as bisect_cli
-from harness.cli import ci_pages
+from harness.cli import ci_pages, history_options
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
 from harness.cli import results as cli_results
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cli_analysis.add_parsers(commands)
     cli_results.add_parsers(commands)
-    history_cli.add_parser(commands)
+    history_options.add_parser(commands)
     bisect_cli.add_parsers(commands)
 
     return parser

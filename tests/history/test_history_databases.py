@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from harness.cli import history as cli
+from harness.cli.history_options import add_parser
 from harness.history import database, queries
 from harness.history.ingest import read_run
 from harness.records import store as record_store
@@ -62,7 +63,7 @@ def history(root: Path, nights: int, seed: int, step_at: int | None = None, step
 
 def harness_history(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    cli.add_parser(parser.add_subparsers(dest="command"))
+    add_parser(parser.add_subparsers(dest="command"))
     return cli.run(parser.parse_args(["history", *map(str, argv)]))
 
 
