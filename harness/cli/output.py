@@ -5,7 +5,7 @@ Labels and units come from the metric catalogue; figures a point lacks print as 
 
 from __future__ import annotations
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.columns import TIME_SPLIT, TIMED, has_interval, ok_launches, warnings
 from harness.report.readable import lopsided, number
 
@@ -141,8 +141,8 @@ def run_table_lines(records) -> list[str]:
     more), how many launches measured it and the gate's verdict; then why it failed, the gate's report or
     the launches' warnings (drift, a noisy machine)."""
     rows = [
-        ["point", "status", *(metrics.get(name).label for name, _ in RUN_TABLE), "launches", "gate"],
-        ["", "", *(metrics.get(name).unit for name, _ in RUN_TABLE), "", ""],
+        ["point", "status", *(metric_names.get(name).label for name, _ in RUN_TABLE), "launches", "gate"],
+        ["", "", *(metric_names.get(name).unit for name, _ in RUN_TABLE), "", ""],
     ]
     notes: list[list[str]] = []
     seen = detectable_lines(records)

@@ -9,9 +9,9 @@ from typing import Iterable, Optional
 def higher_is_better(metric: str) -> Optional[bool]:
     """True or False for a catalogued metric that can get better or worse; None for one that cannot
     (counts, bounds) and for names outside the catalogue (an engine's own figures): never a regression."""
-    from harness.records import metrics
+    from harness.records import metric_names
 
-    entry = metrics.find(metric)
+    entry = metric_names.find(metric)
     return None if entry is None else entry.higher_is_better
 
 

@@ -1,54 +1,15 @@
 """The metric catalogue: every figure a record's ``metrics`` can carry, with its unit, direction and source.
 
 Tables, plots, the regression check and the command line read names, units, labels and directions
-from here and nowhere else. Adding a metric is one entry below plus the code that computes it.
+from here and nowhere else (what an entry is: ``harness.records.metric_type``; looking one up by name or
+alias: ``harness.records.metric_names``). Adding a metric is one entry below plus the code that computes it.
 ``higher_is_better`` is None for figures with no better direction (counts, sizes, bounds); the
 regression check refuses to judge those.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import Iterable, Optional
-
-from harness.errors import UsageError
-
-# Where a figure comes from (``Metric.source``): the clock, the counter or the sensor behind it.
-HOST = "host clock"
-ENGINE = "engine counter"
-SENSOR = "energy sensor"
-OS = "OS accounting"
-HW = "hardware counter"
-DERIVED = "derived"
-WORKLOAD = "workload"
-PROBE = "routing probe"
-SOURCES: dict[str, str] = {
-    HOST: "the harness's own monotonic clock on the host (time.perf_counter_ns), around engine calls",
-    ENGINE: "the engine's own figures or allocator (OpenVINO GenAI perf_metrics, llama.cpp's perf context, "
-    "XRT call timings, torch's device memory peak)",
-    SENSOR: "energy counters read through Zeus (RAPL, NVML, AMD SMI, Apple SoC) over the timed rounds",
-    OS: "the operating system's accounting of the process (rusage CPU time, resident memory)",
-    HW: "a CPU performance counter (perf stat cycles)",
-    DERIVED: "computed from the model's size and measured figures (the roofline bound), not measured itself",
-    WORKLOAD: "counts of what the point ran (rounds, tokens, sequences)",
-    PROBE: "the harness's hooks on the model's MoE router over a prefill",
-}
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str  # the key in a record's metrics
-    unit: str
-    higher_is_better: Optional[bool]
-    alias: Optional[str] = None  # a short name users type (``--max-regression tpot=5%``)
-    label: str = ""  # for axes and headers; the name when empty
-    description: str = ""
-    source: str = ""  # one of SOURCES: where the figure comes from
-
-    @property
-    def axis_label(self) -> str:
-        return f"{self.label or self.name} ({self.unit})"
+from harness.records.metric_type import DERIVED, ENGINE, HOST, HW, OS, PROBE, SENSOR, SOURCES, WORKLOAD, Metric
 
 
 def _m(name, unit, higher, label="", description="", alias=None, *, source: str) -> Metric:
@@ -56,6 +17,7 @@ def _m(name, unit, higher, label="", description="", alias=None, *, source: str)
 
 
 LOWER, HIGHER, NEITHER = False, True, None
+
 
 CATALOGUE: tuple[Metric, ...] = (
     # measure.summarize: the host clock over the timed rounds
@@ -319,40 +281,3 @@ def _check() -> None:
 
 
 _check()
-
-
-def find(name: str) -> Optional[Metric]:
-    """The catalogue entry for a metric name, or None (e.g. a third-party engine's own figure)."""
-    return BY_NAME.get(name)
-
-
-def get(name: str) -> Metric:
-    metric = BY_NAME.get(name)
-    if metric is None:
-        raise KeyError(f"{name!r} is not in the metric catalogue (harness/metrics.py)")
-    return metric
-
-
-def resolve(user_name: str, what: str = "metric") -> Metric:
-    """A name a user typed: an alias (``tpot``) or a metric name (``tpot_ms``). Unknown names are a
-    UsageError that lists the aliases and suggests the closest name."""
-    metric = BY_ALIAS.get(user_name) or BY_NAME.get(user_name)
-    if metric is not None:
-        return metric
-    close = difflib.get_close_matches(user_name, [*BY_ALIAS, *BY_NAME], n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise UsageError(
-        f"unknown {what} {user_name!r}; {hint}use one of {', '.join(sorted(BY_ALIAS))}, "
-        "or a metric name such as tpot_ms"
-    )
-
-
-def units(names: Iterable[str]) -> dict[str, str]:
-    """{name: unit} for the catalogued names among ``names``."""
-    return {name: BY_NAME[name].unit for name in names if name in BY_NAME}
-
-
-def label(name: str) -> str:
-    """An axis or header label with the unit, e.g. ``next token (ms/token)``; the bare name when unknown."""
-    metric = BY_NAME.get(name)
-    return metric.axis_label if metric else name

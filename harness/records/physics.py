@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterator, Optional, Protocol
 
+from harness.records import metric_names
 from harness.records import metrics as catalogue
 from harness.records.correctness import Correctness
 from harness.records.samples import Launch, Samples, TimeSplit
@@ -77,7 +78,7 @@ def _figure(field: str, value: Any, unit: Optional[str] = None, positive: bool =
 
 def metric_problem(field: str, name: str, value: Any) -> Optional[str]:
     """Why ``value`` cannot be metric ``name`` (named ``field`` in the message); None when it can."""
-    known = catalogue.find(name)
+    known = metric_names.find(name)
     if known is None:  # an engine's own figure: only finiteness is known
         if isinstance(value, float) and not math.isfinite(value):
             return f"{field}: expected a finite number, got {value!r}"

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import UsageError
-from harness.records import metrics
+from harness.records import metric_names
 
 DEFAULT_THRESHOLDS = "tpot=5%,ttft=10%,energy_per_token=10%"
 DEFAULT_FDR = 0.05
@@ -40,7 +40,7 @@ def parse_thresholds(text: str) -> list[Threshold]:
                 f"(or {name}={float(number) * 100:g}% for the fraction {number})"
             )
         try:
-            metric = metrics.resolve(name)
+            metric = metric_names.resolve(name)
         except UsageError as exc:
             raise UsageError(f"--max-regression: {entry!r}: {exc}") from None
         if metric.higher_is_better is None:

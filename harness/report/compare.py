@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.columns import has_interval, ok_launches
 from harness.records.record import Record
 from harness.regression.check import index
@@ -17,7 +17,7 @@ def _ratio(numerator, denominator):
 
 def improvement(metric: str, before: Optional[float], after: Optional[float]) -> Optional[float]:
     """Above 1 is better, whatever the metric's direction in the catalogue."""
-    return _ratio(after, before) if metrics.get(metric).higher_is_better else _ratio(before, after)
+    return _ratio(after, before) if metric_names.get(metric).higher_is_better else _ratio(before, after)
 
 
 # (ratio column, metric, ratio of the two runs)

@@ -9,7 +9,7 @@ import io
 import pandas as pd
 from markupsafe import Markup
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.columns import TIME_SPLIT
 from harness.report.readable import number, plus_minus, times_floor
 
@@ -94,7 +94,7 @@ def html_table(table: pd.DataFrame, csv_name: str, labelled: bool = False) -> Ma
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
     """Metric columns headed by their catalogue label and unit (``first token (ms)``)."""
-    return table.rename(columns={c: metrics.label(c) for c in table.columns if metrics.find(c)})
+    return table.rename(columns={c: metric_names.label(c) for c in table.columns if metric_names.find(c)})
 
 
 def png(figure) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.columns import has_interval, ok_launches, precision_columns, warnings
 from harness.records.correctness import NOT_JUDGED
 from harness.records.record import Record
@@ -43,7 +43,7 @@ def _over_launches(record: Record, name: str) -> Optional[str]:
         return None
     value = interval.estimate if value is None else value
     return (
-        f"{plus_minus(value, interval.low, interval.high)} {metrics.get(name).unit} "
+        f"{plus_minus(value, interval.low, interval.high)} {metric_names.get(name).unit} "
         f"(95 % CI, {ok_launches(record)} launches)"
     )
 
@@ -52,7 +52,7 @@ def speed(record: Record) -> tuple[str, str]:
     """(TTFT, ms/token with its spread). Over two or more launches: each ± the half-width of its 95 %
     interval over launches; from one launch: ms/token median ± standard deviation of the inter-token gaps."""
     m = record.metrics
-    ttft = f"{number(m.get('ttft_ms'))} {metrics.get('ttft_ms').unit}" if m.get("ttft_ms") is not None else "-"
+    ttft = f"{number(m.get('ttft_ms'))} {metric_names.get('ttft_ms').unit}" if m.get("ttft_ms") is not None else "-"
     ttft = _over_launches(record, "ttft_ms") or ttft
     launched = _over_launches(record, "tpot_ms")
     if launched:
@@ -61,13 +61,13 @@ def speed(record: Record) -> tuple[str, str]:
         return ttft, "-"
     spread = m.get("ms_per_token_stddev")
     tpot = number(m["tpot_ms"]) + (f" ± {number(spread, 2)}" if spread is not None else "")
-    return ttft, f"{tpot} {metrics.get('tpot_ms').unit}"
+    return ttft, f"{tpot} {metric_names.get('tpot_ms').unit}"
 
 
 def energy(record: Record) -> str:
     value = record.metrics.get("energy_per_token_mj")
     if value is not None:
-        return f"{number(value)} {metrics.get('energy_per_token_mj').unit}"
+        return f"{number(value)} {metric_names.get('energy_per_token_mj').unit}"
     for name in ENERGY_REASONS:
         if record.unavailable.get(name):
             return f"not measured: {record.unavailable[name]}"
@@ -102,10 +102,10 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         "device",
         "precision",
         "is it right (gate)",
-        metrics.get("ttft_ms").label,
-        metrics.get("tpot_ms").label,
+        metric_names.get("ttft_ms").label,
+        metric_names.get("tpot_ms").label,
         "speed-up",
-        metrics.get("energy_per_token_mj").label,
+        metric_names.get("energy_per_token_mj").label,
     ]
     rows = [head]
     for record in ok:
@@ -121,7 +121,7 @@ def summarize(records: Iterable[Record], report: Optional[str] = None) -> str:
         lines += _table(rows)
         lines.append("")
         lines.append(
-            f"{metrics.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
+            f"{metric_names.get('tpot_ms').label}: median over rounds ± the standard deviation of the "
             "inter-token gaps (with a 95 % CI over independent launches: ± its half-width, or [low, high] "
             "where it is lopsided); precision: what the engine ran at; speed-up: "
             "the first row's ms/token over each row's; KL: the gate's mean "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.records import metrics
+from harness.records import metric_names, metrics
 from harness.records.columns import TIME_PREFIX, TIME_SPLIT
 from harness.records.correctness import VERDICTS
 from harness.scenario.sweep import ID_ORDER
@@ -256,7 +256,7 @@ def not_run(df: pd.DataFrame) -> pd.DataFrame:
 
 def pareto_front(points: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
     """Rows not dominated on (x, y), both lower-is-better in the metric catalogue, sorted by x."""
-    if any(metrics.get(name).higher_is_better is not False for name in (x, y)):
+    if any(metric_names.get(name).higher_is_better is not False for name in (x, y)):
         raise ValueError(f"pareto_front({x}, {y}): both metrics must be lower-is-better")
     ordered = points.dropna(subset=[x, y]).sort_values([x, y])
     best, keep = float("inf"), []

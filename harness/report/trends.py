@@ -65,7 +65,7 @@ def open_table(found: Sequence[Finding], threshold: float = DEFAULT_THRESHOLD):
 def _panel(ax, series_list: list[SeriesData], marks: list[Finding], threshold: float) -> None:
     """x is the run's position in the history (dates label a few ticks): cheap to lay out for hundreds
     of figures, and nights without a value leave no misleading gap in time."""
-    from harness.records import metrics
+    from harness.records import metric_names
 
     for series in series_list:
         x = [run.position for run in series.runs]
@@ -90,7 +90,7 @@ def _panel(ax, series_list: list[SeriesData], marks: list[Finding], threshold: f
             (finding.last_before.position + finding.first_after.position) / 2, color=color, linestyle="--", linewidth=1
         )
         ax.axvspan(finding.range_before.position, finding.range_after.position, color=color, alpha=0.08)
-    ax.set_title(metrics.label(series_list[0].metric), fontsize=9)
+    ax.set_title(metric_names.label(series_list[0].metric), fontsize=9)
     if len(series_list) > 1:
         ax.legend(fontsize=6)
 

@@ -112,7 +112,7 @@ def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones():
     assert "harness.run.planning" in graph["harness.cli.app"]  # imported inside a function
     assert "harness.scenario.sweep" not in graph["harness.adapters.base"]  # under `if TYPE_CHECKING:`
     assert "harness.scenario.sweep" in import_graph(typing=True)["harness.adapters.base"]
-    assert "harness.adapters.hf.moe_capacity" in graph["harness.adapters.hf"]
+    assert "harness.adapters.hf.moe_capacity" in graph["harness.adapters.hf.expert_routing"]
 
 
 def test_cycle_finder_reports_the_chain():

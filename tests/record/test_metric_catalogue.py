@@ -7,7 +7,7 @@ import pytest
 from harness.adapters import registry
 from harness.errors import UsageError
 from harness.measure.rounds import summarize
-from harness.records import metrics
+from harness.records import metric_names, metric_type, metrics
 from harness.regression.check import check
 from harness.regression.settings import RegressionSettings
 from harness.regression.thresholds import parse_thresholds
@@ -64,23 +64,26 @@ def test_every_metric_a_real_point_records_is_catalogued(write_scenario, tmp_pat
     assert [r.status for r in moe] == ["ok", "ok"], [r.reason for r in moe]
     assert {"moe_drop_rate", "gate_s", "energy_per_token_mj", "roofline_fraction"} <= set(moe[0].metrics)
     assert uncatalogued(records) == {}
-    assert all(r.units == metrics.units(r.metrics) for r in records if r.status == "ok")
+    assert all(r.units == metric_names.units(r.metrics) for r in records if r.status == "ok")
 
 
 def test_names_and_aliases_resolve_and_unknown_names_suggest_the_closest():
-    assert metrics.resolve("tpot") is metrics.get("tpot_ms") is metrics.resolve("tpot_ms")
+    assert metric_names.resolve("tpot") is metric_names.get("tpot_ms") is metric_names.resolve("tpot_ms")
     with pytest.raises(UsageError, match=r"unknown metric 'tpott'; did you mean 'tpot'\?.*use one of e2e, energy"):
-        metrics.resolve("tpott")
+        metric_names.resolve("tpott")
     with pytest.raises(KeyError, match="not in the metric catalogue"):
-        metrics.get("latency")
-    assert metrics.label("tpot_ms") == "next token (ms/token)" and metrics.label("gate_kl_ratio") == "gate_kl_ratio"
+        metric_names.get("latency")
+    assert (
+        metric_names.label("tpot_ms") == "next token (ms/token)"
+        and metric_names.label("gate_kl_ratio") == "gate_kl_ratio"
+    )
 
 
 def test_every_entry_has_a_unit_and_an_explicit_direction():
     for metric in metrics.CATALOGUE:
         assert metric.unit and metric.higher_is_better in (True, False, None), metric
-    assert metrics.get("roofline_fraction").higher_is_better is True
-    assert all(metrics.get(name).unit == "tokens/s" for name in metrics.BY_NAME if name.endswith("tokens_per_s"))
+    assert metric_names.get("roofline_fraction").higher_is_better is True
+    assert all(metric_names.get(name).unit == "tokens/s" for name in metrics.BY_NAME if name.endswith("tokens_per_s"))
 
 
 def test_a_roofline_fraction_that_falls_fails_the_regression_check():
@@ -103,10 +106,16 @@ def test_ttft_p99_is_summarized_and_catalogued():
     ttfts = sorted(r.ttft_s * 1e3 for r in rounds(tpot_ms=10.0, ttft_ms=100.0, seed=3, n_rounds=20, jitter=0.2))
     assert summary["ttft_ms_p90"] <= summary["ttft_ms_p99"] <= ttfts[-1]
     assert summary["ttft_ms_p99"] == pytest.approx(ttfts[-2] + (ttfts[-1] - ttfts[-2]) * 0.81)
-    assert metrics.get("ttft_ms_p99").unit == "ms" and metrics.resolve("ttft_p99").name == "ttft_ms_p99"
+    assert metric_names.get("ttft_ms_p99").unit == "ms" and metric_names.resolve("ttft_p99").name == "ttft_ms_p99"
 
 
 def test_every_entry_says_where_it_comes_from():
-    assert all(metric.source in metrics.SOURCES for metric in metrics.CATALOGUE)
-    assert metrics.get("tpot_ms").source == metrics.HOST and metrics.get("engine_tpot_ms").source == metrics.ENGINE
-    assert metrics.get("energy_j").source == metrics.SENSOR and metrics.get("cpu_cycles").source == metrics.HW
+    assert all(metric.source in metric_type.SOURCES for metric in metrics.CATALOGUE)
+    assert (
+        metric_names.get("tpot_ms").source == metric_type.HOST
+        and metric_names.get("engine_tpot_ms").source == metric_type.ENGINE
+    )
+    assert (
+        metric_names.get("energy_j").source == metric_type.SENSOR
+        and metric_names.get("cpu_cycles").source == metric_type.HW
+    )

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pandas as pd
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.report import tables
 from harness.report.plots.base import MAX_SERIES, Plot, pyplot
 
@@ -85,7 +85,7 @@ def tpot_vs_max_seq_len(df: pd.DataFrame) -> Optional[Plot]:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     note = _lines(ax, df, "max_seq_len", "tpot_ms", log_x=True)
-    ax.set_ylabel(metrics.label("tpot_ms"))
+    ax.set_ylabel(metric_names.label("tpot_ms"))
     ax.set_title("ms/token vs max sequence length")
     return Plot(
         "tpot_vs_max_seq_len",
@@ -133,7 +133,7 @@ def tpot_by_quantization(df: pd.DataFrame) -> Optional[Plot]:
             )
         ax.plot([], [], " ", label=f"{g + 1}: {label}")
     ax.set_xticks(range(len(levels)), levels, rotation=20)
-    ax.set_ylabel(metrics.label("tpot_ms"))
+    ax.set_ylabel(metric_names.label("tpot_ms"))
     ax.set_title("ms/token per quantization level (colour: gate verdict)")
     ax.legend(fontsize=7, title="bars left to right", title_fontsize=7, loc="upper right")
     return Plot(
@@ -164,7 +164,7 @@ def panels(
     fig, axes = plt.subplots(1, len(columns), figsize=(5.5 * len(columns), 4))
     notes = ""
     for ax, metric in zip(axes, columns):
-        ylabel = (labels or {}).get(metric) or metrics.label(metric)
+        ylabel = (labels or {}).get(metric) or metric_names.label(metric)
         if _has_axis(df, x, metric):
             notes = _lines(ax, df, x, metric, log_x=log_x) or notes
         else:

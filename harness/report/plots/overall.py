@@ -8,7 +8,7 @@ from typing import Optional
 
 import pandas as pd
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.columns import TIME_SPLIT, TIMED
 from harness.report import tables
 from harness.report.plots.base import Plot, pyplot
@@ -29,8 +29,8 @@ def latency_energy_pareto(df: pd.DataFrame) -> Optional[Plot]:
     ax.plot(front["tpot_ms"], front["energy_per_token_mj"], color="#c62828", marker="o", label="Pareto front")
     for _, point in front.iterrows():
         ax.annotate(point["point_id"], (point["tpot_ms"], point["energy_per_token_mj"]), fontsize=6)
-    ax.set_xlabel(metrics.label("tpot_ms"))
-    ax.set_ylabel(metrics.label("energy_per_token_mj"))
+    ax.set_xlabel(metric_names.label("tpot_ms"))
+    ax.set_ylabel(metric_names.label("energy_per_token_mj"))
     ax.set_title("Latency-energy trade-off")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
@@ -55,7 +55,7 @@ def percentile_spread(df: pd.DataFrame, limit: int = 40) -> Optional[Plot]:
     ax.scatter(shown["ms_per_token_p90"], list(y), marker="|", s=120, color="#ef6c00", label="p90", zorder=3)
     ax.scatter(shown["ms_per_token_p99"], list(y), marker="x", color="#c62828", label="p99", zorder=3)
     ax.set_yticks(list(y), [f"{s}::{p}" for s, p in zip(shown["scenario"], shown["point_id"])], fontsize=6)
-    ax.set_xlabel(metrics.get("ms_per_token_p50").unit)
+    ax.set_xlabel(metric_names.get("ms_per_token_p50").unit)
     ax.set_title("Per-token latency spread (noisiest first)")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()

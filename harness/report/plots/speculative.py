@@ -7,7 +7,7 @@ from typing import Optional
 
 import pandas as pd
 
-from harness.records import metrics
+from harness.records import metric_names
 from harness.report import tables
 from harness.report.plots.base import Plot, pyplot
 from harness.scenario.speculative import id_part
@@ -29,8 +29,8 @@ def speedup_vs_acceptance(df: pd.DataFrame) -> Optional[Plot]:
         for _, point in group.iterrows():
             ax.annotate(id_part(point["speculative"]), (point[X], point[Y]), fontsize=6)
     ax.axhline(1.0, color="#9e9e9e", linewidth=1, linestyle="--")
-    ax.set_xlabel(metrics.get(X).axis_label)
-    ax.set_ylabel(metrics.get(Y).axis_label)
+    ax.set_xlabel(metric_names.get(X).axis_label)
+    ax.set_ylabel(metric_names.get(Y).axis_label)
     ax.set_xlim(-0.02, 1.02)
     ax.set_title("Speculative decoding: speed-up against acceptance")
     ax.grid(alpha=0.3)

@@ -1,5 +1,5 @@
 """Metrics: every catalogued figure the records carry, with its unit, direction and where it comes from
-(host clock, engine counter, energy sensor, ...: ``harness.records.metrics.SOURCES``)."""
+(host clock, engine counter, energy sensor, ...: ``harness.records.metric_type.SOURCES``)."""
 
 from __future__ import annotations
 

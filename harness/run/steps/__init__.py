@@ -22,7 +22,7 @@ from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError, StepFailed, WriteFailed
 from harness.measure import canary, launch_stats
 from harness.models import sources
-from harness.records import metrics
+from harness.records import metric_names
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
 from harness.records.samples import TimeSplit
@@ -192,4 +192,4 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     finally:
         resolve.release(ctx.caches, resolved, adapter, healthy)
     apply(record, probes.process(resolved))
-    record.units = metrics.units(record.metrics)
+    record.units = metric_names.units(record.metrics)
