@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy  # noqa: F401 - imported before any pytester inline run, which cannot re-import numpy
@@ -49,6 +50,21 @@ def reference_dir(tmp_path_factory) -> Path:
     computed once per run, not once per test or module. A test that edits a model under its old name, or
     counts computations, keeps a store of its own."""
     return tmp_path_factory.mktemp("references")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_reference_store(reference_dir) -> Iterator[Path]:
+    """Runs built without a reference directory (``RunSettings()``) keep their references in the session's
+    store (``$HARNESS_REFERENCE_DIR``, read by ``harness.run.settings.default_reference_dir``; worker processes
+    inherit it), never in ``results/references`` under the working directory, where a checkout's old files
+    would decide tests."""
+    before = os.environ.get("HARNESS_REFERENCE_DIR")
+    os.environ["HARNESS_REFERENCE_DIR"] = str(reference_dir)
+    yield reference_dir
+    if before is None:
+        os.environ.pop("HARNESS_REFERENCE_DIR", None)
+    else:
+        os.environ["HARNESS_REFERENCE_DIR"] = before
 
 
 @pytest.fixture

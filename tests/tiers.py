@@ -273,6 +273,9 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_resume_settings.py": A,
     "run/test_runner.py": E,
+    "run/test_default_reference_store.py": Tier(
+        "engine", {"test_the_default_store_is_the_environments_else_results_references": "unit"}
+    ),
     "run/test_step_errors.py": E,
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),

@@ -6,6 +6,7 @@ points (``harness.run.steps.caches``), and a launch's switch and callbacks (argu
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
@@ -29,7 +30,7 @@ class RunSettings:
 
     results_dir: Optional[Path] = Path("results")  # None: no record is written
     cache_dir: Optional[Path] = None
-    reference_dir: Optional[Path] = None  # None: results/references
+    reference_dir: Optional[Path] = None  # None: default_reference_dir()
     correctness_only: bool = False
     gate_prompts: Union[str, int, None] = None
     refresh_reference: bool = False
@@ -41,6 +42,14 @@ class RunSettings:
 
     @property
     def reference_store(self) -> Path:
-        from harness.io import REFERENCE_DIR
+        return self.reference_dir or default_reference_dir()
 
-        return self.reference_dir or Path("results") / REFERENCE_DIR
+
+def default_reference_dir() -> Path:
+    """Where a run given no reference directory keeps its gate references: ``$HARNESS_REFERENCE_DIR`` when set
+    (the test suite points it at a store of its session, so an old ``results/references/`` in a checkout is never
+    read), else ``results/references`` under the working directory. The command line always gives one
+    (``--reference-dir``, by default ``<--results>/references``)."""
+    from harness.io import REFERENCE_DIR
+
+    return Path(os.environ.get("HARNESS_REFERENCE_DIR") or Path("results") / REFERENCE_DIR)
