@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import multiprocessing.sharedctypes  # noqa: F401 - before any inline run too: tests/project/test_inline_runs.py
 import os
 import shutil
 import textwrap

@@ -200,6 +200,7 @@ TABLE: dict[str, Tier] = {
     "project/test_claims.py": U,
     "project/test_docs.py": A,
     "project/test_imports.py": Tier("unit", {"test_front_doors_import_no_engine": "engine"}),
+    "project/test_inline_runs.py": E,
     "project/test_nightly_template.py": A,
     "project/test_one_address.py": U,
     "project/test_tiers.py": U,
