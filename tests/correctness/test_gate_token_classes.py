@@ -96,10 +96,12 @@ def test_a_digits_only_fault_fails_by_its_token_class_while_the_overall_tiers_pa
     assert broken.verdict == "fail" and any(r.startswith("digits positions' mean KL") for r in broken.reasons)
     # the overall tiers alone pass it: every one under the drift line
     assert broken.kl_ratio < 5 and broken.phases.prefill.kl_ratio < 5 and broken.phases.decode.kl_ratio < 5
+    assert broken.reasons == [r for r in broken.reasons if "positions' mean KL" in r]  # nothing else failed it
+    assert broken.classes.flips.flips > 0 and broken.classes.flips.verdict == "pass"  # flips, under the line
     for name in ("hf", "hf-fp32", "hf-eager"):
         gate = gates[name]
         assert gate.verdict == "pass", (name, gate.reasons)
         assert all(c.verdict in (None, "pass") for c in gate.classes.classes), (name, gate.classes)
-        assert gate.classes.flips.verdict == "pass", (name, gate.classes.flips)
+        assert gate.classes.flips.flips == 0 and gate.classes.flips.verdict == "pass", (name, gate.classes.flips)
     out = capsys.readouterr().out
     assert "token classes drift (worst digits" in out and "token classes pass (worst" in out
