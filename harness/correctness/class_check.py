@@ -15,6 +15,8 @@ on a quantized one, whose top-1 moves by design.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from harness.correctness import token_classes
@@ -46,15 +48,15 @@ def measure(result: Correctness, reference: Reference, tokenizer, settings: Gate
             rows.setdefault(classes[ref.tokens[position]], []).append((kl, floor[position], agree, decided))
     judged = len(rows) > 1
     stats = [_stat(name, rows[name], judged, settings) for name in token_classes.CLASSES if name in rows]
-    decided = [(agree, d) for values in rows.values() for _, _, agree, d in values]
-    flips = sum(1 for agree, d in decided if d and not agree)
-    count = sum(1 for _, d in decided if d)
+    pooled = [(agree, decided) for values in rows.values() for _, _, agree, decided in values]
+    flips = sum(1 for agree, decided in pooled if decided and not agree)
+    count = sum(1 for _, decided in pooled if decided)
     rate = flips / count if count >= settings.min_positions else None
     flip = FlipRate(
         rate=rate,
         flips=flips,
         decided=count,
-        positions=len(decided),
+        positions=len(pooled),
         tie_margin=TIE_MARGIN,
         line=FLIP_LINE,
         verdict=None if rate is None else DRIFT if rate > FLIP_LINE else PASS,
@@ -110,7 +112,8 @@ def apply(result: Correctness, reference: Reference, tokenizer, settings: GateSe
     flip drift (the drift rule where drift fails the point, else drift, reported)."""
     check = measure(result, reference, tokenizer, settings)
     fails, drifts = _fails(check, settings), _drifts(check, settings)
-    verdict, reasons, failed_by = result.verdict, list(result.reasons), list(result.failed_by)
+    verdict: Optional[str] = result.verdict
+    reasons, failed_by = list(result.reasons), list(result.failed_by)
     if fails:
         verdict, reasons = FAIL, reasons + fails
         failed_by = failed_by if KL_TIER in failed_by else [*failed_by, KL_TIER]
