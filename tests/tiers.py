@@ -171,6 +171,9 @@ TABLE: dict[str, Tier] = {
             "test_disturbed_launches_are_rerun_a_bounded_number_of_times": "engine",
         },
     ),
+    "measure/test_calibration_reuse.py": Tier(
+        "engine", {"test_the_calibration_is_kept_in_the_cache_dir_one_file_per_machine": "unit"}
+    ),
     "measure/test_canary_in_a_run.py": A,
     "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
