@@ -97,7 +97,7 @@ def load(where: Path) -> tuple[Optional[CanaryCalibration], Optional[str]]:
     """The calibration stored at ``where`` when it is valid here and young enough; else None, with a
     one-line note when the file is there but unusable (a missing or stale file needs no word)."""
     try:
-        text = where.read_text()
+        text = where.read_bytes()
     except FileNotFoundError:
         return None, None
     except OSError as exc:
@@ -108,7 +108,7 @@ def load(where: Path) -> tuple[Optional[CanaryCalibration], Optional[str]]:
     try:
         stored = Stored.model_validate_json(text)
         taken = datetime.fromisoformat(stored.calibration.taken_at or "")
-    except (ValidationError, ValueError) as exc:
+    except (ValidationError, ValueError) as exc:  # ValueError: not UTF-8, or an unreadable taken_at
         what = str(exc).splitlines()[0][:120]
         return (
             None,

@@ -108,6 +108,7 @@ def test_a_calibration_of_another_machine_or_too_old_is_not_reused(harness_run, 
     [
         pytest.param(lambda text: text[: len(text) // 2], "not a calibration file", id="truncated"),
         pytest.param(lambda text: "\x00\xff garbage", "not a calibration file", id="garbage"),
+        pytest.param(lambda text: b"\xff\xfe not UTF-8", "not a calibration file", id="binary"),
         pytest.param(lambda text: text.replace('"seconds": 0.1', '"seconds": 0.05'), "edited", id="edited"),
         pytest.param(lambda text: text.replace('"seconds": 0.1', '"seconds": "fast"'), "not a", id="wrong-type"),
     ],
@@ -115,7 +116,8 @@ def test_a_calibration_of_another_machine_or_too_old_is_not_reused(harness_run, 
 def test_a_corrupt_or_edited_file_is_ignored_with_one_line_naming_it(harness_run, calibration_file, damage, why):
     machine = Machine()
     harness_run(machine)
-    calibration_file.write_text(damage(calibration_file.read_text()))
+    damaged = damage(calibration_file.read_text())
+    calibration_file.write_bytes(damaged if isinstance(damaged, bytes) else damaged.encode())
     code, again, err = harness_run(machine)
     assert code == 0 and "Traceback" not in err, err
     (line,) = canary_lines(err)
