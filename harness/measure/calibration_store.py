@@ -108,12 +108,12 @@ def load(where: Path) -> tuple[Optional[CanaryCalibration], Optional[str]]:
     try:
         stored = Stored.model_validate_json(text)
         taken = datetime.fromisoformat(stored.calibration.taken_at or "")
-    except (ValidationError, ValueError) as exc:  # ValueError: not UTF-8, or an unreadable taken_at
-        what = str(exc).splitlines()[0][:120]
-        return (
-            None,
-            f"canary: ignored the stored calibration {where}: not a calibration file ({what}); calibrating afresh",
-        )
+    except ValidationError as exc:  # the first problem, with its field: one line
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        return None, _unusable(where, f"{field + ': ' if field else ''}{first['msg']}"[:160])
+    except ValueError as exc:  # taken_at is not a time
+        return None, _unusable(where, f"calibration.taken_at: {exc}"[:160])
     if stored.digest != Stored.digest_of(stored.key, stored.calibration) or not stored.calibration.seconds > 0:
         return None, f"canary: ignored the stored calibration {where}: edited since it was written; calibrating afresh"
     if stored.key != machine_key():
@@ -121,6 +121,10 @@ def load(where: Path) -> tuple[Optional[CanaryCalibration], Optional[str]]:
     if taken.tzinfo is None or not timedelta(0) <= _now() - taken <= timedelta(seconds=MAX_AGE_S):
         return None, None
     return stored.calibration, None
+
+
+def _unusable(where: Path, why: str) -> str:
+    return f"canary: ignored the stored calibration {where}: not a calibration file ({why}); calibrating afresh"
 
 
 def save(where: Path, calibration: CanaryCalibration) -> Optional[str]:
