@@ -188,6 +188,7 @@ TABLE: dict[str, Tier] = {
     "models/test_hostile_model_files.py": Tier(
         "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
     ),
+    "models/test_given_artefacts.py": U,
     "models/test_sources.py": Tier(
         "unit",
         {

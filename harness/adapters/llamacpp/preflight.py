@@ -39,19 +39,29 @@ def _checkpoint(spec: ModelSpec) -> Optional[tuple[str, str]]:
 
 
 @lru_cache(maxsize=32)
-def _refusal(where: str, config: str, of: str) -> Optional[str]:
-    """The converter's words refusing this config's architecture, or None; one lookup per config a process."""
-    from harness.adapters.llamacpp import converter
+def _refusal(config: str, of: str) -> Optional[str]:
+    """The converter's words refusing this config's architecture, or None: looked up once per config and
+    converter version, kept in the cache (the lookup imports torch and transformers: seconds)."""
+    import hashlib
 
+    from harness.adapters.llamacpp import converter
+    from harness.io import write_json_atomic
+    from harness.models.sources import cache_dir
+
+    kept = cache_dir() / "llamacpp" / "architectures" / f"{of}-{hashlib.sha256(config.encode()).hexdigest()[:16]}.json"
+    if kept.is_file():
+        return json.loads(kept.read_text(encoding="utf-8"))["refusal"]
     runner = Path(__file__).with_name("convert_main.py")
     with tempfile.TemporaryDirectory(prefix="harness-arch-") as folder:
         (Path(folder) / "config.json").write_text(config, encoding="utf-8")
         command = [sys.executable, str(runner), str(converter.source_dir(of)), "-", "--architecture", folder]
         done = subprocess.run(command, capture_output=True, text=True)
     message = converter.last_words(done.stderr)
-    if done.returncode == 0 or not converter.refused(message):
-        return None  # it takes the architecture, or failed otherwise: the run's conversion says how
-    return f"{where}: GGUF conversion ({converter.identity(of)}) refused the checkpoint: {message}"
+    refusal = message if done.returncode != 0 and converter.refused(message) else None
+    if done.returncode == 0 or refusal:  # another failure is not kept: the run's conversion says how
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(kept, {"refusal": refusal})
+    return refusal
 
 
 def reason(spec: ModelSpec) -> Optional[str]:
@@ -68,4 +78,5 @@ def reason(spec: ModelSpec) -> Optional[str]:
     missing = converter.missing_reason(of)
     if missing:
         return f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}): {missing}"
-    return _refusal(*checkpoint, of)
+    refusal = _refusal(checkpoint[1], of)
+    return f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}) refused the checkpoint: {refusal}" if refusal else None
