@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.models.sources import DEFAULT_MODEL, TINY_PREFIX
+from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
@@ -19,7 +19,7 @@ def problem(spec: ModelSpec) -> str | None:
     if source.startswith(TINY_PREFIX):
         from harness.models.tiny import ARCHITECTURES
 
-        arch = source[len(TINY_PREFIX) :].replace("-", "_")
+        arch = tiny_architecture(source)
         if arch not in ARCHITECTURES:
             return f"unknown tiny model {source!r}; known: " + ", ".join(
                 TINY_PREFIX + a.replace("_", "-") for a in ARCHITECTURES

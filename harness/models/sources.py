@@ -23,13 +23,12 @@ from harness.errors import ModelError
 from harness.io import file_sha256, per_file, read_json
 from harness.models import artefacts
 from harness.models.artefacts import GivenArtefact
+from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
 from harness.models.checkpoint_checksum import PROVENANCE, dir_checksum
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
 
-DEFAULT_MODEL = "gemma3-270m"
-TINY_PREFIX = "tiny-"
 CONVERTER_VERSION = 4  # bump when conversion output changes, so caches rebuild
 
 
@@ -186,7 +185,7 @@ def _resolve_default(cache: Path) -> ResolvedModel:
 def _resolve_tiny(source: str, seed: int, cache: Path) -> ResolvedModel:
     from harness.models import tiny
 
-    arch = source[len(TINY_PREFIX) :].replace("-", "_")
+    arch = tiny_architecture(source)
     recipe = json.dumps(
         {
             "arch": tiny.ARCHITECTURES[arch],

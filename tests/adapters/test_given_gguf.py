@@ -78,7 +78,10 @@ def test_a_gguf_llamacpp_cannot_load_fails_naming_the_step_and_the_file(write_sc
     code, records = run(write_scenario, tmp_path, broken)
     (record,) = records
     assert code == 1 and record.status == "failed"
-    assert record.reason.startswith(f"{broken}: llama.cpp model load failed: "), record.reason
+    expected = (
+        f"StepFailed: {broken}: llama.cpp model load failed: ValueError: Failed to load model from file: {broken}"
+    )
+    assert record.reason == expected
 
 
 def test_a_gguf_of_another_vocabulary_is_refused_by_run_before_any_point(write_scenario, tmp_path, tiny_llama, capsys):

@@ -25,12 +25,12 @@ def _checkpoint(spec: ModelSpec) -> Optional[tuple[str, str]]:
     """(what the messages name, the checkpoint's config.json text) of a source llama.cpp would convert; None
     where llama.cpp runs a GGUF (one the scenario gives it, the source's own, the default model's)."""
     from harness.models import tiny
-    from harness.models.sources import DEFAULT_MODEL, TINY_PREFIX
+    from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
 
     if spec.artefacts.llamacpp is not None or spec.source == DEFAULT_MODEL:
         return None
     if spec.source.startswith(TINY_PREFIX):  # not built yet: its recipe's config (the probe names its class)
-        recipe = tiny.ARCHITECTURES.get(spec.source[len(TINY_PREFIX) :].replace("-", "_"))
+        recipe = tiny.ARCHITECTURES.get(tiny_architecture(spec.source))
         return (spec.source, json.dumps(recipe)) if recipe else None
     path = Path(spec.source).expanduser()
     if not path.is_dir() or not (path / "config.json").is_file():
@@ -79,4 +79,8 @@ def reason(spec: ModelSpec) -> Optional[str]:
     if missing:
         return f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}): {missing}"
     refusal = _refusal(checkpoint[1], of)
-    return f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}) refused the checkpoint: {refusal}" if refusal else None
+    return (
+        f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}) refused the checkpoint: {refusal}"
+        if refusal
+        else None
+    )
