@@ -1,7 +1,8 @@
 """Model sources: the embedded default, tiny seeded models, local HF directories and GGUF files.
 
-Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one), built once
-into the cache and reused. Nothing downloads.
+Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one, and the engines'
+artefacts the scenario gives: ``harness.models.artefacts``), built once into the cache and reused. Nothing
+downloads. The source's checks before anything loads are ``harness.models.source_check``.
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     from dataclasses import replace
 
     resolved = _resolve_source(spec, cache_dir(cache))
-    engines = spec.artefacts.model_dump(exclude_none=True)
-    return replace(resolved, given=tuple(artefact for e in engines if (artefact := artefacts.given(spec, e))))
+    given = (artefacts.given(spec, engine) for engine in spec.artefacts.model_dump(exclude_none=True))
+    return replace(resolved, given=tuple(artefact for artefact in given if artefact is not None))
 
 
 def _resolve_source(spec: ModelSpec, cache: Path) -> ResolvedModel:
