@@ -49,6 +49,8 @@ def run(write_scenario, tmp_path: Path, gguf: Path) -> tuple[int, list]:
     options = ["--results", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
     options += ["--reference-dir", str(tmp_path / "references"), "--isolation", "none", "--no-energy"]
     code = cli_main(["run", str(path), *options])
+    if not (tmp_path / "results").exists():  # refused before any point
+        return code, []
     return code, [record for _, record in iter_records(tmp_path / "results")]
 
 
