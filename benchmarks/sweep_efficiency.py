@@ -1,7 +1,7 @@
 """How much of a sweep's wall time is measured inference, cold (empty caches) and warm, with persistent
 workers and with a process per point, side by side in one run.
 
-    python benchmarks/sweep_efficiency.py [--isolation worker point none]
+    python benchmarks/sweep_efficiency.py [--isolation worker point none] [--engines hf llamacpp]
 
 A 12-point sweep over three engines on the default model (hf bf16; openvino fp and int8_sym;
 llamacpp on the model's GGUF) x prompt lengths 16/32/64, 16 new tokens, 2 timed rounds, no gate.
@@ -9,6 +9,11 @@ Cold: a fresh cache directory (GGUF -> bf16 conversion, OpenVINO export and comp
 Warm: the same sweep again on that cache. "Inference share" = the timed rounds' end-to-end time
 summed over points / wall time of the sweep. The records' time split (harness.records.record.TimeSplit) says
 where the rest went.
+
+Each warm sweep runs twice, side by side: "warm, calibrating" takes the machine-speed canary's calibration
+afresh (``--recalibrate``, what every run did before issue #41) and "warm, reused" reuses the one the
+earlier sweep stored for this machine (``harness.measure.calibration_store``). ``--engines hf llamacpp``
+keeps the 6 points issue #41 measured (36 % measured share warm, calibrating every run).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 from harness.run import planning
 from harness.run.runner import Runner
 from harness.run.settings import RunSettings
+from harness.scenario.sweep import expand
 
 SWEEP = """
 model: gemma3-270m
@@ -43,10 +49,26 @@ include:
 """
 
 
-def sweep(cache: Path, results: Path, isolation: str, rounds: int = 2) -> tuple[float, float, int, dict]:
-    text = SWEEP.replace("min_rounds: 2", f"min_rounds: {rounds}")
-    loaded = planning.loads(text, "<sweep-efficiency>", "sweep_efficiency")
-    runner = Runner(RunSettings(results_dir=results, cache_dir=cache, isolation=isolation, energy=False))
+ENGINES = ("hf", "openvino", "llamacpp")
+
+
+def scenario_text(rounds: int, engines: tuple[str, ...]) -> str:
+    """The sweep above with ``rounds`` timed rounds, keeping the points of ``engines``."""
+    lines = SWEEP.replace("min_rounds: 2", f"min_rounds: {rounds}").splitlines()
+    kept = [line for line in lines if "{adapter:" not in line or any(f"adapter: {e}," in line for e in engines)]
+    if "hf" not in engines:  # the sweep's own points are hf's: leave only the included ones
+        kept = [line.replace("adapter: [hf]", f"adapter: [{engines[0]}]") for line in kept]
+    return "\n".join(kept) + "\n"
+
+
+def sweep(
+    cache: Path, results: Path, isolation: str, rounds: int = 2, engines=ENGINES, recalibrate: bool = False
+) -> tuple[float, float, int, dict]:
+    loaded = planning.loads(scenario_text(rounds, tuple(engines)), "<sweep-efficiency>", "sweep_efficiency")
+    settings = RunSettings(
+        results_dir=results, cache_dir=cache, isolation=isolation, energy=False, recalibrate=recalibrate
+    )
+    runner = Runner(settings)
     start = time.perf_counter()
     records = runner.run([loaded], progress=False)
     wall = time.perf_counter() - start
@@ -64,28 +86,41 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=2, help="timed rounds per point (the sweep above: 2, after 1 warm-up round)"
     )
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines' points to keep")
     args = parser.parse_args()
+    points = len(expand(planning.loads(scenario_text(2, tuple(args.engines)), "<s>", "s")))
     runs = {}
+    warm = ("warm, calibrating", "warm, reused")  # before / after: the canary's calibration taken or reused
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for isolation in args.isolation:  # each mode its own cold cache, then warm on it
-            for name in ("cold", "warm"):
+            for name in ("cold", *warm):
                 runs[isolation, name] = sweep(
-                    tmp / f"cache-{isolation}", tmp / f"{isolation}-{name}", isolation, args.rounds
+                    tmp / f"cache-{isolation}",
+                    tmp / f"{isolation}-{name.replace(', ', '-')}",
+                    isolation,
+                    args.rounds,
+                    args.engines,
+                    recalibrate=name != "warm, reused",
                 )
     print("| isolation | run | points ok | wall s | measured inference s | inference share |")
     print("|---|---|---|---|---|---|")
     for (isolation, name), (wall, inference, ok, _) in runs.items():
-        print(f"| {isolation} | {name} | {ok}/12 | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
+        print(f"| {isolation} | {name} | {ok}/{points} | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
     for isolation in args.isolation:
-        print(f"{isolation}: warm is {runs[isolation, 'cold'][0] / runs[isolation, 'warm'][0]:.2f}x faster than cold")
+        cold, before, after = (runs[isolation, name] for name in ("cold", *warm))
+        print(
+            f"{isolation}: warm is {cold[0] / before[0]:.2f}x faster than cold; measured share warm "
+            f"{before[1] / before[0]:.1%} calibrating -> {after[1] / after[0]:.1%} reusing the calibration"
+        )
     names = list(next(iter(runs.values()))[3])
     print("\nwhere the warm sweeps' time went (seconds, summed over points):")
-    print("| isolation | " + " | ".join(n.removesuffix("_s") for n in names) + " |")
-    print("|---|" + "---|" * len(names))
+    print("| isolation | run | " + " | ".join(n.removesuffix("_s") for n in names) + " |")
+    print("|---|---|" + "---|" * len(names))
     for isolation in args.isolation:
-        split = runs[isolation, "warm"][3]
-        print(f"| {isolation} | " + " | ".join(f"{split.get(n, 0):.1f}" for n in names) + " |")
+        for name in warm:
+            split = runs[isolation, name][3]
+            print(f"| {isolation} | {name} | " + " | ".join(f"{split.get(n, 0):.1f}" for n in names) + " |")
 
 
 if __name__ == "__main__":

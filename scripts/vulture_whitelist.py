@@ -8,6 +8,9 @@ _.identical_text  # unused attribute (harness/correctness/text_path.py)
 reached  # unused variable (harness/records/correctness.py)
 readings_s  # unused variable (harness/records/samples.py)
 rounds_per_launch  # unused variable (harness/records/samples.py)
+check_s  # unused variable (harness/records/samples.py): read by record readers and tests
+canary_code  # unused variable (harness/measure/calibration_store.py): part of the stored key, compared whole
+harness_version  # unused variable (harness/measure/calibration_store.py): likewise
 identical_text  # unused variable (harness/records/text_path.py)
 length_band  # unused variable (harness/records/text_path.py)
 text_api  # unused variable (harness/records/text_path.py): read by tests and record readers
@@ -25,7 +28,7 @@ _.pad_id  # unused attribute (harness/correctness/vocabulary.py)
 _.add_dummy_prefix  # unused attribute (harness/correctness/vocabulary.py)
 _.remove_extra_whitespaces  # unused attribute (harness/correctness/vocabulary.py)
 _.escape_whitespaces  # unused attribute (harness/correctness/vocabulary.py)
-final_norm  # unused variable (harness/adapters/base.py)
+final_norm  # unused variable (harness/adapters/check_outputs.py)
 supports_beams  # unused variable (harness/adapters/capabilities.py)
 supports_batch  # unused variable (harness/adapters/capabilities.py)
 supports_chunked_prefill  # unused variable (harness/adapters/capabilities.py)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import multiprocessing.sharedctypes  # noqa: F401 - before any inline run too: tests/project/test_inline_runs.py
 import os
 import shutil
@@ -28,6 +29,26 @@ os.environ.pop("GITHUB_STEP_SUMMARY", None)
 def cache_dir() -> Path:
     """The real model cache (``$HARNESS_CACHE_DIR`` or ~/.cache/harness): conversions are reused."""
     return sources.cache_dir()
+
+
+@pytest.fixture(scope="session")
+def _calibrations(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("canary-calibrations")
+
+
+@pytest.fixture(autouse=True)
+def calibration_file(_calibrations, monkeypatch) -> Path:
+    """Each test's own stored canary calibration (``harness.measure.calibration_store``): a test that injects
+    canary readings never leaves them in the real cache, nor reuses another test's. Subprocess runs use the
+    real cache, with real readings."""
+    from harness.measure import calibration_store
+
+    where = _calibrations / f"calibration-{next(_COUNTER)}.json"
+    monkeypatch.setattr(calibration_store, "path", lambda cache_dir=None: where)
+    return where
+
+
+_COUNTER = itertools.count()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The adapter protocol: what every engine implements so that a new engine is one file.
 
 The capability flags live in ``harness.adapters.capabilities``, the timed result of ``generate`` and the
-clock in ``harness.adapters.trace``, what ``trusted_twin`` returns in ``harness.adapters.trusted_twin``.
+clock in ``harness.adapters.trace``, what ``trusted_twin`` returns in ``harness.adapters.trusted_twin``, what
+``hidden_states`` and ``beam_search`` return in ``harness.adapters.check_outputs``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
+from harness.adapters.check_outputs import Activations, Beam
 from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.trace import GenerationTrace
 from harness.adapters.trusted_twin import Twin
@@ -38,37 +40,6 @@ class LoadSettings:
     # The point's draft model (speculative: {draft: ...}), resolved and checked to share the target's
     # tokenizer (harness.run.steps.draft); None for every other point.
     draft: Optional[ResolvedModel] = None
-
-
-@dataclass
-class Activations:
-    """What ``hidden_states`` may return instead of a plain list: each component's fp32 output [seq,
-    hidden] (logits [seq, vocab]) of one forward, in forward order. As a sequence it is the plain list
-    (the embeddings, then each decoder layer's output), so callers of the list form keep working."""
-
-    embedding: np.ndarray
-    layers: list[np.ndarray]
-    final_norm: Optional[np.ndarray] = None  # the last decoder layer's output after the final norm
-    logits: Optional[np.ndarray] = None
-
-    def __len__(self) -> int:
-        return 1 + len(self.layers)
-
-    def __getitem__(self, index):
-        return [self.embedding, *self.layers][index]
-
-    def __iter__(self):
-        return iter([self.embedding, *self.layers])
-
-
-@dataclass(frozen=True)
-class Beam:
-    """The best sequence of a beam search (``Adapter.beam_search``): its new tokens and the engine's own score
-    of it (HF's convention: the sum of its tokens' log-probabilities over ``length ** length_penalty``)."""
-
-    tokens: list[int]
-    score: float
-    length_penalty: float
 
 
 class Adapter(Capabilities, ABC):
@@ -129,6 +100,13 @@ class Adapter(Capabilities, ABC):
         quantization is ``none``, where that is not ``model.dtype`` (llama.cpp runs a GGUF's own file type,
         OpenVINO the device plugin's inference precision): the point id and the report say it. Decided
         before anything loads; None: ``model.dtype``."""
+        return None
+
+    @classmethod
+    def model_reason(cls, spec) -> Optional[str]:
+        """Why this adapter will skip ``spec`` (a ``ModelSpec``) on every point, found without loading weights
+        (llama.cpp's converter refusing its architecture): ``harness check`` says so before any point runs.
+        None: it will try."""
         return None
 
     @abstractmethod

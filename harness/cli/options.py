@@ -122,6 +122,13 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
         "measurement.launches",
     )
     add(
+        f"--{prefix}recalibrate",
+        dest="harness_recalibrate",
+        action="store_true",
+        help="take the machine-speed canary's calibration afresh (about 3 s) rather than reuse the one an "
+        "earlier run stored for this machine in the cache dir (reused for 24 h after a one-reading check)",
+    )
+    add(
         f"--{prefix}timeout",
         dest="harness_timeout",
         type=bounded(float, 1, MAX_TIMEOUT_S, "seconds"),
@@ -183,6 +190,7 @@ def runner_from(options, check: bool = True, log=lambda message: None, **overrid
         refresh_reference=options.harness_refresh_reference,
         isolation=options.harness_isolation,
         launches=_launches(options.harness_launches),
+        recalibrate=getattr(options, "harness_recalibrate", False),
         allow_remote_code=options.harness_trust_remote_code,
         energy=not options.harness_no_energy,
         limits=Limits(options.harness_timeout, options.harness_memory_limit_mb),

@@ -33,14 +33,19 @@ class Drift(Part):
 
 
 class CanaryCalibration(Part):
-    """The machine's canary time at the start of a run (``harness.measure.canary.calibrate``), stored in the
-    record's environment under ``canary``."""
+    """The machine's canary time (``harness.measure.canary.calibrate``), taken at the start of a run or
+    reused from an earlier run on the same machine, stored in the record's environment under ``canary``."""
 
     seconds: float  # the median of the readings
     readings_s: list[float] = Field(default_factory=list)
     workload: str = ""
     attempts: int = 1  # calibrations taken: one more each time the readings spread too far
     disturbed: Optional[str] = None  # why this calibration is not the quiet machine's speed; None: it is
+    taken_at: Optional[str] = None  # when it was taken (ISO 8601, UTC); None: an older record
+    # True: taken by an earlier run on this machine and reused (``harness.measure.calibration_store``),
+    # after ``check_s``, one reading at this run's start, agreed with it
+    reused: bool = False
+    check_s: Optional[float] = None
 
 
 class CanaryReading(Part):

@@ -60,7 +60,8 @@ class PointRunner:
         return self.plans[key]
 
     def _calibrate_canary(self, launch: Optional[Record] = None) -> None:
-        """The machine's speed now, once per run, before any point (a gate-only run times nothing); again
+        """The machine's speed, once per run, before any point (a gate-only run times nothing; a stored
+        calibration is reused, ``harness.measure.calibration_store``); again
         (at most ``MAX_RECALIBRATIONS`` times a run) when ``launch``'s canary beat it at both edges."""
         if self.settings.correctness_only:
             return
@@ -68,11 +69,11 @@ class PointRunner:
         why = canary.disturbed_by(launch, old)
         if launch is not None and (why is None or self.recalibrations >= canary.MAX_RECALIBRATIONS):
             return
-        made = self.caches.calibrate_canary(again=why is not None)
+        made = self.caches.calibrate_canary(again=why is not None, settings=self.settings, log=self.log)
         if made is not None and why:
             self.recalibrations += 1
             self.launcher.close()  # a kept worker holds the old calibration
-        if made is not None and (why or made.attempts > 1):
+        if made is not None and (why or (made.attempts > 1 and not made.reused)):
             self.log(canary.message(why, old, made))
 
     def run_point(

@@ -39,6 +39,7 @@ class RunSettings:
     isolation: str = "none"
     limits: Limits = field(default_factory=Limits)
     launches: Optional[int] = None
+    recalibrate: bool = False  # take the canary's calibration afresh, not this machine's stored one
 
     @property
     def reference_store(self) -> Path:

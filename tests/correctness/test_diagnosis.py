@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.adapters.base import Activations, LoadSettings
+from harness.adapters.base import LoadSettings
+from harness.adapters.check_outputs import Activations
 from harness.adapters.hf import HFAdapter
 from harness.correctness import diagnosis, gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore

@@ -16,7 +16,8 @@ from __future__ import annotations
 from importlib.util import find_spec
 from typing import Optional, Sequence
 
-from harness.adapters.base import Adapter, Beam, LoadSettings
+from harness.adapters.base import Adapter, LoadSettings
+from harness.adapters.check_outputs import Beam
 from harness.adapters.hf import activations, torch_device
 from harness.adapters.hf.expert_routing import HFExpertRouting
 from harness.adapters.hf.step_logits import HFStepLogits

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.adapters.base import Activations
+from harness.adapters.check_outputs import Activations
 
 
 def hidden_states(adapter, tokens: Sequence[int], decode: bool = False):

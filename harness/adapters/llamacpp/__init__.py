@@ -38,6 +38,7 @@ from harness.adapters.engine_options import AdapterOptions
 from harness.adapters.llamacpp import speculative
 from harness.adapters.llamacpp.buffers import extra_buffer_types, model_params
 from harness.adapters.llamacpp.gguf_files import FTYPES, GgufFiles
+from harness.adapters.llamacpp.text_api import LlamaTextApi
 from harness.adapters.llamacpp.twin import LlamaSteps
 from harness.adapters.trace import GenerationTrace, now_ns
 
@@ -55,7 +56,7 @@ class LlamaCppOptions(AdapterOptions):
     )
 
 
-class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the trusted twin
+class LlamaCppAdapter(GgufFiles, LlamaTextApi, LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, shared with the twin
     name = "llamacpp"
     Options = LlamaCppOptions
     devices = ("cpu", "gpu")
@@ -87,6 +88,12 @@ class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaS
         if not llama_cpp.llama_supports_gpu_offload():
             return "this llama-cpp-python build has no GPU backend (rebuild with CMAKE_ARGS=-DGGML_CUDA=on or similar)"
         return None
+
+    @classmethod
+    def model_reason(cls, spec) -> Optional[str]:
+        from harness.adapters.llamacpp import preflight  # the converter's own architecture lookup
+
+        return preflight.reason(spec)
 
     @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:
@@ -128,8 +135,10 @@ class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaS
         path = self._source_gguf(model, cache)
         from harness.adapters.llamacpp.converter import Conversion
 
-        conversion = Conversion.read(path) if model.gguf_path is None else None
+        given = model.given_for(self.name)
+        conversion = Conversion.read(path) if model.gguf_path is None and given is None else None
         self._conversion = asdict(conversion) if conversion else None
+        self._artefact = given.record() if given else None
         if point.quantization != "none":
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
@@ -140,7 +149,9 @@ class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaS
 
         self.extra_buffer_types = extra_buffer_types(options.extra_buffer_types, cpu_flags())
         start = now_ns()
-        with model_params(self.extra_buffer_types[0]):
+        from harness.errors import step
+
+        with model_params(self.extra_buffer_types[0]), step(path, "llama.cpp model load"):
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=self._context(point, settings),
@@ -219,24 +230,7 @@ class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaS
             llm.eval([token])
         return tokens
 
-    # --- the engine's own text path (harness.correctness.text_path) ------------------------------
-
-    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
-        # as create_completion tokenizes a text prompt: the vocabulary's BOS, special-token text parsed
-        return self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
-
-    def detokenize(self, ids: Sequence[int]) -> str:
-        return self.llm.detokenize(list(ids)).decode("utf-8", errors="replace")
-
-    def chat_prompt(self, messages: Sequence[dict]) -> str:
-        from harness.adapters.llamacpp.chat import rendered
-
-        return rendered(self.llm, list(messages))
-
-    def chat_template_source(self) -> str:
-        from harness.adapters.llamacpp.chat import source
-
-        return self._chat_source or source(self.llm)
+    # the engine's own text path (tokenize, chat_prompt, ...): LlamaTextApi (harness.adapters.llamacpp.text_api)
 
     def runs_quantized(self, point) -> bool:
         from harness.adapters.llamacpp import gguf_export
@@ -275,6 +269,7 @@ class LlamaCppAdapter(GgufFiles, LlamaSteps, Adapter):  # prefill/decode: LlamaS
             extra={
                 "gguf": str(self.path),
                 "converter": self._conversion,  # what made the GGUF from the checkpoint; None for a GGUF source
+                "artefact": self._artefact,  # the scenario's own GGUF (model.artefacts.llamacpp): path, sha256
                 "file_type": gguf_export.file_type(self.path),
                 "quantization_detail": gguf_export.tensor_types(self.path),
                 "n_ctx": self.llm.n_ctx(),

@@ -1,6 +1,6 @@
-"""The ``llamacpp`` adapter's GGUF files: the source GGUF (the model's own, or converted from a checkpoint by
-llama.cpp's ``convert_hf_to_gguf.py``: ``converter``), quantized to a point's level by llama.cpp's quantizer, and
-the draft model's. Each is built once into the cache, keyed by what made it."""
+"""The ``llamacpp`` adapter's GGUF files: the source GGUF (the scenario's own artefact, the model's own, or
+converted from a checkpoint by llama.cpp's ``convert_hf_to_gguf.py``: ``converter``), quantized to a point's
+level by llama.cpp's quantizer, and the draft model's. Each is built once into the cache, keyed by what made it."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ class GgufFiles:
     """The GGUF a point loads; ``self._figures`` (the adapter's load figures) gets the quantizer's time."""
 
     def _source_gguf(self, model, cache: Path) -> Path:
+        given = model.given_for(self.name)  # the scenario's own GGUF (model.artefacts.llamacpp), run as is
+        if given is not None:
+            return given.path
         if model.gguf_path is not None:
             return Path(model.gguf_path)
         from harness.adapters.llamacpp import converter

@@ -13,6 +13,7 @@ from harness.errors import StepFailed
 from harness.models import sources
 from harness.records import environment
 from harness.records.samples import CanaryCalibration
+from harness.run.settings import RunSettings
 from harness.scenario.schema import Scenario
 
 
@@ -39,13 +40,21 @@ class Caches:
             return {**self._environment, "canary": self.canary.model_dump()}
         return self._environment
 
-    def calibrate_canary(self, again: bool = False) -> Optional[CanaryCalibration]:
-        """Time the machine-speed canary once, at the start of a timed run (``harness.measure.canary``), or
-        ``again`` when a launch showed the calibration was disturbed; the new calibration, None if none was made."""
+    def calibrate_canary(
+        self, again: bool = False, settings: Optional[RunSettings] = None, log: Optional[Callable[[str], None]] = None
+    ) -> Optional[CanaryCalibration]:
+        """The machine-speed canary's calibration at the start of a timed run: this machine's stored one
+        when a reading now agrees with it, else taken afresh (``harness.measure.calibration_store``;
+        ``settings.recalibrate`` forces that); taken ``again`` when a launch showed it was disturbed. The
+        new calibration, None if none was made."""
         if self.canary is None or again:
-            from harness.measure import canary
+            from harness.measure import calibration_store
 
-            self.canary = canary.calibrate()
+            settings, say = settings or RunSettings(), log or (lambda message: None)
+            if again:
+                self.canary = calibration_store.fresh(settings.cache_dir, say)
+            else:
+                self.canary = calibration_store.start(settings.cache_dir, settings.recalibrate, say)
             return self.canary
         return None
 
