@@ -99,6 +99,7 @@ TABLE: dict[str, Tier] = {
     "cli/test_write_failures.py": A,
     "correctness/test_bucket_tiers.py": U,
     "correctness/test_dequantized_check.py": E,
+    "correctness/test_dequantized_bias.py": E,
     "correctness/test_dequantized_model.py": A,
     "correctness/test_dequantized_model_openvino.py": Tier(
         "acceptance",
@@ -147,6 +148,7 @@ TABLE: dict[str, Tier] = {
     "correctness/test_not_judged.py": A,
     "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
+    "correctness/test_weight_bias.py": U,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
     "correctness/test_text_path_openvino.py": A,
