@@ -6,6 +6,7 @@ tensor, block and kind, however small next to the rounding."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harness.correctness import dequantized, weight_bias
 from harness.models.stored_weights import Tensor
@@ -65,14 +66,14 @@ def test_one_block_shifted_by_one_step_fails_naming_the_block():
     assert any(r.startswith("dequantized artefact (bias): layers.2.weight row 5 block 3") for r in found.reasons)
 
 
-def test_a_layers_scale_a_few_percent_off_fails_naming_the_tensor():
+@pytest.mark.parametrize("factor", [1.1, 0.9])
+def test_a_layers_scale_a_few_percent_off_fails_naming_the_tensor(factor):
     reference = model()
-    for factor in (1.1, 0.9):
-        values_of = lambda n, w: q4_blocks(w, scale=factor if n == "layers.1.weight" else 1.0)  # noqa: E731
-        found = dequantized.audit(reference, stored(reference, "Q4_0", values_of, 32))
-        assert found.ratio < found.fail_factor and found.bias.verdict == "fail", found
-        assert found.bias.kind == "scale" and found.bias.worst == "layers.1.weight (every row, Q4_0)"
-        assert found.bias.ratio > 3 and np.sign(found.bias.effect) == np.sign(factor - 1), found.bias
+    values = {n: q4_blocks(w, scale=factor if n == "layers.1.weight" else 1.0) for n, w in reference.items()}
+    found = dequantized.audit(reference, stored(reference, "Q4_0", lambda n, w: values[n], 32))
+    assert found.ratio < found.fail_factor and found.bias.verdict == "fail", found
+    assert found.bias.kind == "scale" and found.bias.worst == "layers.1.weight (every row, Q4_0)"
+    assert found.bias.ratio > 3 and np.sign(found.bias.effect) == np.sign(factor - 1), found.bias
 
 
 def test_a_per_channel_zero_point_off_by_one_fails_its_row():
