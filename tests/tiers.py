@@ -151,6 +151,7 @@ TABLE: dict[str, Tier] = {
     "correctness/test_weight_bias.py": U,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
+    "correctness/test_batch_padding.py": Tier("acceptance", {"test_every_row_but_the_first_is_padded": "unit"}),
     "correctness/test_text_path_openvino.py": A,
     "correctness/test_verdict_arithmetic.py": U,
     "history/test_changepoint_decisions.py": U,

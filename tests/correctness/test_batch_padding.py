@@ -33,7 +33,6 @@ def leak():
     yield from registered((LeakedPadding,))
 
 
-@pytest.mark.unit
 def test_every_row_but_the_first_is_padded():
     assert batch.lengths(6, 2) == [6, 3]
     assert batch.lengths(30, 4) == [30, 25, 20, 15]
