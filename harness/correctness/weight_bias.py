@@ -40,11 +40,15 @@ ALPHA = 1e-3  # family-wise: the chance that a clean artefact's largest statisti
 # 0.5. Clean artefacts stay under the t line (ratio 0.66-0.73 on tiny-llama, every format); this line keeps
 # a huge tensor's harmless lean (clamping at a grid's end, f16 scales) from failing on significance alone.
 EFFECT_LINE = 0.15
+# The least noise a block is credited with, relative to its weights' root mean square: a bf16 ulp. A
+# checkpoint converted from the artefact itself (the default Gemma 3 270M from its Q4_K_M GGUF) differs
+# from it by bf16 rounding alone, which on a few grid values is as coherent as a lean but no converter's.
+STORAGE_NOISE = 2.0**-8
 KINDS = ("offset", "scale")
 METHOD = (
     "sign of the error per quantization block, pooled per row and tensor: mean error (offset) and error along "
     f"the weight (scale) over their noise; fails past a Bonferroni t line (alpha {ALPHA:g}) and an effect of "
-    f"{EFFECT_LINE:g} rounding-noise units"
+    f"{EFFECT_LINE:g} rounding-noise units (at least {STORAGE_NOISE:g} of the block's rms)"
 )
 
 
@@ -78,18 +82,18 @@ def block_size(tensor: Tensor, width: int) -> int:
 def _stats(e: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
     """Per block (the last axis) of errors ``e`` on weights ``w``: the offset and scale statistics."""
     size = e.shape[-1]
+    floor = STORAGE_NOISE * np.sqrt((w * w).mean(axis=-1))
     mean = e.mean(axis=-1)
-    sd = e.std(axis=-1, ddof=1) if size > 1 else np.zeros_like(mean)
+    sd = np.maximum(e.std(axis=-1, ddof=1) if size > 1 else 0.0, floor)
     power = (w * w).sum(axis=-1)
     along = (e * w).sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = np.where(power > 0, along / power, 0.0)  # the error's gain on the weight: a scale off by 1 + slope
         rest = (e - slope[..., None] * w).std(axis=-1, ddof=1) if size > 1 else np.zeros_like(mean)
-        offset = mean * np.sqrt(size) / sd
-        scale = slope * np.sqrt(power) / rest
-        # no noise: an exact copy (no error, no statistic) or an exact shift (error and no noise: unbounded)
-        offset = np.where(sd > 0, offset, np.where(mean == 0, 0.0, np.copysign(np.inf, mean)))
-        scale = np.where(rest > 0, scale, np.where(along == 0, 0.0, np.copysign(np.inf, along)))
+        rest = np.maximum(rest, floor)
+        # an all-zero block (no floor): no error is no statistic, an error there is a shift from nothing
+        offset = np.where(sd > 0, mean * np.sqrt(size) / sd, np.where(mean == 0, 0.0, np.copysign(np.inf, mean)))
+        scale = np.where(rest > 0, slope * np.sqrt(power) / rest, 0.0)
     return {"offset": offset, "scale": scale}
 
 

@@ -144,7 +144,7 @@ def test_harness_run_and_verify_fail_a_layers_scale_by_bias(write_scenario, tmp_
     for label in faults_gguf.SUBTLE:
         for quant in ("int8_sym", "int4_sym"):
             assert re.search(
-                rf"^FAIL   scenario::llamacpp-{label}-cpu-{quant}: .*dequantized artefact fail \(\d\.\dx\), "
+                rf"^FAIL   scenario::llamacpp-{label}-cpu-{quant}: .*dequantized artefact fail \([\d.]+x\), "
                 r"bias fail \(scale \d+\.\dx line\)",
                 out,
                 re.M,
