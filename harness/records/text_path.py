@@ -79,14 +79,14 @@ class BatchInvariance(Check):
 
     batch_size: Optional[int] = None
     kl_max: Optional[float] = None  # max over sequences of KL(alone || in the batch), full vocabulary
-    kl_limit: Optional[float] = None  # the highest row's limit: limit_factor x its floor
+    kl_limit: Optional[float] = None  # limit_factor x noise_floor (absolute 0.01 where the gate has no floor)
     top1_agreement: Optional[float] = None  # share of sequences whose top-1 is the same
     failing_sequences: list[int] = Field(default_factory=list)
     lengths: list[int] = Field(default_factory=list)  # each sequence's prompt length (the shorter ones padded)
     padding: Optional[str] = None  # how the engine pads a batch ("left"), from Adapter.batch_padding
     kls: list[float] = Field(default_factory=list)  # per sequence: KL(alone || in the batch)
-    floors: list[float] = Field(default_factory=list)  # per sequence: KL(alone || in a batch of itself, unpadded)
-    kl_ratio_max: Optional[float] = None  # max over sequences of KL over its floor (at least MIN_FLOOR)
+    noise_floor: Optional[float] = None  # the point's KL floor (Correctness.noise_floor) the limit is relative to
+    kl_ratio_max: Optional[float] = None  # kl_max over noise_floor
     limit_factor: Optional[float] = None
 
 

@@ -1,6 +1,6 @@
 """Batch invariance that scales with length (#39): a batch of prompts of different lengths, left-padded as
 transformers' ``generate`` pads a decoder-only batch, each row judged against the same prompt alone with a
-limit relative to the batch's own rounding (the prompt repeated, unpadded) instead of an absolute KL.
+limit relative to the point's KL floor instead of an absolute KL.
 One row's padding left unmasked (``tests/faults.py``: ``LeakedPadding``) fails at a 6-token and at a
 30-token prompt through ``harness verify``; the clean mixed-length batches pass."""
 
@@ -56,5 +56,6 @@ def test_one_rows_leaked_padding_fails_at_short_and_long_prompts(write_scenario,
         assert clean.kl_ratio_max < batch.LIMIT_FACTOR, clean
         assert leaked.verdict == "fail" and leaked.failing_sequences == [1], leaked
         assert leaked.kl_ratio_max >= 3 * batch.LIMIT_FACTOR, leaked  # 3x past its line
-        assert re.search(rf"^FAIL +scenario::hf-leaked-padding\S*p{length}\S*: .*batch fail", out, re.M), out
-        assert re.search(rf"^PASS +scenario::hf-\S*p{length}\S*: .*batch pass", out, re.M), out
+        assert re.search(rf"^FAIL +scenario::hf-leaked-padding-\S*-prompt{length}-bs2: .*batch fail", out, re.M), out
+        assert re.search(rf"^PASS +scenario::hf-cpu-\S*-prompt{length}-bs2: .*batch pass", out, re.M), out
+        assert leaked.noise_floor == clean.noise_floor and leaked.kl_limit == batch.LIMIT_FACTOR * clean.noise_floor

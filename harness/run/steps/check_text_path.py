@@ -44,7 +44,7 @@ def check_text_path(
         tokenizer=text_path.tokenizer_agreement(adapter, tokenizer, texts, arbiter, metadata),
         chat_template=text_path.chat_template(adapter, template, tokenizer),
         free_text=text_path.free_text(adapter, reference, tokenizer, template, resolved.scenario.gate.k),
-        batch=batch.check(adapter, batch_prompts(resolved)),
+        batch=batch.check(adapter, batch_prompts(resolved), correctness.noise_floor),
     )
     update: dict = {"text_path": path}
     failed = text_path.reasons(path)
