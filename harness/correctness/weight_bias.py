@@ -202,7 +202,8 @@ def reason(found: WeightBias) -> str:
         "scale": "proportional to the weights (a scale off)",
     }[found.kind]
     return (
-        f"dequantized artefact (bias): {found.worst} has a {found.kind} bias, its error {what}: "
+        f"dequantized artefact (bias): {found.worst} has {'an' if found.kind == 'offset' else 'a'} {found.kind} "
+        f"bias, its error {what}: "
         f"{found.effect:+.2f} rounding-noise units (line {found.effect_line:g}), statistic {found.statistic:+.1f} "
         f"(line {found.t_line:.1f}), {found.ratio:.1f}x past both: a converter bug however small next to rounding"
     )
