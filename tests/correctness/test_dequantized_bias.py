@@ -165,3 +165,17 @@ def test_harness_run_fails_an_int8_asym_zero_point_off_by_one(write_scenario, tm
     assert audit.bias.verdict == "fail" and audit.bias.kind == "offset" and audit.bias.ratio >= 3, audit.bias
     assert audit.bias.worst.startswith("model.layers.1.mlp.down_proj.weight"), audit.bias
     assert any(reason.startswith("dequantized artefact (bias): model.layers.1.mlp") for reason in broken.reasons)
+
+
+@needs_llama
+def test_the_default_models_k_quant_gguf_reads_back_without_bias(cache_dir):
+    """K-quants (Q4_K and Q6_K sub-blocks) on Gemma 3 270M's own Q4_K_M GGUF, whose checkpoint is converted
+    from it: the two differ by bf16 rounding alone, which the storage-noise floor keeps from reading as a lean."""
+    from harness.models import sources
+    from harness.scenario.schema import ModelSpec
+
+    gemma = sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
+    reference, stored = read(gemma.gguf_path, gemma.hf_dir)
+    assert {"Q4_K", "Q6_K"} <= {tensor.stored_type for tensor in stored.values()}
+    found = dequantized.audit(reference, stored)
+    assert found.verdict == "pass" and found.bias.verdict == "pass" and found.bias.ratio < 1, found.bias
