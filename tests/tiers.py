@@ -101,6 +101,14 @@ TABLE: dict[str, Tier] = {
     "cli/test_write_failures.py": A,
     "correctness/test_bucket_tiers.py": U,
     "correctness/test_dequantized_check.py": E,
+    "correctness/test_dequantized_bias.py": Tier(
+        "engine",
+        {
+            "test_harness_run_and_verify_fail_a_layers_scale_by_bias": "acceptance",
+            "test_harness_run_fails_an_int8_asym_zero_point_off_by_one": "acceptance",
+        },
+        slow=("test_the_default_models_k_quant_gguf_reads_back_without_bias",),
+    ),
     "correctness/test_dequantized_model.py": A,
     "correctness/test_dequantized_model_openvino.py": Tier(
         "acceptance",
@@ -151,8 +159,10 @@ TABLE: dict[str, Tier] = {
     "correctness/test_not_judged.py": A,
     "correctness/test_reference_identity.py": A,
     "correctness/test_same_weights.py": E,
+    "correctness/test_weight_bias.py": U,
     "correctness/test_stepwise.py": U,
     "correctness/test_text_path.py": A,
+    "correctness/test_batch_padding.py": Tier("acceptance", {"test_every_row_but_the_first_is_padded": "unit"}),
     "correctness/test_text_path_openvino.py": A,
     "correctness/test_verdict_arithmetic.py": U,
     "history/test_changepoint_decisions.py": U,
