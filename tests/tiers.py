@@ -205,6 +205,7 @@ TABLE: dict[str, Tier] = {
     "project/test_one_address.py": U,
     "project/test_tiers.py": U,
     "project/test_tooling.py": A,
+    "pytest_plugin/test_nightly_selection.py": A,
     "pytest_plugin/test_baseline_verdict_options.py": A,
     "pytest_plugin/test_collection_reach.py": A,
     "pytest_plugin/test_exit_codes.py": A,

@@ -103,3 +103,12 @@ def test_a_bad_budget_is_refused_with_what_was_expected(write_scenario, capsys, 
         cli.main(["plan", str(path), "--budget", "soon"])
     assert exited.value.code == 2
     assert "'soon': expected a positive duration such as 90s, 45m or 2h" in capsys.readouterr().err
+
+
+def test_run_gate_prompts_runs_that_many_gate_prompts(write_scenario, tmp_path, capsys, tiny_llama, reference_dir):
+    gate = {"prompts": "all", "tokens": 4, "length": "short"}  # 16 prompts, cut to 2
+    path = write_scenario(tiny(name="sweep", gate=gate, sweep={"adapter": ["hf"]}))
+    ran(tmp_path, path, "--gate-prompts", "2", "--reference-dir", str(reference_dir))
+    record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
+    kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
+    assert sorted(kind for kind in kinds if kind in ("plain", "chat")) == ["chat", "plain"], kinds  # the ci pair
