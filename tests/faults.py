@@ -257,3 +257,38 @@ class BeamCacheNotReordered(HFAdapter):
     def load(self, model, point, settings):
         super().load(model, point, settings)
         self.model._reorder_cache = lambda cache, beam_idx: cache  # generate() calls it instead of reorder_cache
+
+
+class DigitPositionsNoise(HFAdapter):
+    """The final hidden state of every position fed a token whose piece holds a digit is perturbed by fixed
+    seeded noise of ``scale`` times its size (a kernel path that only numbers take): the logits after a digit
+    are off, every other position exact. Only what is predicted after a digit moves (mostly the next digit),
+    so the fault averages away among the words unless the gate looks per token class."""
+
+    scale = 0.15
+
+    def load(self, model, point, settings):
+        super().load(model, point, settings)
+        torch = self._torch
+        tokenizer = model.tokenizer()
+        vocab = tokenizer.get_vocab_size()
+        digits = torch.tensor([any(c.isdecimal() for c in tokenizer.decode([i])) for i in range(vocab)])
+        hidden = self.model.config.hidden_size
+        noise = torch.randn(vocab, hidden, generator=torch.Generator().manual_seed(0))
+        fed = {}
+
+        def remember(module, args, kwargs):
+            fed["ids"] = kwargs.get("input_ids")
+            return args, kwargs
+
+        def perturb(module, args, output):
+            ids = fed.get("ids")
+            if ids is None:
+                return output
+            mask = digits[ids.cpu()].to(output.device)[..., None]
+            size = output.float().norm(dim=-1, keepdim=True) / hidden**0.5
+            shift = noise[ids.cpu()].to(output.device) * size * self.scale
+            return (output.float() + mask * shift).to(output.dtype)
+
+        _decoder(self.model).register_forward_pre_hook(remember, with_kwargs=True)
+        _decoder(self.model).norm.register_forward_hook(perturb)

@@ -138,6 +138,8 @@ TABLE: dict[str, Tier] = {
     "correctness/test_speculative_gate.py": A,
     "correctness/test_speculative_verdict.py": U,
     "correctness/test_gate_timed_path.py": A,
+    "correctness/test_gate_token_classes.py": A,
+    "correctness/test_token_classes.py": U,
     "correctness/test_lengths.py": Tier(
         "unit",
         {

@@ -69,7 +69,7 @@ def verdict_line(name: str, gate) -> str:
     parts.append(f"first divergence {gate.free_divergence_index}")
     if gate.text_path is not None:
         parts.append(f"text path: {gate.text_path.summary()}")
-    for label, check in (("beams", gate.beams), ("stopping", gate.stopping)):
+    for label, check in (("token classes", gate.classes), ("beams", gate.beams), ("stopping", gate.stopping)):
         if check is not None and check.skipped is None:
             parts.append(f"{label} {check.summary()}")
     line = f"{gate.verdict.upper():<6} {name}: {', '.join(parts)}"

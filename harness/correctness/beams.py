@@ -22,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import on_own_text
 from harness.correctness.logprobs import coarse_kl, iter_forced_logprobs, top_ids, top_row
 from harness.correctness.stored_reference import Reference
 from harness.errors import Unsupported
@@ -64,7 +64,7 @@ def check(adapter, reference_engine, reference: Reference, width: int, tokens: i
     all_kls: list[float] = []
     skipped_prompts: list[str] = []
     for index, ref in enumerate(reference.prompts):
-        if is_long(ref.kind):
+        if on_own_text(ref.kind):
             continue
         try:
             engine = adapter.beam_search(ref.prompt_ids, tokens, width)

@@ -26,6 +26,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from harness.correctness.stored_reference import Reference
+from harness.models.prompts import COPY
 from harness.records.correctness import Correctness
 from harness.records.gate_diagnosis import Component, Diagnosis, InputIds
 
@@ -34,7 +35,9 @@ def compare_input_ids(engine_ids: Optional[Callable[[int], list[int]]], referenc
     """``engine_ids(i)``: the ids the engine's own text path gives gate prompt i (None: it has none)."""
     if engine_ids is None:
         return InputIds(prompt=index, not_compared="the engine exposes no tokenizer of its own: it was fed these ids")
-    ours, theirs = list(engine_ids(index)), list(reference.prompts[index].prompt_ids)
+    ref = reference.prompts[index]
+    # a copy prompt's text is its prompt ids and its teacher-forced tokens together
+    ours, theirs = list(engine_ids(index)), list(ref.prompt_ids) + (list(ref.tokens) if ref.kind == COPY else [])
     if ours == theirs:
         return InputIds(prompt=index, agree=True)
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))

@@ -28,7 +28,7 @@ import numpy as np
 from harness.correctness import kl as kl_stats
 from harness.correctness import positions, prefill
 from harness.correctness.kl import MIN_FLOOR
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import is_long, on_own_text
 from harness.correctness.outcome import NotRun, decide, failed_rules
 from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
 from harness.correctness.stored_reference import Reference
@@ -84,7 +84,7 @@ def evaluate(adapter, reference: Reference, settings: GateSettings, on_prompt=No
         )
         if settings.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
             prefill.check(adapter, index, ref, settings.k, result)
-        if settings.mode in ("free", "both") and not is_long(ref.kind):  # long prompts: teacher-forced only
+        if settings.mode in ("free", "both") and not on_own_text(ref.kind):  # teacher-forced only
             ok, divergence, matched, detail = free_running(adapter, index, ref, settings.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
             if detail is not None and not ok:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from harness.models.prompts import COPY
+
 LONG = "long"  # short head, every later position one decode step
 LONG_PREFILL = "long-prefill"  # prefill up to the last `tokens` positions, then decode steps
 KINDS = (LONG, LONG_PREFILL)
@@ -43,6 +45,12 @@ HEAD = 16  # positions a `long` prompt prefills before its decode steps
 def is_long(kind: str) -> bool:
     """Long prompts are teacher-forced on their own text: no greedy continuation to free-run against."""
     return kind in KINDS
+
+
+def on_own_text(kind: str) -> bool:
+    """Teacher-forced on the prompt's own text (long and copy prompts): its last positions are the text's, not
+    the reference's greedy choices, so no free-running, text-path, stopping or beam check runs on it."""
+    return is_long(kind) or kind == COPY
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ def head(kind: str, length: int, tokens: int) -> int:
 
 
 def split(kind: str, ids: Sequence[int], tokens: int) -> tuple[list[int], list[int]]:
-    """(prefilled head, teacher-forced tokens) of a long prompt's ids."""
-    cut = head(kind, len(ids), tokens)
+    """(prefilled head, teacher-forced tokens) of a long or copy prompt's ids (a copy prompt's last ``tokens``
+    positions are teacher-forced, as a ``long-prefill`` prompt's)."""
+    cut = head(LONG_PREFILL if kind == COPY else kind, len(ids), tokens)
     return list(ids[:cut]), list(ids[cut:])

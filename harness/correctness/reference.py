@@ -36,7 +36,7 @@ import numpy as np
 
 from harness.correctness import lengths, positions, prefill, stored_reference
 from harness.correctness.kl import phase_floors, position_floors
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import is_long, on_own_text
 from harness.correctness.logprobs import (
     coarse_kl,
     forced_steps,
@@ -116,7 +116,7 @@ class ReferenceStore:
             problems.append(f"model checksum {reference.model['checksum'][:12]}… != {model.checksum[:12]}…")
         if reference.model["tokenizer_sha256"] != tokenizer_sha256(model.hf_dir):
             problems.append("tokenizer.json differs")
-        if [p.prompt_ids + (p.tokens if is_long(p.kind) else []) for p in reference.prompts] != prompt_ids:
+        if [p.prompt_ids + (p.tokens if on_own_text(p.kind) else []) for p in reference.prompts] != prompt_ids:
             problems.append("prompt token ids differ")
         if problems:
             raise ReferenceMismatch(
@@ -191,7 +191,7 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
     references = []
     with hf_engine(model, settings.dtype, settings.threads, settings.device) as engine:
         for (kind, text), ids in zip(pairs, prompt_ids):
-            if is_long(kind):  # teacher-forced on its own text
+            if on_own_text(kind):  # teacher-forced on its own text
                 ids, tokens = lengths.split(kind, ids, settings.tokens)
                 tops, lps = forced_steps(engine, ids, tokens, settings.top_m)
             else:

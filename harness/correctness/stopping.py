@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import on_own_text
 from harness.correctness.stored_reference import PromptReference
 from harness.errors import Unsupported
 from harness.records.stopping import StopCheck, StopPrompt
@@ -86,7 +86,7 @@ def check(
     result = StopCheck(budget=budget, length_band=LENGTH_BAND)
     for source, refs in (("gate", gate_prompts), ("stop", stop_prompts)):
         for index, ref in enumerate(refs):
-            if is_long(ref.kind):
+            if on_own_text(ref.kind):
                 continue
             try:
                 device = adapter.generate_until_stop(ref.prompt_ids, budget)

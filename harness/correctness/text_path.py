@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import on_own_text
 from harness.correctness.stored_reference import Reference
 from harness.records.text_path import (
     ChatMismatch,
@@ -172,7 +172,7 @@ def free_text(adapter, reference: Reference, tokenizer, template: Optional[str],
     stop = reference.settings["eos_ids"]
     # The short prompts only: a long prompt is teacher-forced by the gate, and its greedy run would not fit
     # the context of a point sized for its own prompt (llama_decode fails with no KV slot).
-    short = [(index, ref) for index, ref in enumerate(reference.prompts) if not is_long(ref.kind)]
+    short = [(index, ref) for index, ref in enumerate(reference.prompts) if not on_own_text(ref.kind)]
     result = FreeText(prompts=len(short), length_band=LENGTH_BAND)
     for index, ref in short:
         ids = engine_prompt_ids(adapter, ref.kind, ref.text, template)

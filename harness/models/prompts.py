@@ -87,6 +87,20 @@ def stop_prompts() -> list[tuple[str, str]]:
     return [(DIALOGUE, json.dumps(messages, ensure_ascii=False)) for messages in gate_prompt_set()["stop"]]
 
 
+COPY = "copy"  # a copy-fidelity prompt: teacher-forced on its own text, whose end copies spans of its start
+
+
+def copy_prompts(count: int) -> list[tuple[str, str]]:
+    """(kind, text) of the first ``count`` shipped copy-fidelity prompts (``gate_prompts.json`` ``copy``):
+    serial numbers, an order, coordinates, a stock list, a JSON record (each written twice, so the second copy's
+    digits are what its last positions predict) and a function whose call copies its identifiers; densest in
+    digits first, each under 64 tokens of a small tokenizer."""
+    texts = gate_prompt_set()["copy"]
+    if count > len(texts):
+        raise ValueError(f"gate.copy_prompts {count}: {len(texts)} copy prompts are shipped")
+    return [(COPY, text) for text in texts[:count]]
+
+
 def chat_template(hf_dir: Path) -> str | None:
     """The checkpoint's chat template: ``chat_template.jinja`` (transformers 5) or tokenizer_config.json."""
     jinja = Path(hf_dir) / "chat_template.jinja"

@@ -14,6 +14,7 @@ from harness.records.gate_diagnosis import Diagnosis
 from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
+from harness.records.token_classes import ClassCheck
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
 # teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
@@ -281,6 +282,7 @@ class Correctness(Part):
     power: Optional[GatePower] = None
     beams: Optional[BeamCheck] = None  # points timed with beam_width > 1 (None: greedy points, older records)
     stopping: Optional[StopCheck] = None  # the engine's own stopping (None: older records)
+    classes: Optional[ClassCheck] = None  # KL per token class and the flip rate (None: older records)
 
     def failure_label(self) -> str:
         """What failed, by rule: "top-5 agreement", "drift rule", "KL tier and text path"; "gate" where the

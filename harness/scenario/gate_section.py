@@ -61,6 +61,13 @@ class Gate(Strict):
         description="the prefill phase: the last N prompt positions of every prompt, each prefilled on its own "
         "(harness.correctness.prefill; fewer on long prompts, which the record notes)",
     )
+    copy_prompts: int = Field(
+        0,
+        ge=0,
+        le=6,
+        description="copy-fidelity prompts added to the gate (gate_prompts.json copy: digits and identifiers "
+        "copied from the prompt), teacher-forced on their own text's last `tokens` positions",
+    )
     power: Optional[PositiveFloat] = Field(
         None,
         description="target detectable rise (x noise floor, above drift_factor): add prompts from the shipped "

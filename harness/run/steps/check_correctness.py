@@ -44,6 +44,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         if point is not None
         else None
     )
+    pairs = pairs + prompts.copy_prompts(spec.copy_prompts)
     if plan is not None:
         pairs = pairs + lengths.pairs(plan.count)
         ctx.log(f"gate length {plan.length} for {point.id}: {plan.why}")
@@ -97,6 +98,9 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
             return run_gate(wider), wider
 
         result, reference, found_power = widen(spec, result, reference, gate_selection(ctx, spec), rerun)
+    from harness.correctness import class_check
+
+    result = class_check.apply(result, reference, resolved.tokenizer, settings)
     part = result.model_copy(
         update={
             "reference": ReferenceInfo(

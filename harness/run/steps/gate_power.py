@@ -17,7 +17,7 @@ import math
 from typing import Callable
 
 from harness.correctness import paired_kl
-from harness.correctness.lengths import is_long
+from harness.correctness.lengths import on_own_text
 from harness.models import prompts
 from harness.records.correctness import GatePower
 
@@ -43,7 +43,7 @@ def widen(spec, result, reference, selection, rerun: Callable) -> tuple[object, 
         )
         if not positions:
             return result, reference, found.model_copy(update={"why": "no KL test ran"})
-        have = sum(not is_long(p.kind) for p in reference.prompts)  # the selection counts the short prompts
+        have = sum(not on_own_text(p.kind) for p in reference.prompts)  # the selection counts the short prompts
         if test is None:  # fewer positions than gate.min_positions: reach them first
             short = f"{positions} teacher-forced positions, fewer than gate.min_positions={spec.min_positions}"
             wanted = math.ceil(have * spec.min_positions / positions)
