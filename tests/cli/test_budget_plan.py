@@ -18,12 +18,14 @@ SPLIT = dict(process_start_s=0.0, imports_s=0.0, conversion_s=0.0, load_s=0.0, w
 def plan(capsys, *argv: str) -> tuple[int, str]:
     code = cli.main(["plan", *argv])
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.err + captured.out  # stdout last: the plan's closing line
 
 
-def ran(tmp_path, path, *options: str) -> None:
+def ran(tmp_path, capsys, path, *options: str) -> None:
     argv = ["run", str(path), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-progress"]
-    assert cli.main([*argv, "--no-energy", *options]) == 0
+    code = cli.main([*argv, "--no-energy", *options])
+    captured = capsys.readouterr()  # the run's own output, not the plan's
+    assert code == 0, captured.err + captured.out
 
 
 def cost_on_disk(tmp_path, point_id: str, gate_s: float, timed_s: float, scenario: str = "sweep") -> None:
@@ -47,7 +49,7 @@ def test_a_point_without_a_record_is_estimated_and_says_so(write_scenario, tmp_p
 
 def test_records_made_here_give_the_cost_and_the_detectable_change(write_scenario, tmp_path, capsys, fake_adapters):
     path = write_scenario(tiny(name="sweep", measurement={"launches": 3}))
-    ran(tmp_path, path)
+    ran(tmp_path, capsys, path)
     cost_on_disk(tmp_path, "fake-cpu-bf16", gate_s=0.0, timed_s=30.0)  # 10 s a launch
     code, out = plan(capsys, str(path), "--budget", "1h", "--results", str(tmp_path / "results"))
     assert code == 0, out
@@ -59,7 +61,7 @@ def test_records_made_here_give_the_cost_and_the_detectable_change(write_scenari
 
 def test_launches_come_down_to_the_minimum_then_points_are_left_out(write_scenario, tmp_path, capsys, fake_adapters):
     path = write_scenario(tiny(name="sweep", measurement={"launches": 5}, sweep={"batch_size": [1, 2]}))
-    ran(tmp_path, path)
+    ran(tmp_path, capsys, path)
     for point in ("fake-cpu-bf16-bs1", "fake-cpu-bf16-bs2"):
         cost_on_disk(tmp_path, point, gate_s=0.0, timed_s=50.0)  # 10 s a launch
     results = ("--results", str(tmp_path / "results"))
@@ -78,7 +80,7 @@ def test_launches_come_down_to_the_minimum_then_points_are_left_out(write_scenar
 
 
 def test_gate_prompts_come_down_before_launches(write_scenario, tmp_path, capsys, fake_adapters):
-    ran(tmp_path, write_scenario(tiny(name="sweep", measurement={"launches": 2})))
+    ran(tmp_path, capsys, write_scenario(tiny(name="sweep", measurement={"launches": 2})))
     cost_on_disk(tmp_path, "fake-cpu-bf16", gate_s=32.0, timed_s=20.0)  # 2 s a gate prompt, 10 s a launch
     gate = {"prompts": "all"}  # 16 prompts: the same point, now gated
     path = write_scenario(tiny(name="sweep", gate=gate, measurement={"launches": 2}), "gated.yaml")
@@ -108,7 +110,7 @@ def test_a_bad_budget_is_refused_with_what_was_expected(write_scenario, capsys, 
 def test_run_gate_prompts_runs_that_many_gate_prompts(write_scenario, tmp_path, capsys, tiny_llama, reference_dir):
     gate = {"prompts": "all", "tokens": 4, "length": "short"}  # 16 prompts, cut to 2
     path = write_scenario(tiny(name="sweep", gate=gate, sweep={"adapter": ["hf"]}))
-    ran(tmp_path, path, "--gate-prompts", "2", "--reference-dir", str(reference_dir))
+    ran(tmp_path, capsys, path, "--gate-prompts", "2", "--reference-dir", str(reference_dir))
     record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
     kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
     assert sorted(kind for kind in kinds if kind in ("plain", "chat")) == ["chat", "plain"], kinds  # the ci pair
