@@ -23,6 +23,7 @@ from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
 MIN_GATE_PROMPTS = 2  # the gate's ``ci`` set: one plain prompt, one chat
+DOES_NOT_FIT = "does not fit"  # how a point left out for the budget alone is described
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,7 @@ class Plan:
             options += ["--launches", str(self.launches)]
         if self.gate_prompts is not None:
             options += ["--gate-prompts", str(self.gate_prompts)]
-        for_budget = [p for p in self.left_out if p.cost.skips is None and not p.left_out.startswith("skips here")]
-        if for_budget:  # a point left out only for the budget: name the ones that fit
+        if any((p.left_out or "").startswith(DOES_NOT_FIT) for p in self.left_out):  # name the points that fit
             for p in self.chosen:
                 options += ["-k", p.point.id]
         return options
@@ -128,7 +128,7 @@ def make(
         prompts = p.cost.gate_prompts if g is None else min(g, p.cost.gate_prompts)
         seconds = p.cost.seconds(k, g)
         if seconds > left:
-            why = f"does not fit: needs about {seconds:.0f} s at {k} launch(es), {max(0.0, left):.0f} s of the budget left"
+            why = f"{DOES_NOT_FIT}: needs about {seconds:.0f} s at {k} launch(es), {max(0.0, left):.0f} s of the budget left"
             placed.append(Planned(p.scenario, p.point, p.cost, left_out=why))
             continue
         left -= seconds
