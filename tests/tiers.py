@@ -59,6 +59,8 @@ TABLE: dict[str, Tier] = {
     "adapters/test_hf.py": E,
     "adapters/test_architecture_matrix.py": Tier("engine", {"test_the_docs_table_is_the_matrix_the_tests_run": "unit"}),
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
+    "adapters/test_given_gguf.py": A,
+    "adapters/test_given_ir.py": A,
     "adapters/test_llamacpp_converter.py": Tier(
         "unit", {"test_an_architecture_the_converter_does_not_know_is_refused_in_one_line": "engine"}
     ),
@@ -191,6 +193,7 @@ TABLE: dict[str, Tier] = {
     "models/test_hostile_model_files.py": Tier(
         "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
     ),
+    "models/test_given_artefacts.py": U,
     "models/test_sources.py": Tier(
         "unit",
         {
@@ -309,6 +312,13 @@ TABLE: dict[str, Tier] = {
     "scenario/test_axes.py": U,
     "scenario/test_speculative_axis.py": U,
     "scenario/test_check_refuses_late_failures.py": U,
+    "scenario/test_check_names_skipping_points.py": Tier(
+        "unit",
+        {
+            "test_an_architecture_the_converter_refuses_is_a_point_that_will_skip": "acceptance",
+            "test_the_shipped_tiny_architectures_are_taken_by_the_converter": "acceptance",
+        },
+    ),
     "scenario/test_malformed_yaml.py": U,
     "scenario/test_sweep.py": Tier("unit", {"test_quantization_replaces_the_dtype_in_ids": "engine"}),
     "scenario/test_validation.py": Tier(

@@ -172,6 +172,13 @@ class Adapter(Capabilities, ABC):
         before anything loads; None: ``model.dtype``."""
         return None
 
+    @classmethod
+    def model_reason(cls, spec) -> Optional[str]:
+        """Why this adapter will skip ``spec`` (a ``ModelSpec``) on every point, found without loading weights
+        (llama.cpp's converter refusing its architecture): ``harness check`` says so before any point runs.
+        None: it will try."""
+        return None
+
     @abstractmethod
     def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
         """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""

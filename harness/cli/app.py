@@ -119,6 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _check(args) -> int:
+    from harness.run.preflight import will_skip
     from harness.scenario.sweep import expand
 
     for scenario in load_all(
@@ -126,8 +127,11 @@ def _check(args) -> int:
         allow_remote_code=True,  # check runs nothing
         max_points=args.harness_max_points,
     ):
-        for point in expand(scenario):
-            print(f"{scenario.name}::{point.id}")  # the spelling every other command uses
+        points = expand(scenario)
+        skips = will_skip(scenario, points)
+        for point in points:
+            skip = f"  will skip: {skips[point.id]}" if point.id in skips else ""
+            print(f"{scenario.name}::{point.id}{skip}")  # the spelling every other command uses
     return 0
 
 

@@ -85,14 +85,14 @@ def arbiter(adapter, model) -> tuple[Optional[Callable], dict[str, str]]:
         return None, {}
     found = metadata(Path(gguf))
     kind, pre = found.get("tokenizer.ggml.model"), found.get("tokenizer.ggml.pre")
-    if model.gguf_path is None:
+    if model.gguf_path is None and model.given_for(adapter.name) is None:
         found["source"] = "exported by the harness from the HF checkpoint"
         why = (
             f"the GGUF was exported from the checkpoint whose tokenizer is the reference: the export "
             f"(tokenizer.ggml.model {kind!r}, pre {pre!r}) is at fault"
         )
         return (lambda text, engine, ours: ("reference", why)), found
-    found["source"] = "the model's own GGUF"
+    found["source"] = "the model's own GGUF"  # its source, or the one the scenario gives llama.cpp
     if kind != "llama":
         why = f"BPE vocabulary (pre-tokenizer {pre!r}) with no third implementation here to decide"
         return (lambda text, engine, ours: ("undecided", why)), found

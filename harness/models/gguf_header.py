@@ -30,6 +30,7 @@ MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_NESTING = 4  # arrays of arrays; real files have none deeper than one
 DEFAULT_ALIGNMENT = 32
 _STRING, _ARRAY = 8, 9
+VOCABULARY = "tokenizer.ggml.tokens"  # the array whose length is the model's vocabulary size
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 # the fewest bytes a value of a type takes: what a claimed count is checked against before any walk
 _LEAST = {**{t: struct.calcsize(f) for t, f in _SCALARS.items()}, _STRING: 8, _ARRAY: 12}
@@ -48,11 +49,13 @@ class Header:
     keys: int
     architecture: str | None
     data_offset: int  # where the tensor data section starts
+    vocabulary: int | None = None  # how many entries tokenizer.ggml.tokens holds (None: no vocabulary)
 
 
 class _Walk:
     def __init__(self, view, path: Path):
         self.view, self.path, self.size, self.pos = view, path, len(view), 0
+        self.items = 0  # the length of the last array walked
 
     def fail(self, message: str) -> BadHeader:
         return BadHeader(f"{self.path}: {message}")
@@ -106,7 +109,7 @@ class _Walk:
         item = self.unpack("<I", f"{what} item type")
         if item not in _LEAST:
             raise self.fail(f"{what}: unknown array item type {item} (GGUF types are 0-12)")
-        items = self.count(f"{what}: array length", _LEAST[item])
+        items = self.items = self.count(f"{what}: array length", _LEAST[item])
         if item in _SCALARS:  # fixed size: skip them all at once
             self.take(items * _LEAST[item], f"{what}: array of {items:,} items")
         elif item == _STRING:  # a vocabulary: 262k strings in Gemma's, so the loop is kept tight
@@ -141,12 +144,15 @@ def _walk(view, path: Path) -> Header:
     tensors = walk.unpack("<Q", "tensor count")
     keys = walk.count("metadata key-value count", _KV_LEAST)
     metadata: dict[str, object] = {}
+    vocabulary = None
     for _ in range(keys):
         key = walk.text("metadata key")
         if key in metadata:
             raise walk.fail(f"metadata key {key!r} appears twice")
         kind = walk.unpack("<I", f"metadata key {key!r}: value type")
         metadata[key] = walk.value(kind, f"metadata key {key!r}")
+        if key == VOCABULARY and kind == _ARRAY:
+            vocabulary = walk.items
     room = (walk.size - walk.pos) // _TENSOR_LEAST
     if tensors > room:
         raise walk.fail(
@@ -188,9 +194,8 @@ def _walk(view, path: Path) -> Header:
                 f"tensor {name!r} ends at byte {end:,}, past the end of the {walk.size:,}-byte file (cut short?)"
             )
     arch = metadata.get("general.architecture")
-    return Header(
-        version, tensors, keys, arch.decode("utf-8", "replace") if isinstance(arch, bytes) else None, data_offset
-    )
+    name = arch.decode("utf-8", "replace") if isinstance(arch, bytes) else None
+    return Header(version, tensors, keys, name, data_offset, vocabulary)
 
 
 def _read(path: Path) -> Header:

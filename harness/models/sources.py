@@ -1,7 +1,8 @@
 """Model sources: the embedded default, tiny seeded models, local HF directories and GGUF files.
 
-Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one), built once
-into the cache and reused. Nothing downloads.
+Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one, and the engines'
+artefacts the scenario gives: ``harness.models.artefacts``), built once into the cache and reused. Nothing
+downloads. The source's checks before anything loads are ``harness.models.source_check``.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from harness.errors import ModelError
 from harness.io import file_sha256, per_file, read_json
+from harness.models import artefacts
+from harness.models.artefacts import GivenArtefact
+from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
+from harness.models.checkpoint_checksum import PROVENANCE, dir_checksum
 
 if TYPE_CHECKING:
     from harness.scenario.schema import ModelSpec
 
-DEFAULT_MODEL = "gemma3-270m"
-TINY_PREFIX = "tiny-"
-_PROVENANCE = "harness-model.json"
 CONVERTER_VERSION = 4  # bump when conversion output changes, so caches rebuild
 
 
@@ -55,6 +57,11 @@ class ResolvedModel:
     convert_s: float = 0.0  # time spent building the cache entry now; 0 when it was reused
     info: dict = field(default_factory=dict)
     converter: Optional[int] = None  # CONVERTER_VERSION of a checkpoint the harness built from a GGUF
+    given: tuple[GivenArtefact, ...] = ()  # the engines' artefacts the scenario names (model.artefacts)
+
+    def given_for(self, engine: str) -> Optional[GivenArtefact]:
+        """The artefact the scenario gives ``engine`` (an adapter's name) to run as is, or None: convert."""
+        return next((artefact for artefact in self.given if artefact.engine == engine), None)
 
     @property
     def artefact_key(self) -> str:
@@ -104,40 +111,22 @@ def spec_key(spec: ModelSpec) -> str:
     return spec.model_dump_json()
 
 
-def check_source(spec: ModelSpec) -> str | None:
-    """Cheap check before anything loads: why ``spec`` cannot resolve, or None."""
-    source = spec.source
-    if source == DEFAULT_MODEL:
-        return None
-    if source.startswith(TINY_PREFIX):
-        from harness.models.tiny import ARCHITECTURES
-
-        arch = source[len(TINY_PREFIX) :].replace("-", "_")
-        if arch not in ARCHITECTURES:
-            return f"unknown tiny model {source!r}; known: " + ", ".join(
-                TINY_PREFIX + a.replace("_", "-") for a in ARCHITECTURES
-            )
-        return None
-    path = Path(source).expanduser()
-    if not path.exists():
-        return f"{source!r} is neither a built-in model ({DEFAULT_MODEL}, {TINY_PREFIX}<arch>) nor an existing path"
-    if path.is_dir():  # every file a reader will be given: regular, bounded, present (checkpoint_files)
-        from harness.models import checkpoint_files
-
-        return checkpoint_files.problem(path)
-    if path.suffix != ".gguf":
-        return f"{source!r} is a file but not a .gguf"
-    from harness.models import gguf_header
-
-    return gguf_header.problem(path)  # counts, lengths and offsets against the file's size
-
-
 def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
-    """Return a local HF checkpoint for ``spec``, building it into the cache on first use."""
-    problem = check_source(spec)
+    """Return a local HF checkpoint for ``spec``, building it into the cache on first use, with the engines'
+    artefacts the scenario gives (identified by their sha256)."""
+    from harness.models.source_check import problem as source_problem
+
+    problem = source_problem(spec)
     if problem:
         raise ModelError(problem)
-    cache = cache_dir(cache)
+    from dataclasses import replace
+
+    resolved = _resolve_source(spec, cache_dir(cache))
+    given = (artefacts.given(spec, engine) for engine in spec.artefacts.model_dump(exclude_none=True))
+    return replace(resolved, given=tuple(artefact for artefact in given if artefact is not None))
+
+
+def _resolve_source(spec: ModelSpec, cache: Path) -> ResolvedModel:
     source = spec.source
     if source == DEFAULT_MODEL:
         return _resolve_default(cache)
@@ -155,12 +144,15 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
             gguf_path=path,
             converter=CONVERTER_VERSION,
         )
-    return ResolvedModel(name=path.name, hf_dir=path, checksum=_dir_checksum(path))
+    return ResolvedModel(name=path.name, hf_dir=path, checksum=dir_checksum(path))
 
 
 def gguf_of(spec: ModelSpec, cache: Path | None = None) -> Optional[Path]:
-    """The model's own GGUF file, without converting anything (the default model's is assembled from its
-    package on first use); None for a checkpoint without one (tiny models, HF directories)."""
+    """The GGUF llama.cpp runs for ``spec`` without converting anything: the one the scenario gives it
+    (``model.artefacts.llamacpp``), else the model's own (the default model's is assembled from its package
+    on first use); None for a checkpoint without one (tiny models, HF directories)."""
+    if spec.artefacts.llamacpp is not None:
+        return Path(spec.artefacts.llamacpp).expanduser().resolve()
     if spec.source == DEFAULT_MODEL:
         return _default_gguf(cache_dir(cache))[0]
     path = Path(spec.source).expanduser()
@@ -194,7 +186,7 @@ def _resolve_default(cache: Path) -> ResolvedModel:
 def _resolve_tiny(source: str, seed: int, cache: Path) -> ResolvedModel:
     from harness.models import tiny
 
-    arch = source[len(TINY_PREFIX) :].replace("-", "_")
+    arch = tiny_architecture(source)
     recipe = json.dumps(
         {
             "arch": tiny.ARCHITECTURES[arch],
@@ -291,35 +283,11 @@ def _cached_build(
 
     def build_with_provenance(out: Path) -> None:
         build(out)
-        (out / _PROVENANCE).write_text(json.dumps({"name": name, "checksum": checksum}, indent=2))
+        (out / PROVENANCE).write_text(json.dumps({"name": name, "checksum": checksum}, indent=2))
 
     start = time.perf_counter()
-    built = build_once(target, build_with_provenance, _PROVENANCE)
+    built = build_once(target, build_with_provenance, PROVENANCE)
     convert_s = time.perf_counter() - start if built else 0.0
     return ResolvedModel(
         name=name, hf_dir=target, checksum=checksum, gguf_path=gguf_path, convert_s=convert_s, converter=converter
     )
-
-
-# What changes a checkpoint's behaviour: config, generation config, weights and every tokenizer file
-# (tokenizer.json, tokenizer_config.json, special_tokens_map.json, added_tokens.json, SentencePiece .model,
-# tiktoken, a BPE's vocab.txt/merges.txt) and the chat template, which transformers 5 saves apart, as
-# chat_template.jinja (named ones under additional_chat_templates/). The IR, GGUF export and tokenizer
-# caches and the stored references are keyed by it: a template edited in place must not reuse them.
-_CHECKSUM_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".jinja", ".tiktoken")
-_CHECKSUM_NAMES = ("vocab.txt", "merges.txt")
-_TEMPLATES_DIR = "additional_chat_templates"
-
-
-def _dir_checksum(path: Path) -> str:
-    """sha256 over the names and contents of a checkpoint's config, tokenizer, chat template and weight files."""
-    files = [p for p in path.iterdir() if p.suffix in _CHECKSUM_SUFFIXES or p.name in _CHECKSUM_NAMES]
-    if (path / _TEMPLATES_DIR).is_dir():
-        files += [p for p in (path / _TEMPLATES_DIR).iterdir() if p.suffix == ".jinja"]
-    digest = hashlib.sha256()
-    for file in sorted(files):
-        if file.name == _PROVENANCE or not file.is_file():
-            continue
-        digest.update(file.relative_to(path).as_posix().encode())
-        digest.update(file_sha256(file).encode())
-    return digest.hexdigest()

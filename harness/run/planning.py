@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from harness.adapters import engine_options, registry
 from harness.errors import HarnessError, ScenarioError, ScenarioErrors
-from harness.models import sources
+from harness.models import artefacts, source_check, sources
 from harness.scenario.file import line_of, parse, read
 from harness.scenario.schema import AXES, Scenario
 from harness.scenario.sweep import DEFAULT_MAX_POINTS, Point, count, expand
@@ -130,9 +130,13 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
                         ".".join(map(str, (*loc, key))),
                     )
                 )
-    problem = sources.check_source(scenario.model)
+    problem = source_check.problem(scenario.model)
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
+    else:  # the checkpoint's vocabulary where it is cheap; harness run compares it once the model resolves
+        vocabulary = artefacts.source_vocabulary(scenario.model)
+        for field, message in artefacts.problems(scenario.model, vocabulary):
+            errors.append(ScenarioError(path, message, line_of(root, tuple(field.split("."))), field))
     if not errors:
         scenario._native_precision = native_precisions(scenario, adapter_classes)
         try:
@@ -220,15 +224,22 @@ def _contradictions(scenario: Scenario, points: list[Point], adapter_classes, ro
 def check_against_models(scenarios: Iterable[Scenario], cache_dir: Optional[Path] = None) -> None:
     """Checks that need each scenario's model resolved or lm-eval's task index (``harness run`` and
     ``verify``, before any point; not ``harness check``, which loads nothing): accuracy tasks that exist,
-    the gate's ``k`` within the vocabulary. ScenarioErrors naming file and field."""
+    the gate's ``k`` within the vocabulary, given artefacts of the checkpoint's vocabulary size. ScenarioErrors
+    naming file and field."""
     errors = [problem for scenario in scenarios if (problem := _unknown_tasks(scenario))]
     for scenario in scenarios:
-        if scenario.gate is None:
+        given = scenario.model.artefacts.model_dump(exclude_none=True)
+        if scenario.gate is None and not given:
             continue
         try:
-            vocabulary = sources.resolve(scenario.model, sources.cache_dir(cache_dir)).tokenizer().get_vocab_size()
+            model = sources.resolve(scenario.model, sources.cache_dir(cache_dir))
+            vocabulary = model.tokenizer().get_vocab_size()
         except (HarnessError, OSError, ValueError):
             continue  # a model that does not resolve fails its points with its own reason, as before
+        for field, message in artefacts.problems(scenario.model, artefacts.checkpoint_vocabulary(model.hf_dir)):
+            errors.append(ScenarioError(scenario.path or "<string>", message, field=field))
+        if scenario.gate is None:
+            continue
         if scenario.gate.k > vocabulary:
             errors.append(
                 ScenarioError(

@@ -44,11 +44,24 @@ DEFAULT_PROMPTS = (
 )
 
 
+class Artefacts(Strict):
+    """The engines' own artefacts a user already has, run as they are instead of converting ``model.source``
+    (which stays the checkpoint the gate's reference runs): checked by ``harness.models.artefacts``."""
+
+    llamacpp: Optional[str] = Field(None, description="a .gguf file for the llamacpp adapter")
+    openvino: Optional[str] = Field(
+        None, description="an OpenVINO IR folder (openvino_model.xml/.bin, as optimum-intel exports) for openvino"
+    )
+
+
 class ModelSpec(Strict):
     source: str = Field(description="built-in name (gemma3-270m, tiny-llama, ...), HF directory or .gguf path")
     dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     seed: NonNegativeInt = Field(0, description="seed for built-in tiny models")
     trust_remote_code: bool = False
+    artefacts: Artefacts = Field(
+        default_factory=Artefacts, description="per adapter, the artefact it runs as is (model.source: the reference)"
+    )
 
 
 class Generation(Strict):

@@ -47,9 +47,9 @@ def test_only_a_plain_gpt2_byte_level_split_gets_a_fallback_pre_tokenizer(tmp_pa
 
 def test_the_converters_own_words_are_its_last_message():
     log = "INFO:hf-to-gguf:Loading model: x\nINFO:hf-to-gguf:Model architecture: NoSuch\nERROR:hf-to-gguf:Model NoSuch is not supported\n"
-    assert converter._last_words(log) == "Model NoSuch is not supported"
+    assert converter.last_words(log) == "Model NoSuch is not supported"
     trace = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    main()\nValueError: Error: Missing tokenizer.model\n'
-    assert converter._last_words(trace) == "ValueError: Error: Missing tokenizer.model"
+    assert converter.last_words(trace) == "ValueError: Error: Missing tokenizer.model"
 
 
 def test_an_architecture_the_converter_does_not_know_is_refused_in_one_line(tmp_path):

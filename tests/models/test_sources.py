@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from harness.errors import ModelError
-from harness.models import sources
+from harness.models import source_check, sources
 from harness.scenario.schema import ModelSpec
 
 
@@ -75,7 +75,7 @@ def test_tiny_models_are_deterministic_per_seed(tmp_path, tiny_llama):
     ],
 )
 def test_unknown_sources_are_refused_with_what_is_known(source, message):
-    assert message in sources.check_source(ModelSpec(source=source))
+    assert message in source_check.problem(ModelSpec(source=source))
     with pytest.raises(ModelError, match=message.split(";")[0]):
         sources.resolve(ModelSpec(source=source))
 

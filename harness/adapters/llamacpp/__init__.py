@@ -93,6 +93,12 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         return None
 
     @classmethod
+    def model_reason(cls, spec) -> Optional[str]:
+        from harness.adapters.llamacpp import preflight  # the converter's own architecture lookup
+
+        return preflight.reason(spec)
+
+    @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:
         """The model's own GGUF file type (``q4_k_m`` for the default model), on every device; a checkpoint
         without a GGUF is converted to F16 (``_source_gguf``). None when the GGUF cannot be read here (gguf-py
@@ -120,6 +126,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
     # --- model files ----------------------------------------------------------------------------
 
     def _source_gguf(self, model, cache: Path) -> Path:
+        given = model.given_for(self.name)  # the scenario's own GGUF (model.artefacts.llamacpp), run as is
+        if given is not None:
+            return given.path
         if model.gguf_path is not None:
             return Path(model.gguf_path)
         from harness.adapters.llamacpp import converter
@@ -175,8 +184,10 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
         path = self._source_gguf(model, cache)
         from harness.adapters.llamacpp.converter import Conversion
 
-        conversion = Conversion.read(path) if model.gguf_path is None else None
+        given = model.given_for(self.name)
+        conversion = Conversion.read(path) if model.gguf_path is None and given is None else None
         self._conversion = asdict(conversion) if conversion else None
+        self._artefact = given.record() if given else None
         if point.quantization != "none":
             path = self._quantized(path, point.quantization, settings.threads, cache)
         self.path, self.point = path, point
@@ -187,7 +198,9 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
 
         self.extra_buffer_types = extra_buffer_types(options.extra_buffer_types, cpu_flags())
         start = now_ns()
-        with model_params(self.extra_buffer_types[0]):
+        from harness.errors import step
+
+        with model_params(self.extra_buffer_types[0]), step(path, "llama.cpp model load"):
             self.llm = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=self._context(point, settings),
@@ -327,6 +340,7 @@ class LlamaCppAdapter(LlamaSteps, Adapter):  # prefill/decode: LlamaSteps, share
             extra={
                 "gguf": str(self.path),
                 "converter": self._conversion,  # what made the GGUF from the checkpoint; None for a GGUF source
+                "artefact": self._artefact,  # the scenario's own GGUF (model.artefacts.llamacpp): path, sha256
                 "file_type": gguf_export.file_type(self.path),
                 "quantization_detail": gguf_export.tensor_types(self.path),
                 "n_ctx": self.llm.n_ctx(),

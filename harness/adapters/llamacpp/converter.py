@@ -99,13 +99,18 @@ def fallback_pre_tokenizer(hf_dir: Path) -> Optional[str]:
     return None
 
 
-def _last_words(stderr: str) -> str:
+def last_words(stderr: str) -> str:
     """The converter's own message: its last log or exception line, without the logger prefix."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     for line in reversed(lines):
         if not line.startswith(("INFO:", "WARNING:", "**", "File ", "^", "~")):
             return re.sub(r"^(ERROR|CRITICAL):[\w.-]+:", "", line).strip()
     return lines[-1] if lines else "no message"
+
+
+def refused(message: str) -> bool:
+    """True when the converter's ``message`` says it does not take the checkpoint (a limit of the engine)."""
+    return bool(_REFUSALS.search(message))
 
 
 def convert(hf_dir: Path, out: Path, outtype: str = "f16") -> Conversion:
@@ -122,8 +127,8 @@ def convert(hf_dir: Path, out: Path, outtype: str = "f16") -> Conversion:
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     if done.returncode != 0 or not Path(out).exists():
-        message = _last_words(done.stderr)
-        error = ConversionRefused if _REFUSALS.search(message) else ConversionFailed
+        message = last_words(done.stderr)
+        error = ConversionRefused if refused(message) else ConversionFailed
         verb = "refused the checkpoint" if error is ConversionRefused else f"failed (exit {done.returncode})"
         raise error(f"{hf_dir}: {step} {verb}: {message}")
     from harness.adapters.llamacpp.convert_main import MARKER

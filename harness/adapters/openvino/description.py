@@ -67,6 +67,7 @@ class Description:
                 "compile_cache": self.compile_state,
                 "convert_s": self.convert_s,
                 "tokenizer_converted": self.tokenizer_origin,  # GenAI's tokenizer: converted from the checkpoint's
+                "artefact": given.record() if (given := self.source.given_for("openvino")) else None,
                 **(
                     {"max_prompt_len": self.max_prompt, "min_response_len": self.min_response}
                     if self.point.device in _STATIC

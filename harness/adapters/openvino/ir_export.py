@@ -13,14 +13,19 @@ NNCF_MODES = {"int8_sym": "INT8_SYM", "int8_asym": "INT8_ASYM", "int4_sym": "INT
 
 
 def artefact(model, quantization: str, compression: dict, cache: Path) -> Path:
-    """The IR directory for ``quantization`` (exported and compressed on first use, then reused)."""
+    """The IR directory for ``quantization`` (exported and compressed on first use, then reused); a given IR
+    is the ``none`` level itself and the source of the compressed ones."""
     import openvino as ov
 
     from harness.io import safe_name
 
     version = ov.__version__.split("-")[0]
-    base = cache / "openvino" / f"{safe_name(model.name)}-{model.artefact_key}-ov{version}"
-    fp_dir = cached(base / "none", lambda out: export(model, out))
+    given = model.given_for("openvino")  # the scenario's own IR (model.artefacts.openvino): run as is, not exported
+    if given is not None:
+        fp_dir, base = given.path, cache / "openvino" / f"given-{given.sha256[:16]}-ov{version}"
+    else:
+        base = cache / "openvino" / f"{safe_name(model.name)}-{model.artefact_key}-ov{version}"
+        fp_dir = cached(base / "none", lambda out: export(model, out))
     if quantization == "none":
         return fp_dir
     key = quantization + "".join(f"-{k}{v}" for k, v in sorted(compression.items()))
