@@ -17,6 +17,7 @@ from harness.models import sources
 from harness.records import store
 from harness.records.record import INCOMPLETE, Record
 from harness.run import lifecycle
+from harness.run.budget import Clock, skipped_for_budget
 from harness.run.launchers import launcher_for
 from harness.run.progress import PhaseLines
 from harness.run.settings import RunSettings
@@ -41,6 +42,7 @@ class Runner:
         self.launcher = launcher_for(settings, self.caches, log)
         self.plans: dict[tuple[str, str], int] = {}  # (scenario, point id) -> launches planned by launches: auto
         self.recalibrations = 0  # canary calibrations taken again this run (a launch beat the first)
+        self.clock = Clock(self.settings.budget)  # --budget: no new point once it is spent
 
     def close(self) -> None:
         """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
@@ -92,7 +94,11 @@ class Runner:
         on_round: Optional[Callable[[int], None]] = None,
         on_phase: Callable[[str], None] = quiet,
     ) -> Record:
-        """Every launch of one point, one after another (each in a fresh worker), merged and written."""
+        """Every launch of one point, one after another (each in a fresh worker), merged and written; skipped
+        unstarted when the run's budget is spent."""
+        if self.clock.spent():
+            return self._merged([self._skipped(scenario, point, self.clock.skip_reason())])
+        self.clock.began((scenario.name, point.id))
         self._calibrate_canary()
         launches: list[Record] = []
         while self._wants_launch(scenario, launches, point):
@@ -113,11 +119,14 @@ class Runner:
         """One launch of the point; the correctness gate and accuracy run in the first launch only."""
         reason = skip_reason(scenario, point, self.settings.correctness_only)
         if reason:  # decided without starting a process
-            record = new_record(self.caches, scenario, point)
-            record.status, record.reason, record.finished_at = "skipped", str(reason), now_iso()
-            return record
+            return self._skipped(scenario, point, str(reason))
         record = self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
         self._calibrate_canary(record)  # a canary that beat it at both edges: the calibration was disturbed
+        return record
+
+    def _skipped(self, scenario: Scenario, point: Point, reason: str) -> Record:
+        record = new_record(self.caches, scenario, point)
+        record.status, record.reason, record.finished_at = "skipped", reason, now_iso()
         return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
@@ -218,6 +227,7 @@ class Runner:
         if results_dir is not None:  # room for the records of the points to run, before any runs
             store.check_free_space(results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
+        stopped: set[int] = set()  # points the spent budget ended: no launch more
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)
         try:
             with tqdm(total=planned, desc="sweep", unit="launch", disable=not bar_shown, file=sys.stderr) as bar:
@@ -233,10 +243,17 @@ class Runner:
                             phase = _on_bar(bar, scenario.name)
                         else:
                             phase = lines.for_scenario(scenario.name) if lines is not None else on_phase
-                        phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
                         started = time.monotonic()
-                        launched[i].append(self._launch(scenario, point, not launched[i], phase))
-                        more = self._wants_launch(scenario, launched[i], point)
+                        if self.clock.spent():  # no new point; one with launches keeps those it has
+                            stopped.add(i)
+                            if not launched[i]:
+                                launched[i].append(self._skipped(scenario, point, self.clock.skip_reason()))
+                            more = False
+                        else:
+                            self.clock.began((scenario.name, point.id))
+                            phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
+                            launched[i].append(self._launch(scenario, point, not launched[i], phase))
+                            more = self._wants_launch(scenario, launched[i], point)
                         with writing(
                             results_dir or ".",
                             kept=lambda: f"{len(done)} of {len(work)} point(s) have records",
@@ -260,7 +277,11 @@ class Runner:
                                 file=sys.stderr,
                             )
                     self.launcher.close()  # the next pass starts fresh workers
-                    pending = [i for i in pending if self._wants_launch(work[i][0], launched[i], work[i][1])]
+                    pending = [
+                        i
+                        for i in pending
+                        if i not in stopped and self._wants_launch(work[i][0], launched[i], work[i][1])
+                    ]
                     bar.total = bar.n + sum(max(1, self.planned_launches(*work[i]) - len(launched[i])) for i in pending)
         except lifecycle.Interrupted as exc:  # counted from what is on disk: a launch not yet written is not there
             complete = sum(record.status != INCOMPLETE for record in done.values())
@@ -324,7 +345,7 @@ class Runner:
         # an axis added after the record was written (speculative) counts as its default there
         stored = {axis.name: axis.default for axis in SWEEP_AXES if not axis.required} | record.point
         same = stored == point.axes() and same_scenario_settings(record.settings, scenario)
-        complete = record.status == "skipped" or (
+        complete = (record.status == "skipped" and not skipped_for_budget(record)) or (
             record.status == "ok"
             and (
                 self.settings.correctness_only or len(record.samples.launches) >= self.planned_launches(scenario, point)
