@@ -139,7 +139,7 @@ def _worst(name: str, kind_name: str, blocks: _Blocks, tests: int) -> BiasFindin
         t = blocks.t[kind]
         finite = np.where(np.isfinite(t), t, np.sign(t) * 1e12)  # an exact shift: as far as a float goes
         block_line = t_line(size - 1, tests)
-        r, b = np.unravel_index(int(np.argmax(np.abs(finite))), t.shape)
+        r, b = map(int, np.unravel_index(int(np.argmax(np.abs(finite))), t.shape))
         where = f"{name} row {r} block {b} (columns {b * size}-{(b + 1) * size - 1}, {kind_name})"
         consider(float(finite[r, b]), float(finite[r, b]) / root, block_line, where, kind)
         pooled_line = t_line(None, tests)

@@ -90,7 +90,7 @@ class BatchInvariance(Check):
     noise_floor: Optional[float] = None  # the point's KL floor (Correctness.noise_floor)
     batch_floor: Optional[float] = None  # max KL(alone || in an unpadded batch of copies of itself)
     kl_ratio_max: Optional[float] = None  # kl_max over the floor, max(noise_floor, batch_floor)
-    limit_factor: Optional[float] = None
+    limit_factor: Optional[float] = None  # the limit over that floor (LIMIT_FACTOR); None: the absolute KL limit
 
 
 class TextPath(Part):
