@@ -201,3 +201,5 @@ reference_score  # unused variable (harness/records/beams.py)
 forced_score  # unused variable (harness/records/beams.py)
 first_miss  # unused variable (harness/records/beams.py)
 device_tokens  # unused variable (harness/records/stopping.py)
+batch_floor  # unused variable (harness/records/text_path.py): written to the record for readers of the batch check
+limit_factor  # unused variable (harness/records/text_path.py): same

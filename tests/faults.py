@@ -100,6 +100,18 @@ class RightPadding(HFAdapter):
         return self._forward(padded)
 
 
+class LeakedPadding(HFAdapter):
+    """The last row of a padded batch (the shortest prompt, the most padding) with its padding left
+    unmasked: its attention mask all ones, its positions still counted from its first real token."""
+
+    name = "hf-leaked-padding"
+
+    def _batch_inputs(self, prompts):
+        ids, mask, positions = super()._batch_inputs(prompts)
+        mask[-1] = 1
+        return ids, mask, positions
+
+
 class SkippedLayer(HFAdapter):
     """One decoder layer (the middle one) passes its input through unchanged."""
 

@@ -57,10 +57,32 @@ def small_scale(path: Path) -> None:
 PATCHES = {"swap-rows": swap_rows, "patched-scale": patch_scale, "wrong-layer": wrong_layer, "small-scale": small_scale}
 
 
+def scale_layer(path: Path, name: str = "blk.1.attn_v.weight", factor: float = 1.1) -> None:
+    """Every block scale of one tensor multiplied by ``factor`` (a converter that rescales one layer's
+    weights, or writes its scales from a slightly wrong absmax): within the format's rounding noise by size,
+    but every error leans with its weight."""
+    import gguf
+
+    tensors, reader = _tensors(path)
+    block, size = gguf.GGML_QUANT_SIZES[tensors[name].tensor_type]
+    data = tensors[name].data  # uint8 [rows, bytes per row]: blocks of ``size`` bytes, each starting with its f16 d
+    blocks = data.reshape(data.shape[0], -1, size)
+    scales = np.ascontiguousarray(blocks[..., :2]).view(np.float16)
+    blocks[..., :2] = (scales.astype(np.float32) * factor).astype(np.float16).view(np.uint8)
+    reader.data.flush()
+
+
+# Systematic shifts the size test cannot see (its ratio stays under its line): the bias test's faults.
+SUBTLE = {
+    "layer-scale-1.05": lambda path: scale_layer(path, factor=1.05),
+    "layer-scale-1.2": lambda path: scale_layer(path, factor=1.2),
+}
+
+
 def adapter(label: str) -> type[LlamaCppAdapter]:
     """A ``llamacpp`` adapter named ``llamacpp-<label>`` that runs a copy of its quantized GGUF with
-    ``PATCHES[label]`` written into it."""
-    patch = PATCHES[label]
+    ``PATCHES[label]`` (or ``SUBTLE[label]``) written into it."""
+    patch = {**PATCHES, **SUBTLE}[label]
 
     def _quantized(self, source, quantization, threads, cache):
         clean = LlamaCppAdapter._quantized(self, source, quantization, threads, cache)

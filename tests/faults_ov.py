@@ -71,19 +71,22 @@ class HalvedHead(ZeroedHead):
     head_scale = 0.5
 
 
-def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/scale", row: int = 5, factor=1.5):
-    """A converter-class fault written into the IR: one row's scale of a compressed constant patched in
-    ``openvino_model.bin`` in place (the file's size unchanged). The device path and the twin both run it."""
+def _constant(ir_dir, constant: str):
+    """The ``<data>`` element (element type, offset, size) of the IR constant named ``constant``."""
     import xml.etree.ElementTree as ElementTree
-
-    import numpy as np
 
     for layer in ElementTree.parse(ir_dir / "openvino_model.xml").getroot().iter("layer"):
         if layer.get("name") == constant:
-            data = layer.find("data")
-            break
-    else:
-        raise KeyError(constant)
+            return layer.find("data")
+    raise KeyError(constant)
+
+
+def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/scale", row: int = 5, factor=1.5):
+    """A converter-class fault written into the IR: one row's scale of a compressed constant patched in
+    ``openvino_model.bin`` in place (the file's size unchanged). The device path and the twin both run it."""
+    import numpy as np
+
+    data = _constant(ir_dir, constant)
     if data.get("element_type") != "f16":
         raise ValueError(f"{constant}: scale stored as {data.get('element_type')}, not f16")
     with open(ir_dir / "openvino_model.bin", "r+b") as handle:
@@ -91,6 +94,23 @@ def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weigh
         value = np.frombuffer(handle.read(2), dtype=np.float16)[0]
         handle.seek(int(data.get("offset")) + 2 * row)
         handle.write(np.float16(float(value) * factor).tobytes())
+
+
+def shift_zero_point(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/zero_point", step: int = 1):
+    """Every zero point of one u8 asymmetric constant off by ``step`` (a converter that rounds the zero point
+    the other way, or stores ``zp`` where ``zp - 1`` belongs): each row's weights shifted by one quantization
+    step, the same sign across the row, inside the format's rounding noise by size."""
+    import numpy as np
+
+    data = _constant(ir_dir, constant)
+    if data.get("element_type") != "u8":
+        raise ValueError(f"{constant}: zero point stored as {data.get('element_type')}, not u8")
+    offset, size = int(data.get("offset")), int(data.get("size"))
+    with open(ir_dir / "openvino_model.bin", "r+b") as handle:
+        handle.seek(offset)
+        points = np.frombuffer(handle.read(size), dtype=np.uint8).astype(np.int16)
+        handle.seek(offset)
+        handle.write(np.clip(points + step, 0, 255).astype(np.uint8).tobytes())
 
 
 class PatchedArtefact(OpenVINOAdapter):
@@ -131,6 +151,15 @@ class PatchedScale(PatchedArtefact):
 
     def patch(self, out, model) -> None:
         patch_scale(out)
+
+
+class ShiftedZeroPoint(PatchedArtefact):
+    """``shift_zero_point`` written into the IR (an int8 asymmetric point's)."""
+
+    label = "shifted-zero-point"
+
+    def patch(self, out, model) -> None:
+        shift_zero_point(out)
 
 
 def swapped_tokenizer(hf_dir, out, text: str = "The river and the sea") -> tuple[str, str]:

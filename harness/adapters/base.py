@@ -58,6 +58,9 @@ class Adapter(Capabilities, ABC):
     # The scenario's ``adapter_options.<name>`` for this adapter, checked before any point runs (an unknown
     # key is refused naming the closest valid one); ``load`` gets them validated as ``settings.options``.
     Options: ClassVar[type[AdapterOptions]] = AdapterOptions
+    # Where ``prefill_batch`` pads the shorter prompts of a batch ("left", "right"), as the engine's batched
+    # generation does; recorded by the batch-invariance check.
+    batch_padding: ClassVar[Optional[str]] = None
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -235,8 +238,9 @@ class Adapter(Capabilities, ABC):
         raise Unsupported(f"{self.name} exposes no beam search output")
 
     def prefill_batch(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
-        """Optional (``supports_batch_logits``): run ``prompts`` (equal lengths) as one batch; fp32 logits
-        of each sequence's last position, shape [batch, vocab] (the batch-invariance check)."""
+        """Optional (``supports_batch_logits``): run ``prompts`` (of any lengths) as one batch, padded as the
+        engine's batched generation pads (``batch_padding``); fp32 logits of each sequence's last real
+        position, shape [batch, vocab] (the batch-invariance check)."""
         raise Unsupported(f"{self.name} exposes no batched logits")
 
     def weight_bytes(self) -> Optional[int]:

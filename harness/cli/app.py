@@ -14,10 +14,18 @@ from harness.cli import bisect as bisect_cli
 from harness.cli import ci_pages, history_options
 from harness.cli import history as history_cli
 from harness.cli import output as cli_output
+from harness.cli import plan as plan_cli
 from harness.cli import results as cli_results
 from harness.cli import verify as verify_cli
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
-from harness.cli.options import add_plan_options, add_require_option, add_run_options, runner_from
+from harness.cli.options import (
+    add_budget_option,
+    add_gate_prompts_option,
+    add_plan_options,
+    add_require_option,
+    add_run_options,
+    runner_from,
+)
 from harness.cli.regression_options import add_unknown_option
 from harness.cli.sweeps import KEEP_HELP, interruptible, load_all, point_selector, sweep_verdict
 from harness.errors import HarnessError, WriteFailed, writing
@@ -33,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(run.add_argument)
     add_unknown_option(run.add_argument)
     add_require_option(run.add_argument)
+    add_budget_option(run.add_argument)
+    add_gate_prompts_option(run.add_argument)
     run.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
     run.add_argument("--no-progress", action="store_true", help="no progress bar (nor progress lines in a log)")
     add_markdown_option(run.add_argument)
@@ -69,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_results.add_parsers(commands)
     history_options.add_parser(commands)
     bisect_cli.add_parsers(commands)
+    plan_cli.add_parser(commands)
 
     return parser
 
@@ -90,6 +101,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "routing": cli_analysis.routing,
             "history": history_cli.run,
             "bisect": bisect_cli.run,
+            "plan": plan_cli.run,
             **cli_results.HANDLERS,
         }
         return commands[args.command](args)

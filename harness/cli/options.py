@@ -168,6 +168,43 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
     )
 
 
+def budget_type(text: str):
+    """An argparse type: ``90s``, ``45m``, ``2h`` (``harness.run.budget.parse_budget``)."""
+    from harness.run.budget import parse_budget
+
+    try:
+        return parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_budget_option(add, prefix: str = "") -> None:
+    """``--budget``: the wall time a run may take (``harness run``, pytest's ``--harness-budget``)."""
+    add(
+        f"--{prefix}budget",
+        dest="harness_budget",
+        type=budget_type,
+        default=None,
+        metavar="DURATION",
+        help="wall-time budget of the run (90s, 45m, 2h): once spent, no new point starts; each point not "
+        "started is recorded as skipped ('budget 60m spent after N points'), --require-all fails it, --resume "
+        "runs it; `harness plan` says what fits",
+    )
+
+
+def add_gate_prompts_option(add, prefix: str = "") -> None:
+    """``--gate-prompts N``: the gate's first N shipped prompts instead of the scenarios' ``gate.prompts``
+    (``harness plan`` lowers it to fit a budget)."""
+    add(
+        f"--{prefix}gate-prompts",
+        dest="harness_gate_prompts",
+        type=bounded(int, 1, 10**4, "a number of prompts"),
+        default=None,
+        metavar="N",
+        help="gate prompts per point (the first N of the shipped set), overriding the scenarios' gate.prompts",
+    )
+
+
 def runner_from(options, check: bool = True, log=lambda message: None, **overrides):
     """A Runner with the run settings the shared options give (an argparse Namespace or pytest's option
     object), ``overrides`` replacing some (``RunSettings`` fields). ``check``: refuse unwritable output
@@ -194,6 +231,8 @@ def runner_from(options, check: bool = True, log=lambda message: None, **overrid
         allow_remote_code=options.harness_trust_remote_code,
         energy=not options.harness_no_energy,
         limits=Limits(options.harness_timeout, options.harness_memory_limit_mb),
+        budget=getattr(options, "harness_budget", None),  # only the commands that run sweeps offer these
+        gate_prompts=getattr(options, "harness_gate_prompts", None),
     )
     return Runner(RunSettings(**{**chosen, **overrides}), log=log)
 

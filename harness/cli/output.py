@@ -66,6 +66,8 @@ def verdict_line(name: str, gate) -> str:
         parts.append(
             f"dequantized artefact {audit.verdict} ({audit.ratio:.1f}x)" if audit.ratio else "dequantized artefact fail"
         )
+        if audit.bias is not None:  # the sign test: its own ratio, against a line of 1
+            parts[-1] += f", bias {audit.bias.verdict} ({audit.bias.kind} {audit.bias.ratio:.1f}x line)"
     parts.append(f"first divergence {gate.free_divergence_index}")
     if gate.text_path is not None:
         parts.append(f"text path: {gate.text_path.summary()}")

@@ -16,6 +16,10 @@ its format's floor. Clean quantization spreads errors evenly (ratio a few), a wr
 far from HF as the weights are large (ratio tens to thousands): above ``FAIL_FACTOR`` the point fails.
 A format whose every row is wrong raises its own floor; a tensor of a format no other tensor shares is
 judged against ``MIN_FLOOR`` and so fails unless it is near-lossless.
+
+That size test is blind to a systematic shift smaller than rounding noise (a zero point off by one step, a
+layer's scales a few per cent off); the bias test (``harness.correctness.weight_bias``) looks for the
+error's sign per block, row and tensor, and fails the check on its own.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
+from harness.correctness import weight_bias
+
 if TYPE_CHECKING:
     from harness.models.stored_weights import Tensor
     from harness.records.correctness import DequantizedAudit
+    from harness.records.weight_bias import WeightBias
 
 FAIL_FACTOR = 5.0  # worst row error over its format's median; measured clean: Q8_0 1.9x, Q4_0 2.1x (tiny-llama)
 MIN_FLOOR = 1e-3  # relative row error of an f16 copy is ~3e-4; exact F32 copies would give a floor of 0
@@ -48,6 +55,7 @@ class WeightAudit:
     tensors: int
     method: str = METHOD
     reasons: list[str] = field(default_factory=list)
+    bias: Optional[WeightBias] = None  # the sign test; None where every tensor is an exact copy
 
 
 def row_errors(dequantized: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -79,15 +87,18 @@ def audit(reference: dict[str, np.ndarray], stored: dict[str, Tensor], fail_fact
     failed = ratio > fail_factor
     reasons = (
         [
-            f"dequantized artefact: {where} is {worst_error:.3g} from HF, {ratio:.1f}x its format's median row "
+            f"dequantized artefact (size): {where} is {worst_error:.3g} from HF, {ratio:.1f}x its format's median row "
             f"error {floors[kind]:.3g} (fail line {fail_factor:g}x): the artefact holds other weights than the "
             "checkpoint, a converter bug rather than quantization"
         ]
         if failed
         else []
     )
+    bias = weight_bias.judge(reference, stored)
+    if bias is not None and bias.verdict == "fail":
+        reasons.append(weight_bias.reason(bias))
     return WeightAudit(
-        verdict="fail" if failed else "pass",
+        verdict="fail" if reasons else "pass",
         ratio=ratio,
         fail_factor=fail_factor,
         worst=where,
@@ -95,6 +106,7 @@ def audit(reference: dict[str, np.ndarray], stored: dict[str, Tensor], fail_fact
         floors=floors,
         tensors=len(stored),
         reasons=reasons,
+        bias=bias,
     )
 
 
@@ -129,7 +141,14 @@ def path_for(root: Path, model, twin) -> Path:
     from harness.io import safe_name
 
     identity = json.dumps(
-        {"artefact": twin.key, "checkpoint": model.checksum, "method": METHOD, "fail": FAIL_FACTOR}, sort_keys=True
+        {
+            "artefact": twin.key,
+            "checkpoint": model.checksum,
+            "method": METHOD,
+            "fail": FAIL_FACTOR,
+            "bias": weight_bias.METHOD,
+        },
+        sort_keys=True,
     )
     return (
         Path(root)

@@ -234,7 +234,9 @@ def reasons(path) -> list[str]:
     if batch.verdict == "fail":
         out.append(
             f"batch invariance: sequence(s) {batch.failing_sequences} of a batch of {batch.batch_size} differ "
-            f"from the same prompt alone (KL max {batch.kl_max:.3g} > {batch.kl_limit:.3g})"
+            f"from the same prompt alone (KL max {batch.kl_max:.3g} > {batch.kl_limit:.3g}"
+            + (f", {batch.kl_ratio_max:.1f}x its floor" if batch.kl_ratio_max is not None else "")
+            + f"; lengths {batch.lengths}, {batch.padding or 'unknown'} padding)"
         )
     return out
 

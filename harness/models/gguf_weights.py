@@ -28,6 +28,8 @@ from harness.models.stored_weights import Tensor, UnsupportedLayout
 _EXPERT = re.compile(r"model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w[123])\.weight")
 _EXPERT_KIND = {"w1": "FFN_GATE_EXP", "w3": "FFN_UP_EXP", "w2": "FFN_DOWN_EXP"}
 _PERMUTED = {"llama", "mixtral"}  # archs whose converters permute Q/K rows for interleaved RoPE
+# K-quants: a 256-element super-block whose sub-blocks carry their own scale (and min): the unit a shift covers
+_SUB_BLOCK = {"Q2_K": 16, "Q3_K": 16, "Q4_K": 32, "Q5_K": 32, "Q6_K": 16}
 _NORM_SHIFTED = {"gemma", "gemma2", "gemma3", "gemma3n"}  # archs written with RMSNorm weight + 1
 
 
@@ -93,5 +95,6 @@ def read(gguf_path: str | Path, hf_names: dict[str, tuple[int, ...]], config: di
             array = unpermute(array, n_kv)
         if arch in _NORM_SHIFTED and hf_name.endswith("norm.weight"):
             array = array - 1.0
-        out[hf_name] = Tensor(name, tensors[name].tensor_type.name, array)
+        kind = tensors[name].tensor_type
+        out[hf_name] = Tensor(name, kind.name, array, block=_SUB_BLOCK.get(kind.name, gguf.GGML_QUANT_SIZES[kind][0]))
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -27,6 +28,7 @@ class Tensor:
     stored_name: str  # the artefact's own name for it (GGUF tensor, IR constant)
     stored_type: str  # e.g. "Q8_0", "Q4_K", "F32", "u8 per-channel"
     values: np.ndarray  # fp32, HF shape
+    block: Optional[int] = None  # elements along a row that one scale / zero point covers; None: the row
 
 
 def hf_config(hf_dir: str | Path) -> dict:

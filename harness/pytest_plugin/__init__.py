@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
-from harness.cli.options import add_require_option, add_run_options, check_outputs, runner_from
+from harness.cli.options import add_budget_option, add_require_option, add_run_options, check_outputs, runner_from
 from harness.cli.regression_options import add_baseline_options, add_regression_options
-from harness.pytest_plugin.items import PointItem, ScenarioFile, is_scenario, marker_name
+from harness.pytest_plugin.items import NIGHTLY, NIGHTLY_HELP, PointItem, ScenarioFile, is_scenario, marker_name
 from harness.pytest_plugin.session import (
     HELD,
     PREFIX,
@@ -35,6 +35,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("harness", "LLM inference harness")
     add_run_options(group.addoption, prefix=PREFIX)
     add_require_option(group.addoption, prefix=PREFIX)
+    add_budget_option(group.addoption, prefix=PREFIX)
     add_regression_options(group.addoption, prefix=PREFIX, required=False)
     add_baseline_options(group.addoption, prefix=PREFIX)
     add_markdown_option(group.addoption, prefix=PREFIX)
@@ -66,6 +67,7 @@ def pytest_configure(config):
 
     for name in registry.names():
         config.addinivalue_line("markers", f"{marker_name(name)}: points run by the {name} adapter")
+    config.addinivalue_line("markers", f"{NIGHTLY}: {NIGHTLY_HELP}")
 
 
 def pytest_sessionstart(session):

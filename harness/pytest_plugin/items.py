@@ -17,6 +17,10 @@ def marker_name(text: str) -> str:
     return re.sub(r"\W", "_", text).lower()
 
 
+# The scenario marker the shipped CPU nightly selects (`pytest scenarios/ -m nightly`, docs/nightly-ci.md).
+NIGHTLY = "nightly"
+NIGHTLY_HELP = "scenarios a CPU runner can run in a nightly (scenario `markers: [nightly]`)"
+
 # A top-level ``sweep:`` key; read from the bytes so that a broken scenario is still found (and reported).
 _SWEEP_KEY = re.compile(rb"""^["']?sweep["']?[ \t]*:""", re.MULTILINE)
 

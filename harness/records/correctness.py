@@ -15,6 +15,7 @@ from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 from harness.records.token_classes import ClassCheck
+from harness.records.weight_bias import WeightBias
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
 # teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
@@ -162,6 +163,7 @@ class DequantizedAudit(Part):
     method: Optional[str] = None
     reasons: list[str] = Field(default_factory=list)
     skipped: Optional[str] = None
+    bias: Optional[WeightBias] = None  # the sign test (``harness.correctness.weight_bias``); None before it
 
 
 class DequantizedModel(Part):

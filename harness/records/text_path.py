@@ -79,9 +79,18 @@ class BatchInvariance(Check):
 
     batch_size: Optional[int] = None
     kl_max: Optional[float] = None  # max over sequences of KL(alone || in the batch), full vocabulary
-    kl_limit: Optional[float] = None
+    kl_limit: Optional[float] = (
+        None  # limit_factor x max(noise_floor, batch_floor); at least 0.01 without a noise floor
+    )
     top1_agreement: Optional[float] = None  # share of sequences whose top-1 is the same
     failing_sequences: list[int] = Field(default_factory=list)
+    lengths: list[int] = Field(default_factory=list)  # each sequence's prompt length (the shorter ones padded)
+    padding: Optional[str] = None  # how the engine pads a batch ("left"), from Adapter.batch_padding
+    kls: list[float] = Field(default_factory=list)  # per sequence: KL(alone || in the batch)
+    noise_floor: Optional[float] = None  # the point's KL floor (Correctness.noise_floor)
+    batch_floor: Optional[float] = None  # max KL(alone || in an unpadded batch of copies of itself)
+    kl_ratio_max: Optional[float] = None  # kl_max over the floor, max(noise_floor, batch_floor)
+    limit_factor: Optional[float] = None  # the limit over that floor (LIMIT_FACTOR); None: the absolute KL limit
 
 
 class TextPath(Part):

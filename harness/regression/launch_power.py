@@ -224,18 +224,16 @@ class Detectable:
         return f"{self.metric} {seen} (limit {self.limit:.0%}; {'; '.join(parts)})"
 
 
-def detectable(record, thresholds, level: float) -> list[Detectable]:
-    """What ``harness gate`` could detect at this record's launches, compared with a baseline alike, for every
-    threshold whose metric has an interval over two or more launches."""
+def detectable(record, thresholds, level: float, launches: Optional[int] = None) -> list[Detectable]:
+    """What ``harness gate`` could detect at this record's launches (``launches``: at that many a side, with the
+    record's noise: ``harness plan``), compared with a baseline alike, for every threshold whose metric has an
+    interval over two or more launches."""
     out = []
     for threshold, found in testable(record, thresholds):
         cv = abs(float(found.cv))
-        change = detectable_change(
-            cv, found.launches, found.launches, level, threshold.limit, threshold.higher_is_better
-        )
-        out.append(
-            Detectable(threshold.metric, threshold.limit, found.launches, cv, found.within_cv, found.between_cv, change)
-        )
+        n = found.launches if launches is None else launches
+        change = detectable_change(cv, n, n, level, threshold.limit, threshold.higher_is_better)
+        out.append(Detectable(threshold.metric, threshold.limit, n, cv, found.within_cv, found.between_cv, change))
     return out
 
 

@@ -11,6 +11,7 @@ from harness.measure import canary
 from harness.measure.launch_stats import combine
 from harness.records import store
 from harness.records.record import INCOMPLETE, Record
+from harness.run.budget import Clock, skipped_for_budget
 from harness.run.launchers import launcher_for
 from harness.run.settings import RunSettings
 from harness.run.steps.caches import Caches
@@ -34,6 +35,7 @@ class PointRunner:
         self.launcher = launcher_for(settings, self.caches, log)
         self.plans: dict[tuple[str, str], int] = {}  # (scenario, point id) -> launches planned by launches: auto
         self.recalibrations = 0  # canary calibrations taken again this run (a launch beat the first)
+        self.clock = Clock(self.settings.budget)  # --budget: no new point once it is spent
 
     def close(self) -> None:
         """End the isolated worker kept for the next point (sweeps end theirs themselves)."""
@@ -83,7 +85,11 @@ class PointRunner:
         on_round: Optional[Callable[[int], None]] = None,
         on_phase: Callable[[str], None] = quiet,
     ) -> Record:
-        """Every launch of one point, one after another (each in a fresh worker), merged and written."""
+        """Every launch of one point, one after another (each in a fresh worker), merged and written; skipped
+        unstarted when the run's budget is spent."""
+        if self.clock.spent():
+            return self._merged([self._skipped(scenario, point, self.clock.skip_reason())])
+        self.clock.began((scenario.name, point.id))
         self._calibrate_canary()
         launches: list[Record] = []
         while self._wants_launch(scenario, launches, point):
@@ -104,11 +110,14 @@ class PointRunner:
         """One launch of the point; the correctness gate and accuracy run in the first launch only."""
         reason = skip_reason(scenario, point, self.settings.correctness_only)
         if reason:  # decided without starting a process
-            record = new_record(self.caches, scenario, point)
-            record.status, record.reason, record.finished_at = "skipped", str(reason), now_iso()
-            return record
+            return self._skipped(scenario, point, str(reason))
         record = self.launcher.launch(scenario, point, first_launch=first_launch, on_phase=on_phase, on_round=on_round)
         self._calibrate_canary(record)  # a canary that beat it at both edges: the calibration was disturbed
+        return record
+
+    def _skipped(self, scenario: Scenario, point: Point, reason: str) -> Record:
+        record = new_record(self.caches, scenario, point)
+        record.status, record.reason, record.finished_at = "skipped", reason, now_iso()
         return record
 
     def _wants_launch(self, scenario: Scenario, launches: list[Record], point: Optional[Point] = None) -> bool:
@@ -165,7 +174,7 @@ class PointRunner:
         # an axis added after the record was written (speculative) counts as its default there
         stored = {axis.name: axis.default for axis in SWEEP_AXES if not axis.required} | record.point
         same = stored == point.axes() and same_scenario_settings(record.settings, scenario)
-        complete = record.status == "skipped" or (
+        complete = (record.status == "skipped" and not skipped_for_budget(record)) or (
             record.status == "ok"
             and (
                 self.settings.correctness_only or len(record.samples.launches) >= self.planned_launches(scenario, point)

@@ -96,6 +96,7 @@ class Runner(PointRunner):
         if results_dir is not None:  # room for the records of the points to run, before any runs
             store.check_free_space(results_dir, len(order))
         launched: dict[int, list[Record]] = {i: [] for i in order}
+        stopped: set[int] = set()  # points the spent budget ended: no launch more
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)
         try:
             with tqdm(total=planned, desc="sweep", unit="launch", disable=not bar_shown, file=sys.stderr) as bar:
@@ -111,10 +112,17 @@ class Runner(PointRunner):
                             phase = _on_bar(bar, scenario.name)
                         else:
                             phase = lines.for_scenario(scenario.name) if lines is not None else on_phase
-                        phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
                         started = time.monotonic()
-                        launched[i].append(self._launch(scenario, point, not launched[i], phase))
-                        more = self._wants_launch(scenario, launched[i], point)
+                        if self.clock.spent():  # no new point; one with launches keeps those it has
+                            stopped.add(i)
+                            if not launched[i]:
+                                launched[i].append(self._skipped(scenario, point, self.clock.skip_reason()))
+                            more = False
+                        else:
+                            self.clock.began((scenario.name, point.id))
+                            phase(f"{point.id}: launch {len(launched[i]) + 1}/{self.planned_launches(scenario, point)}")
+                            launched[i].append(self._launch(scenario, point, not launched[i], phase))
+                            more = self._wants_launch(scenario, launched[i], point)
                         with writing(
                             results_dir or ".",
                             kept=lambda: f"{len(done)} of {len(work)} point(s) have records",
@@ -138,7 +146,11 @@ class Runner(PointRunner):
                                 file=sys.stderr,
                             )
                     self.launcher.close()  # the next pass starts fresh workers
-                    pending = [i for i in pending if self._wants_launch(work[i][0], launched[i], work[i][1])]
+                    pending = [
+                        i
+                        for i in pending
+                        if i not in stopped and self._wants_launch(work[i][0], launched[i], work[i][1])
+                    ]
                     bar.total = bar.n + sum(max(1, self.planned_launches(*work[i]) - len(launched[i])) for i in pending)
         except lifecycle.Interrupted as exc:  # counted from what is on disk: a launch not yet written is not there
             complete = sum(record.status != INCOMPLETE for record in done.values())

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from harness.run.budget import Budget
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -40,6 +42,7 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     launches: Optional[int] = None
     recalibrate: bool = False  # take the canary's calibration afresh, not this machine's stored one
+    budget: Optional[Budget] = None  # --budget: the run starts no new point once it is spent (harness.run.budget)
 
     @property
     def reference_store(self) -> Path:

@@ -59,6 +59,15 @@ def test_unequal_batch_prompts_are_refused(tiny_llama, prompt):
         loaded(tiny_llama).generate([prompt, prompt[:-1]], 2)
 
 
+def test_a_left_padded_batch_of_unequal_prompts_matches_each_prompt_alone(tiny_llama, prompt):
+    adapter = loaded(tiny_llama, dtype="fp32")
+    prompts = [prompt, prompt[1:4]]  # the second row padded on the left, masked, its positions from 0
+    together = adapter.prefill_batch(prompts)
+    assert adapter.batch_padding == "left" and together.shape[0] == 2
+    for row, alone in zip(together, prompts):
+        np.testing.assert_allclose(row, adapter.prefill(alone), atol=1e-4)
+
+
 def test_stepwise_prefill_decode_reproduces_greedy_generate(tiny_llama, prompt):
     adapter = loaded(tiny_llama)
     expected = adapter.generate([prompt], 6).output_ids[0]

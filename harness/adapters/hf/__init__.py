@@ -37,6 +37,7 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
     supports_logits = True
     supports_score = True
     supports_batch_logits = True
+    batch_padding = "left"  # generate pads a decoder-only batch on the left
     supports_hidden_states = True
     supports_decode_hidden_states = True
     supports_routing = True  # routing() returns None for dense models

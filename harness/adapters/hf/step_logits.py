@@ -1,6 +1,6 @@
 """The ``hf`` adapter's step-wise logits, what the gate reads: ``prefill`` and ``decode`` on the timed path's
 cache (static when the point sets ``max_seq_len``) and prefill chunks, one-pass ``score`` and batched
-``prefill_batch``."""
+``prefill_batch`` (left-padded, as ``generate`` pads)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,24 @@ class HFStepLogits:
             out = self.model(input_ids=tensor, use_cache=False, logits_to_keep=last)
             return out.logits[0, -last:].float().cpu().numpy()
 
-    def prefill_batch(self, prompts: Sequence[Sequence[int]]):
-        """One forward over the batch (equal lengths, as ``generate`` batches): each row's last logits."""
+    def _batch_inputs(self, prompts: Sequence[Sequence[int]]):
+        """Input ids, attention mask and position ids of a left-padded batch, as ``generate`` pads a
+        decoder-only batch: pads masked out, each row's positions counted from its first real token."""
         torch = self._torch
+        longest = max(len(p) for p in prompts)
+        pad = self.model.config.pad_token_id
+        pad = 0 if pad is None else int(pad)  # any id: masked out
+        ids = torch.tensor([[pad] * (longest - len(p)) + list(p) for p in prompts], dtype=torch.long)
+        mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
+        return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+    def prefill_batch(self, prompts: Sequence[Sequence[int]]):
+        """One forward over the batch, left-padded (``_batch_inputs``): each row's last logits."""
+        torch = self._torch
+        ids, mask, positions = (t.to(self.device) for t in self._batch_inputs(prompts))
         with torch.inference_mode():
-            tensor = torch.tensor([list(p) for p in prompts], dtype=torch.long, device=self.device)
             out = self.model(
-                input_ids=tensor, attention_mask=torch.ones_like(tensor), use_cache=False, logits_to_keep=1
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, logits_to_keep=1
             )
             return out.logits[:, -1].float().cpu().numpy()
 

@@ -55,11 +55,11 @@ def _other_input(node, this) -> np.ndarray | None:
     return None
 
 
-def compressed(xml: str | Path) -> dict[str, tuple[str, np.ndarray]]:
+def compressed(xml: str | Path) -> dict[str, tuple[str, np.ndarray, int | None]]:
     """{constant name: (its storage format, its dequantized fp32 values)} for every compressed weight."""
     import openvino as ov
 
-    out: dict[str, tuple[str, np.ndarray]] = {}
+    out: dict[str, tuple[str, np.ndarray, int | None]] = {}
     for op in ov.Core().read_model(str(xml)).get_ordered_ops():
         if op.get_type_name() != "Constant" or op.get_element_type().get_type_name() not in _INTEGER:
             continue
@@ -81,7 +81,12 @@ def compressed(xml: str | Path) -> dict[str, tuple[str, np.ndarray]]:
             continue
         values = values * scale
         grouped = scale.ndim == 3
-        out[op.get_friendly_name()] = (f"{kind}{' group' if grouped else ''}", values)
+        # group-wise: [rows, groups, group size]; per channel: one scale per row (block None)
+        out[op.get_friendly_name()] = (
+            f"{kind}{' group' if grouped else ''}",
+            values,
+            values.shape[-1] if grouped else None,
+        )
     return out
 
 
@@ -91,10 +96,10 @@ def read(xml: str | Path, hf_names: dict[str, tuple[int, ...]], config: dict) ->
     from harness.models.stored_weights import UnsupportedLayout
 
     out: dict[str, Tensor] = {}
-    for name, (kind, values) in compressed(xml).items():
+    for name, (kind, values, block) in compressed(xml).items():
         hf_name = name.removeprefix("self.")
         if hf_name in hf_names:
-            out[hf_name] = Tensor(name, kind, values.reshape(hf_names[hf_name]))
+            out[hf_name] = Tensor(name, kind, values.reshape(hf_names[hf_name]), block)
     if not out:
         raise UnsupportedLayout(f"{xml}: no compressed constant is named after a tensor of the HF checkpoint")
     return out

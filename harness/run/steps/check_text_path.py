@@ -17,10 +17,14 @@ from harness.run.steps.resolve import ResolvedPoint
 
 
 def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
-    """``batch_size`` distinct prompts of the point's prompt length (timing repeats one prompt, which
-    would hide sequences mixed up inside a batch)."""
-    length = max(len(resolved.prompt_ids[0]), 2)
-    return prompts.synthetic(resolved.tokenizer, length, resolved.point.batch_size)
+    """``batch_size`` distinct prompts (timing repeats one prompt, which would hide sequences mixed up
+    inside a batch) of different lengths, from the point's prompt length down (``batch.lengths``): the
+    shorter ones padded in the batch."""
+    from harness.correctness.batch import lengths
+
+    sizes = lengths(len(resolved.prompt_ids[0]), resolved.point.batch_size)
+    made = prompts.synthetic(resolved.tokenizer, sizes[0], resolved.point.batch_size)
+    return [ids[:size] for ids, size in zip(made, sizes)]
 
 
 def check_text_path(
@@ -40,7 +44,7 @@ def check_text_path(
         tokenizer=text_path.tokenizer_agreement(adapter, tokenizer, texts, arbiter, metadata),
         chat_template=text_path.chat_template(adapter, template, tokenizer),
         free_text=text_path.free_text(adapter, reference, tokenizer, template, resolved.scenario.gate.k),
-        batch=batch.check(adapter, batch_prompts(resolved)),
+        batch=batch.check(adapter, batch_prompts(resolved), correctness.noise_floor),
     )
     update: dict = {"text_path": path}
     failed = text_path.reasons(path)
