@@ -9,8 +9,9 @@ only hits digits fails by its class instead of averaging away among the words.
 The **flip rate** is the share of *decided* positions, where the reference's top-1 log-probability leads its
 second by more than ``TIE_MARGIN`` nats, whose top-1 the engine changed. Near ties are left out: there a clean
 engine in another precision may pick either token. A flip rate above ``FLIP_LINE`` over at least the gate's
-``min_positions`` decided positions is drift: it fails an unquantized point (``fail_on_drift``) and is reported
-on a quantized one, whose top-1 moves by design.
+``min_positions`` decided positions is marked drift in the record and printed, and changes no verdict: the line
+is absolute, with no floor of its own (the reference's own flips between precisions), and a clean f16 llama.cpp
+point on a random-weights model crossed it at KL 1.0x its floor.
 """
 
 from __future__ import annotations
@@ -97,14 +98,9 @@ def _fails(check: ClassCheck, settings: GateSettings) -> list[str]:
 
 
 def _drifts(check: ClassCheck, settings: GateSettings) -> list[str]:
-    found = [_line(s, "drift", settings.drift_factor) for s in check.classes if s.verdict == DRIFT]
-    flip = check.flips
-    if flip is not None and flip.verdict == DRIFT and flip.rate is not None:
-        found.append(
-            f"flip rate {flip.rate:.1%}: the top-1 changed at {flip.flips} of {flip.decided} positions whose "
-            f"reference top-1 led by more than {flip.tie_margin:g} nats (drift above {flip.line:.0%})"
-        )
-    return found
+    # The flip rate is recorded and printed, never a drift of its own: with an absolute line and no floor of its
+    # own, a clean f16 point on a random-weights model (flat logits) crossed it at KL 1.0x its floor.
+    return [_line(s, "drift", settings.drift_factor) for s in check.classes if s.verdict == DRIFT]
 
 
 def apply(result: Correctness, reference: Reference, tokenizer, settings: GateSettings) -> Correctness:

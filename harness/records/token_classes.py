@@ -31,7 +31,7 @@ class ClassStat(Part):
 
 class FlipRate(Part):
     """The share of decided positions (reference top-1 margin over its second above ``tie_margin`` nats) whose
-    top-1 the engine changed. ``verdict`` drift above ``line`` (it fails a point where drift does), None when
+    top-1 the engine changed. ``verdict`` drift above ``line`` (reported: it changes no point's verdict), None when
     fewer than the gate's ``min_positions`` were decided."""
 
     rate: Optional[float] = None

@@ -105,13 +105,15 @@ def test_a_class_with_fewer_positions_than_the_minimum_is_shown_not_judged():  #
     assert digits.positions == 15 and digits.verdict is None and found.verdict == "pass"
 
 
-def test_flips_count_only_where_the_reference_top1_leads_by_more_than_the_tie_margin():  # (unit)
+def test_flips_count_only_where_the_reference_top1_leads_by_more_than_the_tie_margin_and_fail_no_point():  # (unit)
     decided, _ = gate(digit_kl=1e-3, digit_top1=0, margin=2 * class_check.TIE_MARGIN)
     result, reference = decided, _
     found = class_check.apply(result, reference, TOKENIZER, SETTINGS)
     flips = found.classes.flips
     assert (flips.flips, flips.decided, flips.rate, flips.verdict) == (16, 32, 0.5, "drift")
-    assert found.verdict == "fail" and found.reasons[-1].startswith("flip rate 50.0%: the top-1 changed at 16 of 32")
+    # Reported, not judged: at KL on its floor (a clean f16 point on flat logits flipped 5 %), the point passes.
+    assert found.verdict == "pass" and not any("flip rate" in reason for reason in found.reasons)
+    assert "flips 50.0% of 32" in found.classes.summary()
     tied, reference = gate(digit_kl=1e-3, digit_top1=0, margin=class_check.TIE_MARGIN / 2)
     found = class_check.apply(tied, reference, TOKENIZER, SETTINGS)
     assert found.classes.flips.decided == 0 and found.classes.flips.rate is None  # near ties: nothing decided
