@@ -45,15 +45,20 @@ def impossible(scenario: Scenario) -> Optional[str]:
     return None
 
 
-def previous(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Optional[Record]:
+def stored(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Optional[Record]:
+    """The point's record in ``results_dir`` whatever its status, or None (none, or unreadable)."""
     if results_dir is None:
         return None
     path = store.record_path(results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok"))
     try:
-        record = store.read(path)
+        return store.read(path)
     except (OSError, ValueError):
         return None
-    return record if record.status == "ok" else None
+
+
+def previous(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Optional[Record]:
+    record = stored(results_dir, scenario, point)
+    return record if record is not None and record.status == "ok" else None
 
 
 def plan(scenario: Scenario, point: Point, stored: Optional[Record]) -> Plan:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Optional
 
 from harness.models import prompts, sources
-from harness.records import store
 from harness.records.environment import cpu_model
 from harness.records.fingerprint import fingerprint
 from harness.records.record import Record, recorded_launches
+from harness.run import auto_launches
 from harness.run.budget import skipped_for_budget
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
@@ -73,14 +73,13 @@ def same_runner(record: Record) -> bool:
 def earlier(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Optional[Record]:
     """The point's record in ``results_dir`` when this runner made it, ran it or skipped it (a skip for a spent
     budget says nothing of the point), or None."""
-    if results_dir is None:
-        return None
-    path = store.record_path(results_dir, Record(scenario=scenario.name, point_id=point.id, point={}, status="ok"))
-    try:
-        record = store.read(path)
-    except (OSError, ValueError):
-        return None
-    if record.status not in ("ok", "skipped") or skipped_for_budget(record) or not same_runner(record):
+    record = auto_launches.stored(results_dir, scenario, point)
+    if (
+        record is None
+        or record.status not in ("ok", "skipped")
+        or skipped_for_budget(record)
+        or not same_runner(record)
+    ):
         return None
     return record
 
