@@ -34,7 +34,7 @@ from harness.correctness import weight_bias
 
 if TYPE_CHECKING:
     from harness.models.stored_weights import Tensor
-    from harness.records.correctness import DequantizedAudit
+    from harness.records.dequantized_audit import DequantizedAudit
     from harness.records.weight_bias import WeightBias
 
 FAIL_FACTOR = 5.0  # worst row error over its format's median; measured clean: Q8_0 1.9x, Q4_0 2.1x (tiny-llama)
@@ -121,7 +121,7 @@ def audit_artefact(hf_dir: Path, read_weights: Callable[[dict[str, tuple[int, ..
 
 def _audit(hf_dir: Path, twin) -> DequantizedAudit:
     from harness.models.stored_weights import UnsupportedLayout
-    from harness.records.correctness import DequantizedAudit
+    from harness.records.dequantized_audit import DequantizedAudit
 
     try:
         found = audit_artefact(hf_dir, twin.read_weights)
@@ -164,7 +164,7 @@ def check(root: Path, model, twin, refresh: bool = False) -> Optional[Dequantize
     of contents and stored beside the references (reading back Gemma's 262k-row embedding takes minutes
     on two busy cores)."""
     from harness.io import compute_once, read_json, sealed, write_json_atomic
-    from harness.records.correctness import DequantizedAudit
+    from harness.records.dequantized_audit import DequantizedAudit
 
     if twin.read_weights is None:
         return None

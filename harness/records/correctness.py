@@ -10,12 +10,12 @@ from pydantic import Field, field_validator
 
 from harness.records.base import Part
 from harness.records.beams import BeamCheck
+from harness.records.dequantized_audit import DequantizedAudit
 from harness.records.gate_diagnosis import Diagnosis
 from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 from harness.records.token_classes import ClassCheck
-from harness.records.weight_bias import WeightBias
 
 # The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
 # teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
@@ -145,25 +145,6 @@ class GatePhases(Part):
     prefill: GatePhase  # the first generated position, from the prompt's forward
     decode: GatePhase  # every later position, one cached decode step each
     note: Optional[str] = None  # why a phase fell back to the overall floor
-
-
-class DequantizedAudit(Part):
-    """The point's artefact read back and dequantized, row by row against the HF checkpoint
-    (``harness.correctness.dequantized``): a converter that wrote other weights fails here even when the
-    device path and its twin agree. ``ratio``: the worst row's relative error over its storage format's
-    median row error; ``fail`` above ``fail_factor``."""
-
-    verdict: Optional[Literal["pass", "fail"]] = None
-    ratio: Optional[float] = None
-    fail_factor: Optional[float] = None
-    worst: Optional[str] = None  # "<hf name> row <i> (<format>, stored as <name>)"
-    worst_error: Optional[float] = None
-    floors: dict[str, float] = Field(default_factory=dict)  # per storage format
-    tensors: Optional[int] = None
-    method: Optional[str] = None
-    reasons: list[str] = Field(default_factory=list)
-    skipped: Optional[str] = None
-    bias: Optional[WeightBias] = None  # the sign test (``harness.correctness.weight_bias``); None before it
 
 
 class DequantizedModel(Part):
