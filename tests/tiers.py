@@ -150,6 +150,7 @@ TABLE: dict[str, Tier] = {
     "correctness/test_gate_timed_path.py": A,
     "correctness/test_gate_token_classes.py": A,
     "correctness/test_token_classes.py": U,
+    "correctness/test_topk_tie_margin.py": U,
     "correctness/test_lengths.py": Tier(
         "unit",
         {

@@ -7,7 +7,8 @@ the point has more than one class: like a position bucket (``harness.correctness
 only hits digits fails by its class instead of averaging away among the words.
 
 The **flip rate** is the share of *decided* positions, where the reference's top-1 log-probability leads its
-second by more than ``TIE_MARGIN`` nats, whose top-1 the engine changed. Near ties are left out: there a clean
+second by more than ``TIE_MARGIN`` nats (the top-k checks' own, ``harness.correctness.ties``), whose top-1
+the engine changed. Near ties are left out: there a clean
 engine in another precision may pick either token. A flip rate above ``FLIP_LINE`` over at least the gate's
 ``min_positions`` decided positions is marked drift in the record and printed, and changes no verdict: the line
 is absolute, with no floor of its own (the reference's own flips between precisions), and a clean f16 llama.cpp
@@ -23,12 +24,12 @@ import numpy as np
 from harness.correctness import token_classes
 from harness.correctness.kl import MIN_FLOOR, paired_floor, tier
 from harness.correctness.stored_reference import Reference
+from harness.correctness.ties import TIE_MARGIN  # the reference's top-1 over its second: at or below, a near tie
 from harness.records.correctness import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS, Correctness
 from harness.records.token_classes import ClassCheck, ClassStat, FlipRate
 from harness.scenario.gate_section import GateSettings
 
 MIN_POSITIONS = 16  # a class judged on fewer positions would judge its noise (as a position bucket)
-TIE_MARGIN = 0.1  # nats: the reference's top-1 over its second; at or below it the top-1 is a near tie
 FLIP_LINE = 0.05  # share of decided positions: drift above it
 
 

@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from harness.correctness import kl as kl_stats
-from harness.correctness import positions, prefill
+from harness.correctness import positions, prefill, ties
 from harness.correctness.kl import MIN_FLOOR
 from harness.correctness.lengths import is_long, on_own_text
 from harness.correctness.outcome import NotRun, decide, failed_rules
@@ -89,6 +89,7 @@ def evaluate(adapter, reference: Reference, settings: GateSettings, on_prompt=No
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
             if detail is not None and not ok:
                 result.failures.insert(0, detail)
+            ties.count(result, detail.tie_gap if detail is not None else None)
         prompt_results.append(result)
 
     return _conclude(prompt_results, reference, settings, settings.mode)
@@ -139,6 +140,7 @@ def _conclude(
         notes.append(
             f"teacher-forced top-{settings.k} missed on long prompt(s) {long_misses}: reported; KL judges them"
         )
+    notes += ties.notes(prompt_results, settings.k)
     fails, drifts = kl_stats.judge(ratio, test, phases, settings)
     buckets = _buckets(prompt_results, reference, settings)
     if buckets:
@@ -155,6 +157,7 @@ def _conclude(
         reasons=reasons,
         failed_by=failed_rules(topk, fails, drifts, verdict),
         k=settings.k,
+        tie_margin=ties.TIE_MARGIN,
         mode=mode,
         kl_mean=kl_mean,
         noise_floor=floor,

@@ -41,16 +41,6 @@ def topk_pairs(ids: Sequence[int], logprobs, k: int, full: bool) -> list[tuple[i
     return [(int(i), round(float(lp), 4)) for i, lp in zip(ids[:k], logprobs[:k])]
 
 
-def topk_miss(ref_ids: Sequence[int], device_top: Sequence[int], k: int) -> str:
-    """Why the two-way top-k inclusion fails at a position ("" when it holds): the device's top-1 must be in
-    the reference's top-k, and the reference's top-1 in the device's."""
-    if device_top[0] not in ref_ids[:k]:
-        return f"device token {device_top[0]} not in reference top-{k}"
-    if ref_ids[0] not in device_top[:k]:
-        return f"reference token {ref_ids[0]} not in device top-{k}"
-    return ""
-
-
 def greedy_steps(adapter, prompt_ids: Sequence[int], n_tokens: int, stop_ids: Sequence[int], top_m: int):
     """Greedy-decode step by step; return (tokens, top ids per step, top logprobs per step)."""
     tokens, ids_per_step, lps_per_step = [], [], []

@@ -12,13 +12,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from harness.correctness import ties
 from harness.correctness.logprobs import (
     coarse_kl,
     coarse_kl_reverse,
     iter_forced_logprobs,
     log_softmax,
     top_ids,
-    topk_miss,
 )
 from harness.correctness.logprobs import topk_pairs as _topk_pairs
 from harness.correctness.stored_reference import PromptReference
@@ -28,33 +28,27 @@ from harness.records.correctness import Divergence, PromptResult
 def free_running(
     adapter, index: int, ref: PromptReference, k: int, stop_ids: Sequence[int]
 ) -> tuple[bool, Optional[int], int, Optional[Divergence]]:
-    """(ok, divergence position or None, tokens matched, divergence details)."""
+    """(ok, divergence position or None, tokens matched, divergence details). A miss within the tie margin
+    (``harness.correctness.ties``) is ok, its gap in the divergence's ``tie_gap``."""
     logits = adapter.prefill(ref.prompt_ids)
     for position, ref_token in enumerate(ref.tokens):
         logprobs = log_softmax(logits)
         device_token = int(top_ids(logprobs, 1)[0])
         if device_token != ref_token:
-            ref_top = ref.top_ids[position][:k]
+            ref_ids, ref_lps = ref.top_ids[position], ref.top_logprobs[position]
             dev_top = top_ids(logprobs, k).tolist()
-            ok = device_token in ref_top and ref_token in dev_top
-            why = (
-                ""
-                if ok
-                else (
-                    f"device token {device_token} not in reference top-{k}"
-                    if device_token not in ref_top
-                    else f"reference token {ref_token} not in device top-{k}"
-                )
-            )
+            why, gap = ties.topk_miss(ref_ids, ref_lps, logprobs, dev_top, k, ref_token=ref_token)
+            ok = not why
             detail = Divergence(
                 prompt=index,
                 position=position,
                 reference_token=ref_token,
                 device_token=device_token,
-                reference_topk=_topk_pairs(ref.top_ids[position], ref.top_logprobs[position], k, False),
+                reference_topk=_topk_pairs(ref_ids, ref_lps, k, False),
                 device_topk=_topk_pairs([], logprobs, k, True),
                 ok=ok,
                 why=why,
+                tie_gap=gap,
             )
             return ok, position, position, detail
         if device_token in stop_ids or position == len(ref.tokens) - 1:
@@ -65,7 +59,8 @@ def free_running(
 
 
 def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
-    """Feed the reference's tokens and compare every position: two-way top-k, top-1, KL both ways, cosine."""
+    """Feed the reference's tokens and compare every position: two-way top-k (a miss within the tie margin
+    counted, not failed), top-1, KL both ways, cosine."""
     result = PromptResult(prompt=index, kind=ref.kind)
     device = iter_forced_logprobs(adapter, ref.prompt_ids, ref.tokens)
     kls, reverse, cosines, top1, matches = [], [], [], 0, []
@@ -80,7 +75,8 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
         reverse.append(coarse_kl_reverse(ref_ids, ref_lps, logprobs))
         a, b = np.asarray(ref_lps, dtype=np.float64), logprobs[np.asarray(ref_ids)].astype(np.float64)
         cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30)))
-        why = topk_miss(ref_ids, dev_top, k)
+        why, gap = ties.topk_miss(ref_ids, ref_lps, logprobs, dev_top, k)
+        ties.count(result, gap)
         if why:
             device_topk = _topk_pairs([], logprobs, k, True)
             _violated(
@@ -98,12 +94,17 @@ def teacher_forced(adapter, index: int, ref: PromptReference, k: int) -> PromptR
 
 def forced_top1(adapter, index: int, ref: PromptReference, k: int) -> PromptResult:
     """Teacher-forced on an engine that exposes only the token it chooses (GenAI's static NPU pipeline): at
-    every position that token, given the reference's prefix, must be in the reference's top-k (one way: the
-    device's own top-k is unknowable)."""
+    every position that token, given the reference's prefix, must be in the reference's top-k, or within the
+    tie margin of its k-th (one way: the device's own top-k is unknowable)."""
     result = PromptResult(prompt=index, kind=ref.kind)
     chosen = adapter.teacher_forced_top1(ref.prompt_ids, ref.tokens)
     for position, (device_token, ref_token) in enumerate(zip(chosen, ref.tokens)):
-        if device_token not in ref.top_ids[position][:k]:
+        if device_token in ref.top_ids[position][:k]:
+            continue
+        gap = ties.reference_gap(ref.top_ids[position], ref.top_logprobs[position], device_token, k)
+        if ties.is_tie(gap):
+            ties.count(result, gap)
+        else:
             why = f"teacher-forced (top-1 only): device token {device_token} not in reference top-{k}"
             _violated(result, _miss(ref, index, position, ref_token, device_token, [], k, why))
     result.forced_ok = result.forced_violations == 0

@@ -48,6 +48,7 @@ class Divergence(Part):
     device_topk: list[tuple[int, float]]  # empty where the engine exposes only its chosen token
     ok: bool
     why: str = ""
+    tie_gap: Optional[float] = None  # nats by which a miss fell outside a top-k, where forgiven as a near tie
 
 
 class PromptResult(Part):
@@ -74,6 +75,10 @@ class PromptResult(Part):
     prefill_kl: Optional[list[float]] = None  # KL at the prompt's prefill positions (harness.correctness.prefill)
     prefill_ok: Optional[bool] = None  # the two-way top-k check at those positions (None: not run)
     prefill_violations: int = 0
+    # Top-k misses forgiven as near ties (harness.correctness.ties): within Correctness.tie_margin nats of the
+    # k-th candidate, over every top-k check of the prompt; the widest such gap (None: none).
+    topk_ties: int = 0
+    topk_tie_gap: Optional[float] = None
 
 
 class ReferenceInfo(Part):
@@ -241,6 +246,7 @@ class Correctness(Part):
     reasons: list[str] = Field(default_factory=list)  # why it failed, drifted or was not judged
     failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
+    tie_margin: Optional[float] = None  # nats: a top-k miss within it of the k-th candidate is a near tie (None: older)
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None

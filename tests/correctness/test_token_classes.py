@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.correctness import class_check, token_classes
+from harness.correctness import class_check, ties, token_classes
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.records.correctness import Correctness, PromptResult
 from harness.scenario.gate_section import GateSettings
@@ -106,7 +106,7 @@ def test_a_class_with_fewer_positions_than_the_minimum_is_shown_not_judged():  #
 
 
 def test_flips_count_only_where_the_reference_top1_leads_by_more_than_the_tie_margin_and_fail_no_point():  # (unit)
-    decided, _ = gate(digit_kl=1e-3, digit_top1=0, margin=2 * class_check.TIE_MARGIN)
+    decided, _ = gate(digit_kl=1e-3, digit_top1=0, margin=2 * ties.TIE_MARGIN)
     result, reference = decided, _
     found = class_check.apply(result, reference, TOKENIZER, SETTINGS)
     flips = found.classes.flips
@@ -114,7 +114,7 @@ def test_flips_count_only_where_the_reference_top1_leads_by_more_than_the_tie_ma
     # Reported, not judged: at KL on its floor (a clean f16 point on flat logits flipped 5 %), the point passes.
     assert found.verdict == "pass" and not any("flip rate" in reason for reason in found.reasons)
     assert "flips 50.0% of 32" in found.classes.summary()
-    tied, reference = gate(digit_kl=1e-3, digit_top1=0, margin=class_check.TIE_MARGIN / 2)
+    tied, reference = gate(digit_kl=1e-3, digit_top1=0, margin=ties.TIE_MARGIN / 2)
     found = class_check.apply(tied, reference, TOKENIZER, SETTINGS)
     assert found.classes.flips.decided == 0 and found.classes.flips.rate is None  # near ties: nothing decided
     assert found.verdict == "pass"

@@ -1,0 +1,136 @@
+"""The tie margin of every top-k check (``harness.correctness.ties``): a token that misses a side's top-k by less
+than 0.1 nats below its k-th candidate is a near tie, counted and not failed, in the free-running, teacher-forced,
+prefill and top-1-only checks of short prompts; a wider miss, or a token the reference never stored, fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.correctness import gate, ties
+from harness.correctness.logprobs import log_softmax, top_ids
+from harness.correctness.stored_reference import PromptReference, Reference
+from harness.scenario.gate_section import Gate
+
+VOCAB = 10
+K = 3
+
+
+def row(order: list[int], gaps: dict[int, float] | None = None) -> np.ndarray:
+    """Logits ranking ``order`` first to last, 1 nat apart unless ``gaps`` sets the gap below a rank."""
+    values = np.full(VOCAB, -20.0, dtype=np.float32)
+    value = 5.0
+    for rank, token in enumerate(order):
+        values[token] = value
+        value -= (gaps or {}).get(rank, 1.0)
+    return values
+
+
+def reference(rows: list[np.ndarray], top_m: int = VOCAB) -> Reference:
+    """A short plain prompt: its greedy tokens and top-M rows of ``rows``; one prefill position, ``rows[0]``."""
+    tokens, ids, lps = [], [], []
+    for logits in rows:
+        lp = log_softmax(logits)
+        best = top_ids(lp, top_m)
+        tokens.append(int(best[0]))
+        ids.append(best.tolist())
+        lps.append(lp[best].tolist())
+    prompt = PromptReference("plain", "x", [0], tokens, ids, lps, [ids[0]], [lps[0]])
+    return Reference(
+        model={},
+        settings={"top_m": top_m, "eos_ids": [9], "tokens": len(rows)},
+        versions={},
+        noise_floor={"kl_mean": 1e-3},
+        prompts=[prompt],
+    )
+
+
+class Device:
+    """Logits ``table[position]`` (its prefill always the first row); chosen tokens for the top-1 gate."""
+
+    def __init__(self, table):
+        self.table, self.position = table, 0
+
+    def prefill(self, tokens):
+        self.position = 0
+        return self.table[0]
+
+    def decode(self, token):
+        self.position += 1
+        return self.table[self.position]
+
+    def teacher_forced_top1(self, prompt_ids, tokens):
+        return [int(np.argmax(r)) for r in self.table]
+
+
+def settings(mode="both"):
+    return Gate(k=K, mode=mode, min_positions=1).settings(quantized=True)
+
+
+def near() -> np.ndarray:
+    """A device whose top-1 is the reference's 4th token (4); the reference's top-1 (1) is its second."""
+    return row([4, 1, 2, 3, 5, 6])
+
+
+def ref_with_gap(gap: float) -> Reference:
+    """The reference at one position: 1, 2, 3 and then 4, ``gap`` nats below 3."""
+    return reference([row([1, 2, 3, 4, 5, 6], gaps={2: gap})])
+
+
+@pytest.mark.parametrize("mode", ["free", "forced", "both"])
+def test_a_top_k_miss_within_the_margin_is_a_counted_near_tie_not_a_failure(mode):
+    # the device's top-1 (4) is the reference's 4th, 0.06 nats under its 3rd; the reference's top-1 (1) is
+    # second on the device, inside its top-3
+    result = gate.evaluate(Device([near()]), ref_with_gap(0.06), settings(mode))
+    assert "top-3" not in " ".join(result.reasons), result.reasons
+    assert result.tie_margin == ties.TIE_MARGIN == 0.1
+    (prompt,) = result.prompts
+    checks = {"free": 1, "forced": 2, "both": 3}[mode]  # free running; teacher-forced and prefill; all three
+    assert prompt.topk_ties == checks and prompt.topk_tie_gap == pytest.approx(0.06, abs=1e-4)
+    assert any("near ties on prompt(s) [0]" in note and "0.1-nat tie margin" in note for note in result.notes)
+
+
+@pytest.mark.parametrize("mode", ["free", "forced"])
+def test_a_miss_wider_than_the_margin_still_fails(mode):
+    result = gate.evaluate(Device([near()]), ref_with_gap(0.3), settings(mode))
+    assert result.verdict == "fail" and result.prompts[0].topk_ties == 0
+    assert any("top-3 check failed" in reason for reason in result.reasons), result.reasons
+    (failure, *_) = result.prompts[0].failures
+    assert failure.why.endswith("device token 4 not in reference top-3") and failure.tie_gap is None
+
+
+def test_the_reference_top1_within_the_margin_of_the_devices_kth_is_a_near_tie_and_wider_fails():
+    reference_rows = ref_with_gap(1.0)  # the reference: 1, 2, 3, 4 a nat apart
+    for gap, ties_expected in ((0.05, 2), (0.5, 0)):  # teacher-forced and prefill: one position each
+        device = row([2, 3, 4, 1, 5, 6], gaps={2: gap})  # the reference's top-1 is the device's 4th
+        result = gate.evaluate(Device([device]), reference_rows, settings("forced"))
+        (prompt,) = result.prompts
+        assert (prompt.forced_ok, prompt.prefill_ok, prompt.topk_ties) == (bool(ties_expected),) * 2 + (ties_expected,)
+        if not ties_expected:
+            assert prompt.failures[0].why.endswith("reference token 1 not in device top-3")
+
+
+def test_a_token_the_reference_never_stored_is_never_a_near_tie():
+    # top-M 3: the reference stored 1, 2, 3 only; the device's top-1 4 is 0.01 nats under 3 but unknown to it
+    stored = reference([row([1, 2, 3, 4, 5, 6], gaps={2: 0.01})], top_m=K)
+    result = gate.evaluate(Device([row([4, 1, 2, 3])]), stored, settings("forced"))
+    assert result.verdict == "fail" and result.prompts[0].topk_ties == 0
+
+
+def test_the_top1_only_gate_forgives_a_chosen_token_within_the_margin_of_the_reference_kth():
+    tied = gate.evaluate_top1(Device([near()]), ref_with_gap(0.06), settings())
+    assert tied.verdict == "pass" and tied.prompts[0].topk_ties == 1 and tied.tie_margin == 0.1
+    wide = gate.evaluate_top1(Device([near()]), ref_with_gap(0.3), settings())
+    assert wide.verdict == "fail" and wide.prompts[0].forced_first_violation == 0
+
+
+def test_the_gap_is_measured_on_the_side_whose_top_k_was_missed():
+    ids, lps = [1, 2, 3, 4], [-1.0, -1.5, -2.0, -2.07]
+    assert ties.reference_gap(ids, lps, 2, 3) == 0.0  # inside
+    assert ties.reference_gap(ids, lps, 4, 3) == pytest.approx(0.07)
+    assert ties.reference_gap(ids, lps, 8, 3) is None  # not stored: no known gap
+    device = log_softmax(row([2, 3, 5, 1], gaps={2: 0.2}))
+    top = top_ids(device, 3).tolist()
+    assert ties.device_gap(device, top, 1, 3) == pytest.approx(0.2, abs=1e-5)
+    assert ties.topk_miss(ids, lps, device, top, 3) == ("reference token 1 not in device top-3", None)
+    assert ties.topk_miss(ids, lps, device, top, 3, margin=0.25) == ("", pytest.approx(0.2, abs=1e-5))
