@@ -262,6 +262,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "report/test_speculative_plot.py": U,
+    "report/test_export_token_classes.py": U,
     "report/test_launch_views.py": Tier(
         "unit", {"test_the_report_with_launches_loads_in_chromium_with_every_plot": "engine"}
     ),

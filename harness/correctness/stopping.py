@@ -7,7 +7,7 @@ greedy, and its stop is judged against the reference's greedy continuation:
 - a stop token generated and gone past (the engine saw its EOS and did not stop) fails;
 - the same tokens as the reference up to the reference's stop, and no stop there (a late stop), fails;
 - a stop where the reference goes on, after the same tokens (an early stop), fails unless a stop token is in
-  the reference's top-k there (a near tie);
+  the reference's top-k there, or within the tie margin of its k-th (``harness.correctness.ties``);
 - after the two diverge (another answer may end elsewhere), an engine that never stops where the reference
   does must still lie in the text path's length band around the reference's length
   (``harness.correctness.text_path.LENGTH_BAND``).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from harness.correctness import ties
 from harness.correctness.lengths import on_own_text
 from harness.correctness.stored_reference import PromptReference
 from harness.errors import Unsupported
@@ -55,7 +56,7 @@ def judge(device: Sequence[int], ref: PromptReference, stop: Sequence[int], budg
     elif found.reference_stops and not device_stops and same >= len(ref_body):
         found.why = f"did not stop where the reference stops (after {len(ref_body)} tokens, the same ones); generated {len(body)}"
     elif device_stops and not found.reference_stops and same >= len(body):
-        if not any(t in ref.top_ids[len(body)][:k] for t in stop):
+        if not any(ties.within(ref.top_ids[len(body)], ref.top_logprobs[len(body)], t, k) for t in stop):
             found.why = (
                 f"stopped after {len(body)} tokens, where the reference goes on and has no stop token in its top-{k}"
             )

@@ -9,8 +9,8 @@ tokenizer that splits whitespace differently, or a chat API that picks the wrong
   (``Adapter.chat_prompt``) against the reference's template rendering.
 - **Free-running text**: text -> engine tokenizer (chat prompts through the engine's chat path) ->
   greedy generation -> engine detokenizer, against the reference's greedy text: at the first generated
-  position whose id differs, the engine's token must be in the reference's top-k (one way, as the top-1
-  gate), the same ids must detokenize to the same text, and the generated length must lie in a band
+  position whose id differs, the engine's token must be in the reference's top-k or within the tie margin
+  of its k-th (one way, as the top-1 gate; ``harness.correctness.ties``), the same ids must detokenize to the same text, and the generated length must lie in a band
   around the reference's. Generation stops where the engine's own stopping stops it
   (``Adapter.generate_until_stop``), never at a length forced on it. An engine with a text-in, text-out API of its own (``Adapter.generate_text``:
   OpenVINO GenAI's ``LLMPipeline.generate(str)``) also runs the prompt text through it: its text must be
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
+from harness.correctness import ties
 from harness.correctness.lengths import on_own_text
 from harness.correctness.stored_reference import Reference
 from harness.records.text_path import (
@@ -194,7 +195,9 @@ def free_text(adapter, reference: Reference, tokenizer, template: Optional[str],
         if ids != ref.prompt_ids:
             at = first_difference(ids, ref.prompt_ids)
             why = f"the engine's own text path gives other prompt ids (from id {at}) than the reference's"
-        elif position < min(len(device), len(ref.tokens)) and device[position] not in ref.top_ids[position][:k]:
+        elif position < min(len(device), len(ref.tokens)) and not ties.within(
+            ref.top_ids[position], ref.top_logprobs[position], device[position], k
+        ):
             why = f"device token {device[position]} not in reference top-{k} at generated position {position}"
         elif device == ref.tokens and text != ref_text:
             why = f"same ids detokenize to {text[:40]!r}, reference {ref_text[:40]!r}"

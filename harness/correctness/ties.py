@@ -47,6 +47,11 @@ def is_tie(gap: Optional[float], margin: float = TIE_MARGIN) -> bool:
     return gap is not None and gap <= margin
 
 
+def within(ref_ids: Sequence[int], ref_lps: Sequence[float], token: int, k: int, margin: float = TIE_MARGIN) -> bool:
+    """The one-way check: ``token`` is in the reference's top-k, or a near tie of its k-th candidate."""
+    return is_tie(reference_gap(ref_ids, ref_lps, token, k), margin)
+
+
 def topk_miss(
     ref_ids: Sequence[int],
     ref_lps: Sequence[float],
@@ -76,6 +81,7 @@ def count(result: PromptResult, gap: Optional[float]) -> None:
     """Count a top-k miss forgiven as a near tie on a prompt's result, keeping the widest gap (None: no tie)."""
     if gap is None:
         return
+
     result.topk_ties += 1
     result.topk_tie_gap = max(gap, result.topk_tie_gap or 0.0)
 

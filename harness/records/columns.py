@@ -11,6 +11,7 @@ from typing import Optional
 from harness.records import metrics
 from harness.records.accuracy import Accuracy
 from harness.records.correctness import Correctness
+from harness.records.gate_class_columns import gate_class_columns
 from harness.records.precision import is_quantized
 from harness.records.record import Record
 from harness.records.samples import Interval, Launch, TimeSplit
@@ -227,6 +228,7 @@ def flatten(record: Record) -> dict:
         "gate_skipped": gate.skipped,
         "gate_reasons": "; ".join(gate.reasons) or None,
         **gate_detail_columns(gate),
+        **gate_class_columns(gate),
         **accuracy_columns(record.accuracy),
         **interval_columns(record),
         "failed_launches": "; ".join(failed_launches(record)) or None,

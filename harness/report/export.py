@@ -1,13 +1,20 @@
 """``harness export``: the records' per-token data as rows for other tools (pandas, DuckDB, Arrow).
 
-One file, one row per generated token of every timed round (``kind = "token"``) and one per gate
-position (``kind = "gate"``): analyse without rerunning on scarce hardware.
+One file, one row per generated token of every timed round (``kind = "token"``), one per gate
+position (``kind = "gate"``), one per token class (``class``) and one for the flip rate (``flips``): analyse
+without rerunning on scarce hardware.
 
 - token rows: scenario, point, launch (the independent launch that timed the round, from 0), round,
   prompt, position (0 = the first token), offset_ms (since the request), gap_ms (since the previous
   token; for position 0, since the request: the TTFT);
 - gate rows: scenario, point, prompt, position, kl (KL(reference || device) teacher-forced; null in
   top-1 mode), top1_match (1/0), verdict (the point's gate verdict: pass, drift, fail or not judged);
+- class rows, one per token class of a point's gate (``correctness.classes``): token_class, positions, kl (the
+  class's mean KL), kl_ratio (over its floor at the same positions), top1_agreement, flips and decided (its
+  positions whose reference top-1 led by more than the tie margin), flip_rate (flips / decided), verdict (the
+  class's KL tier: pass, drift, fail; null where not judged);
+- a flips row per gated point with token classes: flip_rate (null under ``gate.min_positions`` decided positions),
+  flips, decided, positions, tie_margin, verdict (pass or drift: reported, it changes no point's verdict);
 - speculative rows, one per speculative point: speculative (its value), acceptance_rate, tokens_per_forward,
   speedup (plain over speculative end-to-end time, timed side by side), verdict (greedy equality with the
   plain path: pass or fail; null without a gate).
@@ -45,6 +52,14 @@ COLUMNS = (
     "acceptance_rate",
     "tokens_per_forward",
     "speedup",
+    "token_class",
+    "positions",
+    "kl_ratio",
+    "top1_agreement",
+    "flips",
+    "decided",
+    "flip_rate",
+    "tie_margin",
 )
 
 
@@ -93,6 +108,39 @@ def gate_rows(record: Record) -> Iterator[dict]:
             )
 
 
+def class_rows(record: Record) -> Iterator[dict]:
+    """A row per token class and one for the flip rate (``harness.correctness.class_check``)."""
+    check = record.correctness.classes if record.correctness else None
+    if check is None or check.skipped is not None:
+        return
+    for stat in check.classes:
+        yield _row(
+            "class",
+            record,
+            token_class=stat.name,
+            positions=stat.positions,
+            kl=stat.kl_mean,
+            kl_ratio=stat.kl_ratio,
+            top1_agreement=stat.top1_agreement,
+            flips=stat.flips,
+            decided=stat.decided,
+            flip_rate=stat.flips / stat.decided if stat.decided else None,
+            verdict=stat.verdict,
+        )
+    flips = check.flips
+    if flips is not None:
+        yield _row(
+            "flips",
+            record,
+            flip_rate=flips.rate,
+            flips=flips.flips,
+            decided=flips.decided,
+            positions=flips.positions,
+            tie_margin=flips.tie_margin,
+            verdict=flips.verdict,
+        )
+
+
 def speculative_rows(record: Record) -> Iterator[dict]:
     value = record.point.get("speculative", "none")
     if value == "none" or record.status != "ok":
@@ -121,6 +169,7 @@ def rows(records: Iterable[Record]) -> Iterator[dict]:
     for record in records:
         yield from token_rows(record)
         yield from gate_rows(record)
+        yield from class_rows(record)
         yield from speculative_rows(record)
 
 
@@ -164,6 +213,14 @@ def _parquet(table: list[dict]) -> bytes:
             ("acceptance_rate", pa.float64()),
             ("tokens_per_forward", pa.float64()),
             ("speedup", pa.float64()),
+            ("token_class", pa.string()),
+            ("positions", pa.int32()),
+            ("kl_ratio", pa.float64()),
+            ("top1_agreement", pa.float64()),
+            ("flips", pa.int32()),
+            ("decided", pa.int32()),
+            ("flip_rate", pa.float64()),
+            ("tie_margin", pa.float64()),
         ]
     )
     arrow = pa.Table.from_pylist(table, schema=schema)

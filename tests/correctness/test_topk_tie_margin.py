@@ -1,13 +1,14 @@
 """The tie margin of every top-k check (``harness.correctness.ties``): a token that misses a side's top-k by less
 than 0.1 nats below its k-th candidate is a near tie, counted and not failed, in the free-running, teacher-forced,
-prefill and top-1-only checks of short prompts; a wider miss, or a token the reference never stored, fails."""
+prefill and top-1-only checks of short prompts and the stopping check's early stop; a wider miss, or a token the
+reference never stored, fails."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.correctness import gate, ties
+from harness.correctness import gate, stopping, ties
 from harness.correctness.logprobs import log_softmax, top_ids
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.scenario.gate_section import Gate
@@ -134,3 +135,12 @@ def test_the_gap_is_measured_on_the_side_whose_top_k_was_missed():
     assert ties.device_gap(device, top, 1, 3) == pytest.approx(0.2, abs=1e-5)
     assert ties.topk_miss(ids, lps, device, top, 3) == ("reference token 1 not in device top-3", None)
     assert ties.topk_miss(ids, lps, device, top, 3, margin=0.25) == ("", pytest.approx(0.2, abs=1e-5))
+
+
+@pytest.mark.parametrize("gap, passes", [(0.05, True), (0.5, False)])
+def test_an_early_stop_outside_the_top_k_passes_only_within_the_margin(gap, passes):
+    # top-1 here: the stop token 2 is the reference's 2nd at position 1, ``gap`` nats under its top-1
+    tokens = [5, 6, 7, 7]
+    reference = PromptReference("chat", "t", [1], tokens, [[5, 9], [6, 2], [7, 9], [7, 9]], [[0.0, -gap]] * 4)
+    found = stopping.judge([5, 2], reference, [2], 4, 1)
+    assert (found.why is None) == passes, found
