@@ -151,6 +151,7 @@ TABLE: dict[str, Tier] = {
     "correctness/test_gate_token_classes.py": A,
     "correctness/test_token_classes.py": U,
     "correctness/test_topk_tie_margin.py": U,
+    "correctness/test_expected_flips.py": U,
     "correctness/test_lengths.py": Tier(
         "unit",
         {

@@ -12,7 +12,8 @@ the engine changed. Near ties are left out: there a clean
 engine in another precision may pick either token. A flip rate above ``FLIP_LINE`` over at least the gate's
 ``min_positions`` decided positions is marked drift in the record and printed, and changes no verdict: the line
 is absolute, with no floor of its own (the reference's own flips between precisions), and a clean f16 llama.cpp
-point on a random-weights model crossed it at KL 1.0x its floor.
+point on a random-weights model crossed it at KL 1.0x its floor. Beside it, the rate to expect of an engine at
+the floor (``harness.correctness.expected_flips``), reported too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from harness.correctness import token_classes
+from harness.correctness import expected_flips, token_classes
 from harness.correctness.kl import MIN_FLOOR, paired_floor, tier
 from harness.correctness.stored_reference import Reference
 from harness.correctness.ties import TIE_MARGIN  # the reference's top-1 over its second: at or below, a near tie
@@ -43,11 +44,14 @@ def measure(result: Correctness, reference: Reference, tokenizer, settings: Gate
     refs = [reference.prompts[r.prompt] for r in measured]
     classes = token_classes.classify(tokenizer, (t for ref in refs for t in ref.tokens), reference.settings["eos_ids"])
     rows: dict[str, list[tuple[float, float, int, bool]]] = {}  # class: (kl, floor, top-1 agrees, decided)
+    leads: list[tuple[list[float], float]] = []  # decided positions: (the reference's top-M, the floor's KL)
     for r, ref, floor in zip(measured, refs, floors):
         for position, (kl, agree) in enumerate(zip(r.position_kl or [], r.position_top1 or [])):
             lps = ref.top_logprobs[position]
             decided = len(lps) > 1 and lps[0] - lps[1] > TIE_MARGIN
             rows.setdefault(classes[ref.tokens[position]], []).append((kl, floor[position], agree, decided))
+            if decided:
+                leads.append((lps, floor[position]))
     judged = len(rows) > 1
     stats = [_stat(name, rows[name], judged, settings) for name in token_classes.CLASSES if name in rows]
     pooled = [(agree, decided) for values in rows.values() for _, _, agree, decided in values]
@@ -61,6 +65,8 @@ def measure(result: Correctness, reference: Reference, tokenizer, settings: Gate
         positions=len(pooled),
         tie_margin=TIE_MARGIN,
         line=FLIP_LINE,
+        expected_rate=expected_flips.expected_rate(leads),
+        expected_method=expected_flips.METHOD,
         verdict=None if rate is None else DRIFT if rate > FLIP_LINE else PASS,
     )
     check = ClassCheck(classes=stats, flips=flip, min_positions=MIN_POSITIONS, method=token_classes.METHOD)

@@ -12,7 +12,8 @@ def class_column(name: str, figure: str) -> str:
 
 
 def gate_class_columns(gate: Correctness) -> dict:
-    """``gate_flip_rate`` (its ``gate_flips``, ``gate_flip_decided``, ``gate_flip_verdict``), per token class present
+    """``gate_flip_rate`` (its ``gate_flips``, ``gate_flip_decided``, ``gate_flip_verdict``, ``gate_flip_expected``: the
+    rate expected at the floor), per token class present
     ``gate_class_<class>_kl_ratio`` and ``_top1`` (top-1 agreement), ``gate_tie_margin`` and ``gate_topk_ties``."""
     check = gate.classes if gate.classes is not None and gate.classes.skipped is None else None
     flips = check.flips if check is not None else None
@@ -21,6 +22,7 @@ def gate_class_columns(gate: Correctness) -> dict:
         "gate_flips": flips.flips if flips else None,
         "gate_flip_decided": flips.decided if flips else None,
         "gate_flip_verdict": flips.verdict if flips else None,
+        "gate_flip_expected": flips.expected_rate if flips else None,
         "gate_tie_margin": gate.tie_margin,
         "gate_topk_ties": sum(p.topk_ties for p in gate.prompts) if gate.tie_margin is not None else None,
     }

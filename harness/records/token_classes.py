@@ -41,6 +41,10 @@ class FlipRate(Part):
     tie_margin: float
     line: float
     verdict: Optional[Literal["pass", "drift"]] = None
+    # The rate to expect of an engine at the point's KL floor (harness.correctness.expected_flips), over the
+    # same decided positions; reported beside ``rate``, no verdict. None: no decided position, or older records.
+    expected_rate: Optional[float] = None
+    expected_method: Optional[str] = None
 
 
 class ClassCheck(Part):
@@ -62,4 +66,6 @@ class ClassCheck(Part):
         shown = f"worst {worst.name} {worst.kl_ratio:.1f}x its floor ({worst.positions})" if worst else "none judged"
         flips = self.flips
         rate = f", flips {flips.rate:.1%} of {flips.decided}" if flips and flips.rate is not None else ""
+        if rate and flips.expected_rate is not None:
+            rate += f" (expected at the floor {flips.expected_rate:.1%})"
         return f"{word} ({shown}{rate})"

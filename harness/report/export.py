@@ -14,7 +14,8 @@ without rerunning on scarce hardware.
   positions whose reference top-1 led by more than the tie margin), flip_rate (flips / decided), verdict (the
   class's KL tier: pass, drift, fail; null where not judged);
 - a flips row per gated point with token classes: flip_rate (null under ``gate.min_positions`` decided positions),
-  flips, decided, positions, tie_margin, verdict (pass or drift: reported, it changes no point's verdict);
+  flips, decided, positions, tie_margin, expected_flip_rate (the rate to expect of an engine at the point's KL
+  floor, ``harness.correctness.expected_flips``), verdict (pass or drift: reported, it changes no point's verdict);
 - speculative rows, one per speculative point: speculative (its value), acceptance_rate, tokens_per_forward,
   speedup (plain over speculative end-to-end time, timed side by side), verdict (greedy equality with the
   plain path: pass or fail; null without a gate).
@@ -60,6 +61,7 @@ COLUMNS = (
     "decided",
     "flip_rate",
     "tie_margin",
+    "expected_flip_rate",
 )
 
 
@@ -137,6 +139,7 @@ def class_rows(record: Record) -> Iterator[dict]:
             decided=flips.decided,
             positions=flips.positions,
             tie_margin=flips.tie_margin,
+            expected_flip_rate=flips.expected_rate,
             verdict=flips.verdict,
         )
 
@@ -221,6 +224,7 @@ def _parquet(table: list[dict]) -> bytes:
             ("decided", pa.int32()),
             ("flip_rate", pa.float64()),
             ("tie_margin", pa.float64()),
+            ("expected_flip_rate", pa.float64()),
         ]
     )
     arrow = pa.Table.from_pylist(table, schema=schema)

@@ -79,7 +79,9 @@ def test_a_class_far_above_its_floor_fails_the_point_while_the_other_class_passe
     assert found.reasons == [
         "digits positions' mean KL 0.2 is 200.0x their noise floor 0.001 over 16 positions (fail above 100x)"
     ]
-    assert found.classes.summary() == "fail (worst digits 200.0x its floor (16), flips 0.0% of 32)"
+    assert found.classes.summary() == (
+        "fail (worst digits 200.0x its floor (16), flips 0.0% of 32 (expected at the floor 0.0%))"
+    )
 
 
 def test_class_drift_fails_where_drift_fails_and_is_reported_elsewhere():  # (unit)

@@ -144,3 +144,11 @@ def test_an_early_stop_outside_the_top_k_passes_only_within_the_margin(gap, pass
     reference = PromptReference("chat", "t", [1], tokens, [[5, 9], [6, 2], [7, 9], [7, 9]], [[0.0, -gap]] * 4)
     found = stopping.judge([5, 2], reference, [2], 4, 1)
     assert (found.why is None) == passes, found
+
+
+def test_harness_verify_states_the_margin_and_the_near_ties_on_the_points_line():
+    from harness.cli.output import verdict_line
+
+    line = verdict_line("s::p", gate.evaluate(Device([near()]), ref_with_gap(0.06), settings("both")))
+    assert "top-3 tie margin 0.1 nats" in line
+    assert "top-3 near ties on prompt(s) [0]: 3 miss(es) within the 0.1-nat tie margin" in line

@@ -44,6 +44,8 @@ def test_export_writes_a_row_per_token_class_and_the_flip_rate(tmp_path, fmt):
     (flips,) = table[table.kind == "flips"].itertuples()
     assert (flips.flips, flips.decided, flips.positions, flips.flip_rate) == (16, 32, 32, 0.5)
     assert flips.tie_margin == ties.TIE_MARGIN and flips.verdict == "drift" and flips.point == r.point_id
+    expected = r.correctness.classes.flips.expected_rate
+    assert flips.expected_flip_rate == pytest.approx(expected) and 0 <= expected < 0.01
 
 
 def test_points_csv_carries_the_flip_rate_the_classes_and_the_tie_margin(tmp_path):
@@ -53,4 +55,4 @@ def test_points_csv_carries_the_flip_rate_the_classes_and_the_tie_margin(tmp_pat
     assert (row.gate_flip_rate, row.gate_flips, row.gate_flip_decided, row.gate_flip_verdict) == (0.5, 16, 32, "drift")
     assert row.gate_class_digits_kl_ratio == pytest.approx(20) and row.gate_class_digits_top1 == 0
     assert row.gate_class_word_start_kl_ratio == pytest.approx(1) and row.gate_class_word_start_top1 == 1
-    assert (row.gate_tie_margin, row.gate_topk_ties) == (0.1, 2)
+    assert (row.gate_tie_margin, row.gate_topk_ties) == (0.1, 2) and 0 <= row.gate_flip_expected < 0.01
