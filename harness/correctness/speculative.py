@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from harness.adapters.speculation import VerifySteps
 from harness.correctness.stored_reference import PromptReference
+from harness.correctness.ties import within as within_tie_margin  # the gate's top-k tie margin
 from harness.records.speculative import PromptEquality, SpeculativeGate
 
 # Unit round-off of the precision the engine computes logits in: two tokens whose logits lie within a few
@@ -77,7 +78,9 @@ def compare(
         where = first_difference(speculative[: len(reference.tokens)], reference.tokens[: len(speculative)])
         if where is not None and where < min(len(speculative), len(reference.tokens)):
             result.reference_position = where
-            result.reference_ok = speculative[where] in reference.top_ids[where][:k]
+            result.reference_ok = within_tie_margin(
+                reference.top_ids[where], reference.top_logprobs[where], speculative[where], k
+            )
         else:
             result.reference_ok = True
     return result

@@ -152,3 +152,15 @@ def test_harness_verify_states_the_margin_and_the_near_ties_on_the_points_line()
     line = verdict_line("s::p", gate.evaluate(Device([near()]), ref_with_gap(0.06), settings("both")))
     assert "top-3 tie margin 0.1 nats" in line
     assert "top-3 near ties on prompt(s) [0]: 3 miss(es) within the 0.1-nat tie margin" in line
+
+
+@pytest.mark.parametrize("gap, ok", [(0.05, True), (0.5, False)])
+def test_the_speculative_output_leaves_the_reference_top_k_only_beyond_the_margin(gap, ok):
+    from harness.correctness import speculative
+    from tests.correctness.test_speculative_verdict import PLAIN, STEPS, no_logits
+
+    # at position 4 the reference's top-1 is 77 and the speculative output's token its 2nd, ``gap`` nats under
+    rows = [[t, 1] for t in PLAIN[:4]] + [[77, PLAIN[4]]] + [[t, 1] for t in PLAIN[5:]]
+    ref = PromptReference("plain", "p", [1, 2], PLAIN[:4] + [77] + PLAIN[5:], rows, [[0.0, -gap]] * len(rows))
+    found = speculative.compare(0, PLAIN, PLAIN, STEPS, no_logits, "fp32", ref, 1)
+    assert (found.reference_position, found.reference_ok) == (4, ok)
