@@ -1,4 +1,4 @@
-"""The tie margin of every top-k check: a miss by less than ``TIE_MARGIN`` nats is a near tie, not a failure.
+"""The tie margin of every top-k check: a miss by at most ``TIE_MARGIN`` nats is a near tie, not a failure.
 
 A top-k check asks whether a token is among the k most likely of one side. Where that side's k-th and
 (k+1)-th candidates are a few hundredths of a nat apart (flat distributions: random-weights models, the
@@ -81,7 +81,6 @@ def count(result: PromptResult, gap: Optional[float]) -> None:
     """Count a top-k miss forgiven as a near tie on a prompt's result, keeping the widest gap (None: no tie)."""
     if gap is None:
         return
-
     result.topk_ties += 1
     result.topk_tie_gap = max(gap, result.topk_tie_gap or 0.0)
 
