@@ -158,6 +158,7 @@ def _conclude(
         failed_by=failed_rules(topk, fails, drifts, verdict),
         k=settings.k,
         tie_margin=ties.TIE_MARGIN,
+        tie_margin_checks=list(ties.CHECKS),
         mode=mode,
         kl_mean=kl_mean,
         noise_floor=floor,

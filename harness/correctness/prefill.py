@@ -83,9 +83,9 @@ def measure(adapter, ref: PromptReference) -> Optional[list[float]]:
 
 def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResult) -> None:
     """The gate at prompt ``index``'s prefill positions: their KLs (``result.prefill_kl``) and the two-way
-    top-k check every teacher-forced position gets, with its tie margin (``prefill_ok``, ``prefill_violations``;
+    top-k check every teacher-forced position gets, without its tie margin (``prefill_ok``, ``prefill_violations``;
     the first miss a ``Divergence`` in ``result.failures``, its position the sequence position the prefix's
-    logits predict; a near tie counted in ``result.topk_ties``).
+    logits predict).
     Nothing for a reference without prefill positions."""
     if not ref.prefill_top_ids:
         return
@@ -93,8 +93,7 @@ def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResul
     for length, ids, lps, row in _device_rows(adapter, ref):
         kls.append(float(f"{coarse_kl(ids, lps, row):.4g}"))
         device_top = top_ids(row, k).tolist()
-        why, gap = ties.topk_miss(ids, lps, row, device_top, k)
-        ties.count(result, gap)
+        why, _ = ties.topk_miss(ids, lps, row, device_top, k, margin=None)  # no tie margin: ties.CHECKS says why
         if why and not misses:
             where = f"prefill of the first {length} prompt tokens"
             miss = Divergence(

@@ -247,6 +247,7 @@ class Correctness(Part):
     failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
     tie_margin: Optional[float] = None  # nats: a top-k miss within it of the k-th candidate is a near tie (None: older)
+    tie_margin_checks: list[str] = Field(default_factory=list)  # the checks that take it (not the prefill positions')
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None
