@@ -340,6 +340,7 @@ TABLE: dict[str, Tier] = {
         {
             "test_an_architecture_the_converter_refuses_is_a_point_that_will_skip": "acceptance",
             "test_the_shipped_tiny_architectures_are_taken_by_the_converter": "acceptance",
+            "test_check_and_run_keep_the_converters_lookup_and_gguf_in_the_cache_dir": "acceptance",
         },
     ),
     "scenario/test_malformed_yaml.py": U,
