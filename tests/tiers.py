@@ -59,6 +59,7 @@ TABLE: dict[str, Tier] = {
     "adapters/test_hf.py": E,
     "adapters/test_architecture_matrix.py": Tier("engine", {"test_the_docs_table_is_the_matrix_the_tests_run": "unit"}),
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
+    "adapters/test_checkpoints_an_engine_cannot_take.py": A,
     "adapters/test_given_gguf.py": A,
     "adapters/test_given_ir.py": A,
     "adapters/test_llamacpp_converter.py": Tier(
@@ -304,7 +305,9 @@ TABLE: dict[str, Tier] = {
     "run/test_default_reference_store.py": Tier(
         "engine", {"test_the_default_store_is_the_environments_else_results_references": "unit"}
     ),
-    "run/test_step_errors.py": E,
+    "run/test_step_errors.py": Tier(
+        "engine", {"test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file": "unit"}
+    ),
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
     "run/test_progress_lines.py": Tier(
