@@ -64,14 +64,35 @@ SWEEP = tiny(
 )
 
 
-def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario, tmp_path, worker_adapters):
+@pytest.fixture(scope="module")
+def sweep_in_a_worker(tmp_path_factory, tiny_llama):
+    """SWEEP's records from one run in a persistent worker, made once: the reuse test compares them with fresh
+    loads, the time-split test reads where their wall time went."""
+    from harness.adapters import registry
+    from harness.measure import calibration_store
+    from tests.fakes import ALL, WORKERS
+
+    root = tmp_path_factory.mktemp("sweep-in-a-worker")
+    path = root / "scenario.yaml"
+    path.write_text(SWEEP)
+    classes = (*ALL, *WORKERS)
+    with pytest.MonkeyPatch.context() as patch:  # its own canary calibration, as each test has (conftest.py)
+        patch.setattr(calibration_store, "path", lambda cache_dir=None: root / "calibration.json")
+        for cls in classes:  # for this run only: the tests register their own
+            registry.register_adapter(cls)
+        try:
+            runner = Runner(RunSettings(results_dir=root / "results", isolation="worker", energy=False))
+            return runner.run([planning.load(path)], progress=False)
+        finally:
+            for cls in classes:
+                registry.unregister_adapter(cls.name)
+
+
+def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(
+    write_scenario, tmp_path, sweep_in_a_worker, worker_adapters
+):
     loaded = planning.load(write_scenario(SWEEP))
-    reused = {
-        r.point_id: r
-        for r in Runner(RunSettings(results_dir=tmp_path / "worker", isolation="worker", energy=False)).run(
-            [loaded], progress=False
-        )
-    }
+    reused = {r.point_id: r for r in sweep_in_a_worker}
     fresh = {
         r.point_id: r
         for r in Runner(RunSettings(results_dir=tmp_path / "point", isolation="point", energy=False)).run(
@@ -94,9 +115,8 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
     assert all(r.engine.extra["calls"] > 4 for r in later)  # the kept engine had served the earlier point's calls
 
 
-def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario(SWEEP))
-    records = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False)).run([loaded], progress=False)
+def test_records_say_where_wall_time_went(sweep_in_a_worker):
+    records = sweep_in_a_worker
     first, *rest = [r for r in records if r.point["adapter"] == "fake-reusable"]
     split = first.time_split
     assert split.process_start_s > 0 and split.imports_s > 0  # the group's first point started the worker
@@ -118,6 +138,31 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
     assert bulky.metrics["peak_rss_mb"] - lean.metrics["peak_rss_mb"] > 200
     # The device's peak too (CUDA keeps one per process): reset when each point starts.
     assert (bulky.metrics["device_memory_peak_mb"], lean.metrics["device_memory_peak_mb"]) == (300.0, 0.0)
+
+
+def test_a_recalibration_mid_run_keeps_the_worker_and_reaches_it(
+    write_scenario, tmp_path, worker_adapters, monkeypatch
+):
+    """A launch whose canary beat the calibration at both edges recalibrates; the kept worker (and its loaded
+    engine) stays, and the next point's record carries the new calibration."""
+    from harness.measure import canary
+
+    disturbed = []
+
+    def first_launch_disturbed(launch, calibration):
+        if launch is None or disturbed:
+            return None
+        disturbed.append(launch.point_id)
+        return "a launch's canary beat the calibration at both edges"
+
+    monkeypatch.setattr(canary, "disturbed_by", first_launch_disturbed)
+    loaded = planning.load(write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"batch_size": [1, 2]})))
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
+    first, second = runner.run([loaded], progress=False)
+    assert disturbed == [first.point_id] and runner.recalibrations == 1
+    assert runner.launcher.started == 1  # the worker was kept through the recalibration
+    assert first.environment["canary"] != second.environment["canary"]
+    assert second.environment["canary"] == runner.caches.canary.model_dump()
 
 
 @pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])
