@@ -114,3 +114,30 @@ def test_run_gate_prompts_runs_that_many_gate_prompts(write_scenario, tmp_path, 
     record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
     kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
     assert sorted(kind for kind in kinds if kind in ("plain", "chat")) == ["chat", "plain"], kinds  # the ci pair
+
+
+def test_minus_m_plans_the_points_whose_markers_match_as_pytest_m(write_scenario, tmp_path, capsys, fake_adapters):
+    night = write_scenario(tiny(name="night", markers=["nightly"], sweep={"adapter": ["fake", "fake-failing"]}))
+    write_scenario(tiny(name="day"), "day.yaml")
+    folder, results = str(night.parent), ("--results", str(tmp_path / "results"))
+    code, out = plan(capsys, folder, "-m", "nightly", "--budget", "1h", *results)  # a folder, as pytest takes
+    assert code == 0, out
+    assert "2 of 2 point(s)" in out and "night::fake-failing-cpu-bf16: about" in out and "day::" not in out
+    assert out.rstrip().splitlines()[-1] == f"run it with: harness run {night} --budget 1h"
+    # the adapter and device are markers too, as on the plugin's items; harness run has no -m: -k names them
+    code, out = plan(capsys, folder, "-m", "nightly and not fake_failing", "--budget", "1h", *results)
+    assert code == 0, out
+    assert "1 of 1 point(s)" in out and "night::fake-cpu-bf16: about" in out
+    assert out.rstrip().splitlines()[-1] == f"run it with: harness run {night} --budget 1h -k fake-cpu-bf16"
+    code, out = plan(capsys, folder, "-m", "not nightly", "--budget", "1h", *results)
+    assert "1 of 1 point(s)" in out and "day::fake-cpu-bf16: about" in out and "night::" not in out
+
+
+def test_minus_m_that_matches_nothing_or_is_no_expression_says_so(write_scenario, tmp_path, capsys, fake_adapters):
+    path = write_scenario(tiny(name="day"))
+    code, out = plan(capsys, str(path), "-m", "nightly", "--budget", "1h", "--results", str(tmp_path / "results"))
+    assert code == 2, out
+    assert "ERROR no point matches -m 'nightly'" in out
+    code, out = plan(capsys, str(path), "-m", "nightly and", "--budget", "1h", "--results", str(tmp_path / "r"))
+    assert code == 2, out
+    assert "-m 'nightly and': expected a word, got the end" in out
