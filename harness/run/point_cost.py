@@ -5,7 +5,9 @@ lengths (``estimate``). Pure apart from reading that one record (and, for a loca
 
 A cost has three parts, because a plan can change two of them: what a point pays once (conversion, task
 accuracy), the gate (per gate prompt: the reference and the engine's pass; first launch only), and each launch
-(process start, imports, load, warm-up, the timed rounds)."""
+(process start, imports, load, warm-up, the timed rounds). A record's gate time leaves out the time its launch
+spent computing the gate's reference (``ReferenceInfo.obtained_s``): the reference is stored in the reference
+directory beside the records (``results/references`` by default) and read, not computed, by the next run."""
 
 from __future__ import annotations
 
@@ -100,6 +102,9 @@ def cost(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Cost:
     launches = max(1, len(recorded_launches(record)))
     once = float(split.conversion_s + split.accuracy_s)
     gate = float(split.gate_s)
+    obtained = record.correctness.reference.obtained_s if record.correctness and record.correctness.reference else None
+    if obtained:  # computing the reference, paid once: it is stored now, next to this record, and read next time
+        gate = max(0.0, gate - obtained)
     per_launch = (sum(float(v) for v in split.model_dump().values()) - once - gate) / launches
     gated = len(record.correctness.prompts) if record.correctness is not None else 0
     per_prompt = gate / gated if gated else (gate / prompts_now if prompts_now else 0.0)
