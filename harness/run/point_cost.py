@@ -5,9 +5,10 @@ lengths (``estimate``). Pure apart from reading that one record (and, for a loca
 
 A cost has three parts, because a plan can change two of them: what a point pays once (conversion, task
 accuracy), the gate (per gate prompt: the reference and the engine's pass; first launch only), and each launch
-(process start, imports, load, warm-up, the timed rounds). A record's gate time leaves out the time its launch
-spent computing the gate's reference (``ReferenceInfo.obtained_s``): the reference is stored in the reference
-directory beside the records (``results/references`` by default) and read, not computed, by the next run."""
+(process start, imports, load, warm-up, the timed rounds). What a record's launch made for later runs is not
+counted again: the model's conversion (kept in the model cache) and, of its gate time, computing the gate's
+reference (``ReferenceInfo.obtained_s``; stored in the reference directory beside the records,
+``results/references`` by default, and read by the next run)."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def cost(results_dir: Optional[Path], scenario: Scenario, point: Point, shared: 
     if split is None:  # an older record that kept no time split
         return estimate(scenario, point, shared)
     launches = max(1, len(recorded_launches(record)))
-    once = float(split.conversion_s + split.accuracy_s)
+    once = float(split.accuracy_s)  # not the conversion: the model cache holds it now, as the rule assumes
     gate = float(split.gate_s)
     obtained = record.correctness.reference.obtained_s if record.correctness and record.correctness.reference else None
     if obtained:  # computing the reference, paid once: it is stored now, next to this record, and read next time

@@ -29,13 +29,14 @@ def ran(tmp_path, capsys, path, *options: str) -> None:
 
 
 def cost_on_disk(
-    tmp_path, point_id: str, gate_s: float, timed_s: float, scenario: str = "sweep", reference_s=None
+    tmp_path, point_id: str, gate_s: float, timed_s: float, scenario: str = "sweep", reference_s=None, conversion_s=0.0
 ) -> None:
     """Give the point's record a known time split (its launches' sum), so the plan's arithmetic is exact;
     ``reference_s``: of its gate time, what getting the gate's reference took."""
     path = tmp_path / "results" / scenario / f"{point_id}.json"
     data = json.loads(path.read_text())
     data["time_split"] = {**SPLIT, "gate_s": gate_s, "timed_s": timed_s, "accuracy_s": 0.0, "other_s": 0.0}
+    data["time_split"]["conversion_s"] = conversion_s
     if reference_s is not None:
         data["correctness"]["reference"]["obtained_s"] = reference_s
     path.write_text(json.dumps(data))
@@ -148,16 +149,18 @@ def test_minus_m_that_matches_nothing_or_is_no_expression_says_so(write_scenario
     assert "-m 'nightly and': expected a word, got the end" in out
 
 
-def test_a_reference_computed_by_the_run_is_not_counted_again(write_scenario, tmp_path, capsys, tiny_llama):
+def test_a_reference_computed_or_a_model_converted_by_the_run_is_not_counted_again(
+    write_scenario, tmp_path, capsys, tiny_llama
+):
     gate = {"prompts": "ci", "tokens": 4, "length": "short"}
     path = write_scenario(tiny(name="sweep", gate=gate, sweep={"adapter": ["hf"]}))
     ran(tmp_path, capsys, path, "--reference-dir", str(tmp_path / "references"))  # a store of its own: computed
     record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
     assert record["correctness"]["reference"]["obtained_s"] > 0  # what computing it took, within the gate's time
-    cost_on_disk(tmp_path, "hf-cpu-bf16", gate_s=30.0, timed_s=10.0, reference_s=20.0)
+    cost_on_disk(tmp_path, "hf-cpu-bf16", gate_s=30.0, timed_s=10.0, reference_s=20.0, conversion_s=50.0)
     code, out = plan(capsys, str(path), "--budget", "1h", "--results", str(tmp_path / "results"))
     assert code == 0, out
-    assert "  sweep::hf-cpu-bf16: about 20 s, launches 1, gate prompts 2 (measured" in out  # not 40: it is stored
+    assert "  sweep::hf-cpu-bf16: about 20 s, launches 1, gate prompts 2 (measured" in out  # not 90: both are stored
 
 
 def test_the_rule_charges_a_worker_start_and_a_load_once_to_the_points_sharing_them(write_scenario, fake_adapters):
