@@ -3,7 +3,7 @@ directory when that record was made on this runner (same CPU model and CPU count
 ``harness.records.fingerprint``), else estimated by a short rule from the model's size and the point's
 lengths (``estimate``). Pure apart from reading that one record (and, for a local model, its file sizes).
 
-A cost has three parts, because a plan can change two of them: what a point pays once (conversion, task
+A cost has three parts, because a plan can change two of them: what a point pays once (task
 accuracy), the gate (per gate prompt: the reference and the engine's pass; first launch only), and each launch
 (process start, imports, load, warm-up, the timed rounds). What a record's launch made for later runs is not
 counted again: the model's conversion (kept in the model cache) and, of its gate time, computing the gate's
