@@ -69,3 +69,23 @@ def test_harness_plan_minus_m_selects_what_pytest_minus_m_collects(pytester, tmp
     assert code == 0, out
     planned = {line.split(": ")[0].strip() for line in out.splitlines() if line.startswith("  ") and "::" in line}
     assert planned == collected and len(collected) == 21, (planned ^ collected, out)
+
+
+def test_the_capacity_study_s_expected_gate_failures_leave_the_nightly_green(pytester):
+    """A capped MoE point leaves the unlimited reference by design (what the capacity costs is the study's
+    answer): the scenario declares it a known failure, so the nightly reports it as xfail, not as a red night."""
+    result = pytester.runpytest_subprocess(
+        str(SCENARIOS / "moe_capacity.yaml"),
+        "-m",
+        "nightly",
+        "-k",
+        "cap2",
+        "-p",
+        "no:cacheprovider",
+        "--harness-results",
+        str(pytester.path / "results"),
+    )
+    outcomes = result.parseoutcomes()
+    assert result.ret == 0, result.stdout.str()
+    assert outcomes.get("xfailed") == 1 and "failed" not in outcomes, outcomes
+    result.stdout.fnmatch_lines(["*capacity 2 drops tokens*"])
