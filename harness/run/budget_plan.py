@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from harness.run.budget import Budget
-from harness.run.point_cost import Cost, Shared, cost
+from harness.run.point_cost import Cost, cost
 from harness.run.steps.skip import skip_reason
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
@@ -92,8 +92,8 @@ def make(
     ``planned_launches``); ``launches``: the count ``--launches`` gives every point (lowered, like the
     scenarios' own, down to ``min_launches`` when the budget asks)."""
     points: list[Planned] = []
-    for (scenario, point), share in zip(work, shared(work)):
-        found = cost(results_dir, scenario, point, share)
+    for scenario, point in work:
+        found = cost(results_dir, scenario, point)
         reason = skip_reason(scenario, point)
         if reason is not None:
             points.append(Planned(scenario, point, found, left_out=f"skips here: {reason}"))
@@ -135,25 +135,6 @@ def make(
         left -= seconds
         placed.append(Planned(p.scenario, p.point, p.cost, k, prompts, seconds))
     return Plan(budget, tuple(with_detectable(placed)), n, g)
-
-
-def shared(work: Sequence[tuple[Scenario, Point]]) -> list[Shared]:
-    """Which shared costs each point pays (``harness.run.point_cost.Shared``): the first point of a worker
-    (``harness.run.runner.worker_group``, the run's order) starts it, the first point of a loaded model loads
-    it, the first gated point of a model, scenario and context computes the gate's reference."""
-    from harness.run.runner import worker_group
-
-    seen: set = set()
-    out = []
-    for scenario, point in work:
-        worker = worker_group(scenario, point)
-        load = (*worker, point.device, point.quantization, point.max_seq_len, point.moe_chunk_size, point.moe_capacity)
-        reference = (worker[0], scenario.name, point.prompt_len, point.moe_chunk_size)
-        out.append(
-            Shared(*(("worker", worker) not in seen, ("load", load) not in seen, ("ref", reference) not in seen))
-        )
-        seen |= {("worker", worker), ("load", load), ("ref", reference)}
-    return out
 
 
 def with_detectable(points: list[Planned], thresholds=None, fdr: Optional[float] = None) -> list[Planned]:

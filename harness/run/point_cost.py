@@ -27,32 +27,16 @@ from harness.run.budget import skipped_for_budget
 from harness.scenario.schema import Scenario
 from harness.scenario.sweep import Point
 
-# The rule for a point with no record here (``estimate``), stated in the plan's output and docs/nightly-ci.md,
-# where each figure's source is given (this project's 2-core CPU runner, the records' time split):
-WORKER_START_S = 2.5  # an engine worker's process start and imports, once per worker and launch pass
-POINT_OVERHEAD_S = 3.5  # per point and launch: resolving, the tokenizer, the canary's edges, the record
-LOAD_FIXED_S = 0.5  # an engine's load of even a tiny model
-LOAD_BYTES_PER_S = 150e6  # reading and preparing the weights (OpenVINO compiles them)
-DECODE_BYTES_PER_S = 7e9  # a generated token streams every weight once (CPU memory bandwidth, caches helping)
+# The rule for a point with no record here (``estimate``), stated in the plan's output and docs/nightly-ci.md:
+LAUNCH_OVERHEAD_S = 8.0  # process start and the engine's imports, per launch
+LOAD_BYTES_PER_S = 500e6  # reading and preparing the weights
+DECODE_BYTES_PER_S = 2e9  # a generated token streams every weight once (CPU memory bandwidth)
 PREFILL_FLOPS = 20e9  # a prompt token costs 2 x parameters FLOP
-GATE_PASSES = 2.0  # engine passes over a gate prompt: free-running and teacher-forced (side checks are short)
-REFERENCE_PASSES = 2.0  # the reference's passes over a gate prompt's tokens (its noise floor included)
 PROMPT_TOKENS = 16  # a scenario prompt without prompt_len
 UNKNOWN_PARAMETERS = 1e9
 _BYTES = {"none": None, "int8_sym": 1.0, "int8_asym": 1.0, "int4_sym": 0.5, "int4_asym": 0.5}
 _DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0}
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([mb])(?![a-z])", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Shared:
-    """Which costs that points share fall to this one in a plan (``harness.run.budget_plan.shared``): the
-    engine worker's start (points of one engine and model share a worker), the model's load (points that
-    differ only in what the loaded model is asked), the gate's reference (computed once, then read)."""
-
-    worker: bool = True
-    load: bool = True
-    reference: bool = True
 
 
 @dataclass(frozen=True)
@@ -103,20 +87,19 @@ def earlier(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Op
     return record
 
 
-def cost(results_dir: Optional[Path], scenario: Scenario, point: Point, shared: Shared = Shared()) -> Cost:
-    """The point's cost: measured by its record on this runner, else ``estimate`` (``shared``: which shared
-    costs it pays; a record says what it paid)."""
+def cost(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Cost:
+    """The point's cost: measured by its record on this runner, else ``estimate``."""
     prompts_now = gate_prompt_count(scenario)
     record = earlier(results_dir, scenario, point)
     if record is None:
-        return estimate(scenario, point, shared)
+        return estimate(scenario, point)
     day = (record.finished_at or record.started_at or "")[:10] or "an unknown day"
     source = f"measured {day} on this runner"
     if record.status == "skipped":
         return Cost(0.0, 0.0, 0.0, prompts_now, source, record, skips=record.reason or "skipped")
     split = record.time_split
     if split is None:  # an older record that kept no time split
-        return estimate(scenario, point, shared)
+        return estimate(scenario, point)
     launches = max(1, len(recorded_launches(record)))
     once = float(split.accuracy_s)  # not the conversion: the model cache holds it now, as the rule assumes
     gate = float(split.gate_s)
@@ -129,13 +112,10 @@ def cost(results_dir: Optional[Path], scenario: Scenario, point: Point, shared: 
     return Cost(once, per_prompt, max(0.0, per_launch), prompts_now, source, record)
 
 
-def estimate(scenario: Scenario, point: Point, shared: Shared = Shared()) -> Cost:
-    """The rule for a point with no record here, per launch: ``POINT_OVERHEAD_S``, the worker's start
-    (``WORKER_START_S``) and the model's load (``LOAD_FIXED_S`` + the weights at ``LOAD_BYTES_PER_S``) where
-    ``shared`` says the point pays them, then prefill at ``PREFILL_FLOPS`` and decode at ``DECODE_BYTES_PER_S``
-    over the warm-up and timed rounds; per gate prompt ``GATE_PASSES`` engine passes of ``gate.tokens``, and
-    the reference's ``REFERENCE_PASSES`` where the point computes it. Conversion is not counted (a cache may
-    hold it)."""
+def estimate(scenario: Scenario, point: Point) -> Cost:
+    """The rule for a point with no record here: launch overhead, loading the weights, then prefill at
+    ``PREFILL_FLOPS`` and decode at ``DECODE_BYTES_PER_S`` over the warm-up and timed rounds; the gate's prompts
+    each a reference and an engine pass of ``gate.tokens``. Conversion is not counted (a cache may hold it)."""
     parameters, size_from = model_parameters(scenario.model.source)
     dtype_bytes = _DTYPE_BYTES[scenario.model.dtype]
     weight_bytes = parameters * (_BYTES.get(point.quantization) or dtype_bytes)
@@ -147,17 +127,12 @@ def estimate(scenario: Scenario, point: Point, shared: Shared = Shared()) -> Cos
     rounds = m.warmup_rounds + m.min_rounds
     streams = point.batch_size * point.beam_width
     per_round = prompts_run * (prompt_tokens * prefill_s + scenario.generation.max_new_tokens * decode_s * streams)
-    launch = POINT_OVERHEAD_S + rounds * per_round
-    launch += WORKER_START_S if shared.worker else 0.0
-    launch += LOAD_FIXED_S + weight_bytes / LOAD_BYTES_PER_S if shared.load else 0.0
+    launch = LAUNCH_OVERHEAD_S + weight_bytes / LOAD_BYTES_PER_S + rounds * per_round
     gate_prompts = gate_prompt_count(scenario)
     per_prompt = 0.0
-    if scenario.gate is not None:  # the engine's passes over the gate's tokens, and the reference's where computed
-        prompt = point.prompt_len or PROMPT_TOKENS
-        per_prompt = GATE_PASSES * (scenario.gate.tokens * decode_s + prompt * prefill_s)
-        if shared.reference:
-            reference_bytes = parameters * _DTYPE_BYTES.get(scenario.gate.reference_dtype, 2.0)
-            per_prompt += REFERENCE_PASSES * scenario.gate.tokens * reference_bytes / DECODE_BYTES_PER_S
+    if scenario.gate is not None:  # the reference at its dtype, then the engine, over the gate's tokens
+        reference_decode = parameters * _DTYPE_BYTES.get(scenario.gate.reference_dtype, 2.0) / DECODE_BYTES_PER_S
+        per_prompt = scenario.gate.tokens * (reference_decode + decode_s) + 2 * PROMPT_TOKENS * prefill_s
     return Cost(0.0, per_prompt, launch, gate_prompts, f"estimated, no record ({size_from})")
 
 

@@ -91,7 +91,7 @@ class Runner(PointRunner):
         groups: dict[tuple, int] = {}
         order = sorted(
             (i for i in range(len(work)) if i not in done),
-            key=lambda i: groups.setdefault(worker_group(*work[i]), len(groups)),
+            key=lambda i: groups.setdefault(_group(*work[i]), len(groups)),
         )
         if results_dir is not None:  # room for the records of the points to run, before any runs
             store.check_free_space(results_dir, len(order))
@@ -190,7 +190,7 @@ class Runner(PointRunner):
         return out
 
 
-def worker_group(scenario: Scenario, point: Point) -> tuple:
+def _group(scenario: Scenario, point: Point) -> tuple:
     """Points that share a worker: same engine and model (and so the conversion artefacts)."""
     return sources.spec_key(scenario.model), point.adapter
 

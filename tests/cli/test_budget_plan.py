@@ -161,18 +161,3 @@ def test_a_reference_computed_or_a_model_converted_by_the_run_is_not_counted_aga
     code, out = plan(capsys, str(path), "--budget", "1h", "--results", str(tmp_path / "results"))
     assert code == 0, out
     assert "  sweep::hf-cpu-bf16: about 20 s, launches 1, gate prompts 2 (measured" in out  # not 90: both are stored
-
-
-def test_the_rule_charges_a_worker_start_and_a_load_once_to_the_points_sharing_them(write_scenario, fake_adapters):
-    from harness.cli.plan import build
-    from harness.run import point_cost
-    from harness.run.budget import parse_budget
-
-    path = write_scenario(tiny(name="sweep", sweep={"batch_size": [1, 2], "adapter": ["fake", "fake-failing"]}))
-    plan = build([str(path)], parse_budget("1h"), path.parent / "no-records")
-    costs = {p.point.id: p.cost for p in plan.points}
-    first, same_model = costs["fake-cpu-bf16-bs1"], costs["fake-cpu-bf16-bs2"]
-    assert "estimated" in first.source
-    loaded = first.launch_s - same_model.launch_s - point_cost.WORKER_START_S
-    assert loaded > point_cost.LOAD_FIXED_S  # the second point of one worker and loaded model pays neither
-    assert costs["fake-failing-cpu-bf16-bs1"].launch_s == first.launch_s  # another engine: its own worker
