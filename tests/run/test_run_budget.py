@@ -93,7 +93,8 @@ def test_the_pytest_plugin_runs_the_gate_prompts_asked(pytester, tiny_llama, ref
     (pytester.path / "scenarios").mkdir()
     (pytester.path / "scenarios" / "gated.yaml").write_text(tiny(name="gated", gate=gate, sweep={"adapter": ["hf"]}))
     options = ("--harness-reference-dir", str(reference_dir), "--harness-isolation", "none", "-p", "no:cacheprovider")
-    result = pytester.runpytest("scenarios/", "--harness-gate-prompts", "2", *options)
+    # its own process: an inline run's engine imports are undone after it and break the tests that follow
+    result = pytester.runpytest_subprocess("scenarios/", "--harness-gate-prompts", "2", *options)
     result.assert_outcomes(passed=1)
     record = json.loads((pytester.path / "results" / "gated" / "hf-cpu-bf16.json").read_text())
     kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
