@@ -28,8 +28,9 @@ def gemma(cache_dir):
 
 
 @pytest.fixture(scope="module")
-def reference(gemma, tmp_path_factory):
-    store = ReferenceStore(tmp_path_factory.mktemp("references"))
+def reference(gemma, reference_dir):
+    """The quickstart's reference (ci prompts, 32 tokens), from the session's store: computed once per run."""
+    store = ReferenceStore(reference_dir)
     ref, _, _ = store.get_or_compute(gemma, select_gate_prompts("ci"), ReferenceSettings(tokens=32, threads=2))
     return ref
 
@@ -41,6 +42,20 @@ def check(adapter_cls, gemma, reference, dtype="bf16", threads=2, **config):
         return gate.evaluate(adapter, reference, Gate(**config).settings(quantized=False))
     finally:
         adapter.close()
+
+
+@pytest.fixture(scope="module")
+def checked(gemma, reference):
+    """``check`` run once per engine class and settings in this module: a fault's tests read one evaluation."""
+    results = {}
+
+    def get(adapter_cls, dtype="bf16", threads=2, **config):
+        key = (adapter_cls, dtype, threads, tuple(sorted(config.items())))
+        if key not in results:
+            results[key] = check(adapter_cls, gemma, reference, dtype=dtype, threads=threads, **config)
+        return results[key]
+
+    return get
 
 
 def prefill_positions(reference) -> int:
@@ -70,15 +85,15 @@ def test_benign_implementation_changes_pass(gemma, reference, variant):
 
 
 @pytest.mark.parametrize("fault", faults.FAULTS, ids=lambda f: f.__name__)
-def test_injected_faults_fail(gemma, reference, fault):
-    result = check(fault, gemma, reference)
+def test_injected_faults_fail(checked, fault):
+    result = checked(fault)
     assert result.verdict == "fail", (result.kl_ratio, result.reasons)
     assert result.kl_ratio > 5
 
 
-def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, gemma):
+def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(reference, checked):
     settings = Gate().settings(quantized=False)
-    result = check(faults.PositionOffByOne, gemma, reference)  # wrong position on decode steps only
+    result = checked(faults.PositionOffByOne)  # wrong position on decode steps only
     prefill, decode = result.phases.prefill, result.phases.decode
     assert result.verdict == "fail" and decode.verdict in ("drift", "fail")
     assert decode.kl_ratio > 1.5 * settings.drift_factor, decode  # measured: 10x on the ci prompts
@@ -91,11 +106,11 @@ def test_a_decode_only_fault_fails_by_its_decode_phase_against_the_decode_floor(
 
 
 @pytest.mark.parametrize("fault", [faults.HeadMapping, faults.SkippedLayer], ids=lambda f: f.__name__)
-def test_free_running_top5_alone_misses_what_the_kl_tier_catches(gemma, reference, fault):
-    free_only = check(fault, gemma, reference, mode="free")
+def test_free_running_top5_alone_misses_what_the_kl_tier_catches(checked, fault):
+    free_only = checked(fault, mode="free")
     assert free_only.verdict == "pass"  # the field's gate lets it through...
     assert free_only.free_divergence_index is not None  # ...although the output diverged
-    assert check(fault, gemma, reference).verdict == "fail"
+    assert checked(fault).verdict == "fail"
 
 
 def test_diagnosis_points_at_the_faulty_layer(gemma, reference):

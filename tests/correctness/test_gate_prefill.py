@@ -40,17 +40,18 @@ def prefill_fault(tiny_llama):
     yield from registered([PrefillFaultHF])
 
 
-def run(write_scenario, tmp_path, prefill: str = "k: 5"):
+def run(write_scenario, tmp_path, reference_dir, prefill: str = "k: 5"):
     path = write_scenario(SCENARIO.replace("PREFILL", prefill))
-    code = cli.main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"])
+    results = ["--results", str(tmp_path / "results"), "--reference-dir", str(reference_dir)]
+    code = cli.main(["run", str(path), *results, "--no-progress"])
     records = {r.point["adapter"]: r.correctness for _, r in store.iter_records(tmp_path / "results" / "scenario")}
     return code, records
 
 
 def test_a_prefill_only_fault_fails_by_its_prefill_phase_through_harness_run(
-    write_scenario, tmp_path, capsys, prefill_fault
+    write_scenario, tmp_path, capsys, prefill_fault, reference_dir
 ):
-    code, records = run(write_scenario, tmp_path)
+    code, records = run(write_scenario, tmp_path, reference_dir)
     clean, broken = records["hf"], records["hf-prefillfault"]
     for gate in (clean, broken):  # 8 prefill positions on each of the 2 prompts, judged on their own
         assert gate.phases.prefill.positions == 16 and not gate.phases.prefill.pooled
@@ -66,17 +67,22 @@ def test_a_prefill_only_fault_fails_by_its_prefill_phase_through_harness_run(
     assert "prefill-phase mean KL is" in out and "over 16 positions" in out  # the printed failure
 
 
-def test_the_same_fault_passes_with_one_prefill_position_per_prompt(write_scenario, tmp_path, prefill_fault):
+def test_the_same_fault_passes_with_one_prefill_position_per_prompt(
+    write_scenario, tmp_path, prefill_fault, reference_dir
+):
     """What the gate did before the prefill phase was widened: the prompt's last position only."""
-    code, records = run(write_scenario, tmp_path, "prefill_positions: 1")
+    code, records = run(write_scenario, tmp_path, reference_dir, "prefill_positions: 1")
     broken = records["hf-prefillfault"]
     assert broken.phases.prefill.positions == 2 and broken.phases.prefill.pooled
     assert code == 0 and broken.verdict == "pass", broken.reasons
 
 
-def test_harness_verify_prints_the_prefill_phase_and_fails_the_fault(write_scenario, tmp_path, capsys, prefill_fault):
-    path = write_scenario(SCENARIO.replace("PREFILL", "k: 5"))
-    assert cli.main(["verify", str(path), "--results", str(tmp_path / "results")]) == 1
+def test_harness_verify_prints_the_prefill_phase_and_fails_the_fault(
+    write_scenario, tmp_path, capsys, prefill_fault, reference_dir
+):
+    path = write_scenario(SCENARIO.replace("PREFILL", "k: 5"))  # the reference of the harness run test above
+    results = ["--results", str(tmp_path / "results"), "--reference-dir", str(reference_dir)]
+    assert cli.main(["verify", str(path), *results]) == 1
     out = capsys.readouterr().out
     clean = next(line for line in out.splitlines() if line.startswith("PASS   scenario::hf-cpu-bf16:"))
     assert re.search(r"prefill phase [0-9.]+x its floor \(16 positions\)", clean), clean

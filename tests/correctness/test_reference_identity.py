@@ -6,8 +6,11 @@ cannot be written fails the point with the command that completes the set. On ti
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,13 +46,59 @@ def two_models_named_model(tmp_path_factory, cache_dir) -> tuple[Path, Path]:
     return folders[0], folders[1]
 
 
-@pytest.fixture
-def scenarios(two_models_named_model, write_scenario) -> tuple[Path, Path]:
+@pytest.fixture(scope="module")
+def scenarios(two_models_named_model, tmp_path_factory) -> tuple[Path, Path]:
     first, second = two_models_named_model
-    return (
-        write_scenario(SCENARIO.format(name="first", model=first), "first.yaml"),
-        write_scenario(SCENARIO.format(name="second", model=second), "second.yaml"),
-    )
+    folder = tmp_path_factory.mktemp("scenarios")
+    paths = folder / "first.yaml", folder / "second.yaml"
+    for path, name, model in zip(paths, ("first", "second"), (first, second)):
+        path.write_text(SCENARIO.format(name=name, model=model))
+    return paths
+
+
+@dataclass(frozen=True)
+class BothRun:
+    """One ``harness run`` of both scenarios into a fresh ``--reference-dir``: its exit code, output and folders."""
+
+    code: int
+    output: str
+    results: Path
+    references: Path
+
+
+@pytest.fixture(scope="module")
+def both_run(scenarios, tmp_path_factory):
+    """``harness run`` of both scenarios into a fresh store, once per isolation mode in this module: the two-models
+    test reads it, and the tests that start from both models' stored references copy the ``none`` run's store
+    instead of computing them again."""
+    runs: dict[str, BothRun] = {}
+
+    def get(isolation: str) -> BothRun:
+        if isolation not in runs:
+            root = tmp_path_factory.mktemp(f"both-{isolation}")
+            results, references = root / "results", root / "references"
+            with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()) as err:
+                code = _run(*scenarios, "--results", results, "--reference-dir", references, "--isolation", isolation)
+            runs[isolation] = BothRun(code, out.getvalue() + err.getvalue(), results, references)
+        return runs[isolation]
+
+    return get
+
+
+def _stored_copy(both_run, tmp_path: Path) -> Path:
+    """A copy of the store in which one run stored both models' references."""
+    run = both_run("none")
+    assert run.code == 0, run.output
+    return Path(shutil.copytree(run.references, tmp_path / "references"))
+
+
+def _stored_for(references: Path, folder: Path) -> Path:
+    """The gate reference stored for the model in ``folder``."""
+    checksum = sources.resolve(ModelSpec(source=str(folder))).checksum
+    (path,) = [
+        p for p in _gate_references(references / "model") if json.loads(p.read_text())["model"]["checksum"] == checksum
+    ]
+    return path
 
 
 def _gate_references(folder: Path) -> list[Path]:
@@ -74,14 +123,12 @@ def _verdicts(results: Path) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("isolation", ["none", "worker"])
-def test_two_models_with_one_name_are_gated_from_one_store_in_one_run(scenarios, tmp_path, capsys, isolation):
-    references = tmp_path / "references"
-    code = _run(*scenarios, "--results", tmp_path / "results", "--reference-dir", references, "--isolation", isolation)
-    out, err = capsys.readouterr()
-    assert code == 0, out + err
-    assert _verdicts(tmp_path / "results") == {"first": ("ok", "pass"), "second": ("ok", "pass")}
-    assert "does not match" not in out + err
-    stored = _gate_references(references / "model")
+def test_two_models_with_one_name_are_gated_from_one_store_in_one_run(scenarios, both_run, isolation):
+    run = both_run(isolation)
+    assert run.code == 0, run.output
+    assert _verdicts(run.results) == {"first": ("ok", "pass"), "second": ("ok", "pass")}
+    assert "does not match" not in run.output
+    stored = _gate_references(run.references / "model")
     assert len(stored) == 2  # one per model, not one per name
     assert {json.loads(p.read_text())["model"]["checksum"] for p in stored} == {
         sources.resolve(ModelSpec(source=str(folder))).checksum for folder in _folders(scenarios)
@@ -94,13 +141,10 @@ def _folders(scenarios) -> list[Path]:
     return [Path(yaml.safe_load(path.read_text())["model"]) for path in scenarios]
 
 
-def test_refreshing_one_model_s_reference_leaves_the_other_s_alone(scenarios, tmp_path, capsys):
-    references, results = tmp_path / "references", tmp_path / "results"
-    assert _run(*scenarios, "--results", results, "--reference-dir", references) == 0
+def test_refreshing_one_model_s_reference_leaves_the_other_s_alone(scenarios, both_run, tmp_path, capsys):
+    references = _stored_copy(both_run, tmp_path)  # both models' references, stored by one run
     first_folder, second_folder = _folders(scenarios)
-    stored = {json.loads(p.read_text())["model"]["checksum"]: p for p in _gate_references(references / "model")}
-    first = stored[sources.resolve(ModelSpec(source=str(first_folder))).checksum]
-    second = stored[sources.resolve(ModelSpec(source=str(second_folder))).checksum]
+    first, second = _stored_for(references, first_folder), _stored_for(references, second_folder)
     before = second.read_bytes(), second.stat().st_mtime_ns
     first_before = first.stat().st_mtime_ns
     capsys.readouterr()
@@ -125,10 +169,11 @@ def test_refreshing_one_model_s_reference_leaves_the_other_s_alone(scenarios, tm
     ],
     ids=["tokens", "top-ids", "floor"],
 )
-def test_an_edited_stored_reference_is_refused_in_one_line_naming_the_file(scenarios, tmp_path, capsys, edit, part):
-    references, results = tmp_path / "references", tmp_path / "results"
-    assert _run(scenarios[0], "--results", results, "--reference-dir", references) == 0
-    (path,) = _gate_references(references / "model")
+def test_an_edited_stored_reference_is_refused_in_one_line_naming_the_file(
+    scenarios, both_run, tmp_path, capsys, edit, part
+):
+    references = _stored_copy(both_run, tmp_path)
+    path = _stored_for(references, _folders(scenarios)[0])
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data))

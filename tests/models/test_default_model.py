@@ -79,12 +79,14 @@ def test_synthetic_prompts_have_exactly_the_asked_length(gemma, length):
     assert prompts.synthetic(tokenizer, length, 2) == batch  # deterministic
 
 
-def test_readme_main_command_on_the_default_model(tmp_path, capsys):
+def test_readme_main_command_on_the_default_model(tmp_path, capsys, reference_dir):
     """What the README's main command runs: the quickstart scenario, records written, table printed.
-    Since issue 22 it compares every engine of the default install: one row per engine, hf among them."""
-    assert (
-        cli.main(["run", str(REPO / "scenarios" / "quickstart.yaml"), "--results", str(tmp_path), "--no-progress"]) == 0
-    )
+    Since issue 22 it compares every engine of the default install: one row per engine, hf among them.
+    Its gate reference comes from the session's store, where tests/correctness/test_gate_catches_faults.py
+    computes the same one (Gemma, ci prompts, 32 tokens)."""
+    quickstart = str(REPO / "scenarios" / "quickstart.yaml")
+    argv = ["run", quickstart, "--results", str(tmp_path), "--reference-dir", str(reference_dir), "--no-progress"]
+    assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "quickstart::hf-cpu-bf16" in out and "ok" in out
     rows = list(store.load(tmp_path).itertuples())

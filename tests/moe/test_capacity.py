@@ -172,9 +172,11 @@ def test_routing_command_on_a_dense_model_says_so(capsys):
 
 def test_shipped_moe_chunks_scenario_records_every_chunk_size(pytester, cache_dir):
     """``pytest scenarios/moe_chunks.yaml`` on the tiny Mixtral: every engine, every chunk (1024-token prompts
-    here; the 4096 ones take the same path)."""
+    here; the 4096 ones take the same path). In a pytest process of its own: an inline run drops the modules it
+    was first to import from ``sys.modules``, and a later test would import them a second time in this process
+    (torch's lazily imported parts among them)."""
     shutil.copy(ROOT / "scenarios" / "moe_chunks.yaml", pytester.path / "moe_chunks.yaml")
-    result = pytester.runpytest(
+    result = pytester.runpytest_subprocess(
         "moe_chunks.yaml",
         "-k",
         "prompt1024",

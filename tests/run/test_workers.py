@@ -64,14 +64,35 @@ SWEEP = tiny(
 )
 
 
-def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario, tmp_path, worker_adapters):
+@pytest.fixture(scope="module")
+def sweep_in_a_worker(tmp_path_factory, tiny_llama):
+    """SWEEP's records from one run in a persistent worker, made once: the reuse test compares them with fresh
+    loads, the time-split test reads where their wall time went."""
+    from harness.adapters import registry
+    from harness.measure import calibration_store
+    from tests.fakes import ALL, WORKERS
+
+    root = tmp_path_factory.mktemp("sweep-in-a-worker")
+    path = root / "scenario.yaml"
+    path.write_text(SWEEP)
+    classes = (*ALL, *WORKERS)
+    with pytest.MonkeyPatch.context() as patch:  # its own canary calibration, as each test has (conftest.py)
+        patch.setattr(calibration_store, "path", lambda cache_dir=None: root / "calibration.json")
+        for cls in classes:  # for this run only: the tests register their own
+            registry.register_adapter(cls)
+        try:
+            runner = Runner(RunSettings(results_dir=root / "results", isolation="worker", energy=False))
+            return runner.run([planning.load(path)], progress=False)
+        finally:
+            for cls in classes:
+                registry.unregister_adapter(cls.name)
+
+
+def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(
+    write_scenario, tmp_path, sweep_in_a_worker, worker_adapters
+):
     loaded = planning.load(write_scenario(SWEEP))
-    reused = {
-        r.point_id: r
-        for r in Runner(RunSettings(results_dir=tmp_path / "worker", isolation="worker", energy=False)).run(
-            [loaded], progress=False
-        )
-    }
+    reused = {r.point_id: r for r in sweep_in_a_worker}
     fresh = {
         r.point_id: r
         for r in Runner(RunSettings(results_dir=tmp_path / "point", isolation="point", energy=False)).run(
@@ -94,9 +115,8 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(write_scenario
     assert all(r.engine.extra["calls"] > 4 for r in later)  # the kept engine had served the earlier point's calls
 
 
-def test_records_say_where_wall_time_went(write_scenario, tmp_path, worker_adapters):
-    loaded = planning.load(write_scenario(SWEEP))
-    records = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False)).run([loaded], progress=False)
+def test_records_say_where_wall_time_went(sweep_in_a_worker):
+    records = sweep_in_a_worker
     first, *rest = [r for r in records if r.point["adapter"] == "fake-reusable"]
     split = first.time_split
     assert split.process_start_s > 0 and split.imports_s > 0  # the group's first point started the worker
