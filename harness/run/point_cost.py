@@ -106,7 +106,10 @@ def cost(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Cost:
     obtained = record.correctness.reference.obtained_s if record.correctness and record.correctness.reference else None
     if obtained:  # computing the reference, paid once: it is stored now, next to this record, and read next time
         gate = max(0.0, gate - obtained)
-    per_launch = (sum(float(v) for v in split.model_dump().values()) - once - gate) / launches
+    # per launch: the rest of the split, less the conversion and the whole gate (its reference included)
+    per_launch = (
+        sum(float(v) for v in split.model_dump().values()) - split.conversion_s - once - split.gate_s
+    ) / launches
     gated = len(record.correctness.prompts) if record.correctness is not None else 0
     per_prompt = gate / gated if gated else (gate / prompts_now if prompts_now else 0.0)
     return Cost(once, per_prompt, max(0.0, per_launch), prompts_now, source, record)
