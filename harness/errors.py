@@ -51,7 +51,9 @@ class StepFailed(HarnessError):
 
     def __init__(self, where: str | Path, step: str, cause: BaseException):
         self.where, self.step = str(where), step
-        super().__init__(f"{where}: {step} failed: {type(cause).__name__}: {cause}")
+        # one line: an engine's message over several lines (transformers' advice) is joined, not cut
+        words = " ".join(line.strip() for line in str(cause).splitlines() if line.strip())
+        super().__init__(f"{where}: {step} failed: {type(cause).__name__}: {words}")
 
 
 @contextlib.contextmanager

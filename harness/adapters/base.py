@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 from harness.adapters.capabilities import OPTIONAL_METHODS, Capabilities
@@ -106,10 +107,10 @@ class Adapter(Capabilities, ABC):
         return None
 
     @classmethod
-    def model_reason(cls, spec) -> Optional[str]:
+    def model_reason(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
         """Why this adapter will skip ``spec`` (a ``ModelSpec``) on every point, found without loading weights
         (llama.cpp's converter refusing its architecture): ``harness check`` says so before any point runs.
-        None: it will try."""
+        ``cache_dir``: the run's cache (None: the default), for what the look-up keeps. None: it will try."""
         return None
 
     @abstractmethod

@@ -20,6 +20,7 @@ from harness.cli import verify as verify_cli
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
 from harness.cli.options import (
     add_budget_option,
+    add_cache_option,
     add_gate_prompts_option,
     add_plan_options,
     add_require_option,
@@ -67,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
+    add_cache_option(check.add_argument)  # where the converter's architecture lookups are kept
 
     reference = commands.add_parser(
         "reference",
@@ -128,7 +130,7 @@ def _check(args) -> int:
         max_points=args.harness_max_points,
     ):
         points = expand(scenario)
-        skips = will_skip(scenario, points)
+        skips = will_skip(scenario, points, args.harness_cache_dir and Path(args.harness_cache_dir))
         for point in points:
             skip = f"  will skip: {skips[point.id]}" if point.id in skips else ""
             print(f"{scenario.name}::{point.id}{skip}")  # the spelling every other command uses

@@ -70,6 +70,17 @@ def add_require_option(add, prefix: str = "") -> None:
     )
 
 
+def add_cache_option(add, prefix: str = "") -> None:
+    """``--cache-dir``: the model and conversion cache (``harness run``, ``check`` and pytest)."""
+    add(
+        f"--{prefix}cache-dir",
+        dest="harness_cache_dir",
+        metavar="DIR",
+        default=None,
+        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
+    )
+
+
 def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -> None:
     """Options shared by ``harness run`` (no prefix) and the pytest plugin (prefix ``harness-``).
     ``results_help``: ``--results`` has no default (None: write no records) and this help (``harness verify``)."""
@@ -83,13 +94,7 @@ def add_run_options(add, prefix: str = "", results_help: Optional[str] = None) -
         default="results" if results_help is None else None,
         help=results_help or "directory for result records (default: results)",
     )
-    add(
-        f"--{prefix}cache-dir",
-        dest="harness_cache_dir",
-        metavar="DIR",
-        default=None,
-        help="model/conversion cache (default: $HARNESS_CACHE_DIR or ~/.cache/harness)",
-    )
+    add_cache_option(add, prefix)
     add(
         f"--{prefix}reference-dir",
         dest="harness_reference_dir",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from harness.io import file_sha256
 
@@ -115,7 +115,12 @@ def _problem(engine: str, named: str, vocabulary: Optional[int]) -> Optional[str
         if not path.is_dir() or not (path / IR_XML).is_file():
             kind = "a file" if path.is_file() else f"a folder without {IR_XML}"
             return f"{named}: {kind}; expected an OpenVINO IR folder holding {IR_XML} and its .bin"
-        found = _ir_vocabulary(path)
+        from xml.etree.ElementTree import ParseError
+
+        try:
+            found = _ir_vocabulary(path)
+        except ParseError as exc:  # empty or cut short: the engine would fail on it too, later and less clearly
+            return f"{path / IR_XML}: not readable as an IR graph ({exc}); expected the .xml an OpenVINO export writes"
         what = "IR's logits"
     if vocabulary is not None and found is not None and found != vocabulary:
         return (
@@ -125,12 +130,29 @@ def _problem(engine: str, named: str, vocabulary: Optional[int]) -> Optional[str
     return None
 
 
-def problems(spec: ModelSpec, vocabulary: Optional[int]) -> list[tuple[str, str]]:
+def unused(spec: ModelSpec, runs: Iterable[str]) -> list[tuple[str, str]]:
+    """(field, message) for each given artefact whose adapter no point of the sweep runs (``runs``: the
+    adapters its points run): a leftover or a slip, never silently ignored."""
+    runs = list(dict.fromkeys(runs))
+    return [
+        (
+            f"model.artefacts.{engine}",
+            f"{named}: no point of this sweep runs {engine}; expected an artefact for an adapter the sweep runs "
+            f"({', '.join(runs) or 'none'}), or {engine} in sweep.adapter",
+        )
+        for engine, named in spec.artefacts.model_dump(exclude_none=True).items()
+        if engine not in runs
+    ]
+
+
+def problems(spec: ModelSpec, vocabulary: Optional[int], runs: Optional[Iterable[str]] = None) -> list[tuple[str, str]]:
     """(field, message) for each given artefact that cannot be run as the checkpoint's: missing, the wrong
-    kind, unreadable, or a vocabulary size other than ``vocabulary`` (the checkpoint's; None: not compared)."""
+    kind, unreadable, or a vocabulary size other than ``vocabulary`` (the checkpoint's; None: not compared).
+    ``runs``: only the artefacts of these adapters are looked at (None: all)."""
     found = []
+    engines = None if runs is None else set(runs)
     for engine, named in spec.artefacts.model_dump().items():
-        if named is not None:
+        if named is not None and (engines is None or engine in engines):
             problem = _problem(engine, named, vocabulary)
             if problem:
                 found.append((f"model.artefacts.{engine}", problem))

@@ -134,9 +134,10 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
     if problem:
         errors.append(ScenarioError(path, problem, line_of(root, ("model",)), "model.source"))
     else:  # the checkpoint's vocabulary where it is cheap; harness run compares it once the model resolves
-        vocabulary = artefacts.source_vocabulary(scenario.model)
-        for field, message in artefacts.problems(scenario.model, vocabulary):
-            errors.append(ScenarioError(path, message, line_of(root, tuple(field.split("."))), field))
+        runs = [*scenario.sweep.adapter, *(str(e["adapter"]) for e in scenario.include if "adapter" in e)]
+        given = artefacts.unused(scenario.model, runs)
+        given += artefacts.problems(scenario.model, artefacts.source_vocabulary(scenario.model), runs)
+        errors += [ScenarioError(path, message, line_of(root, tuple(f.split("."))), f) for f, message in given]
     if not errors:
         scenario._native_precision = native_precisions(scenario, adapter_classes)
         try:
@@ -148,6 +149,9 @@ def check(scenario: Scenario, root, path: str, max_points: int = DEFAULT_MAX_POI
                 ScenarioError(path, "the sweep is empty: every point is excluded", line_of(root, ("sweep",)), "sweep")
             )
         errors += _contradictions(scenario, points, adapter_classes, root, path)
+        excluded = artefacts.unused(scenario.model, [point.adapter for point in points]) if points else []
+        for field, message in excluded:  # an adapter of the sweep whose every point is excluded
+            errors.append(ScenarioError(path, message, line_of(root, tuple(field.split("."))), field))
     if errors:
         raise ScenarioErrors(errors)
 

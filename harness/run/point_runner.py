@@ -73,8 +73,7 @@ class PointRunner:
             return
         made = self.caches.calibrate_canary(again=why is not None, settings=self.settings, log=self.log)
         if made is not None and why:
-            self.recalibrations += 1
-            self.launcher.close()  # a kept worker holds the old calibration
+            self.recalibrations += 1  # a kept worker gets the new calibration with its next job
         if made is not None and (why or (made.attempts > 1 and not made.reused)):
             self.log(canary.message(why, old, made))
 

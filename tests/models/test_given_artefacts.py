@@ -51,10 +51,12 @@ def ir_folder(folder: Path, logits: int) -> Path:
     return folder
 
 
-def scenario(write_scenario, tmp_path: Path, **given) -> Path:
+def scenario(write_scenario, tmp_path: Path, adapters: tuple[str, ...] = (), **given) -> Path:
+    """A scenario on the made-up checkpoint naming ``given`` artefacts; its sweep runs ``adapters`` (default:
+    hf and the adapters of the given artefacts)."""
     source = checkpoint(tmp_path / "my-model")
     model = {"source": str(source), "artefacts": given}
-    return write_scenario(tiny(model=model, sweep={"adapter": ["hf"]}))
+    return write_scenario(tiny(model=model, sweep={"adapter": list(adapters or ("hf", *given))}))
 
 
 def refused(argv: list[str], capsys) -> str:
@@ -121,9 +123,52 @@ def test_an_ir_of_another_vocabulary_is_refused(write_scenario, tmp_path, capsys
 
 
 def test_an_artefact_for_an_engine_without_one_is_refused_by_the_schema(write_scenario, tmp_path, capsys):
-    path = scenario(write_scenario, tmp_path, hf=str(tmp_path))
+    path = scenario(write_scenario, tmp_path, ("hf",), hf=str(tmp_path))
     line = refused(["check", str(path)], capsys)
     assert line.startswith(f"ERROR {path}:") and ": model.artefacts.hf: " in line
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_an_artefact_for_an_adapter_the_sweep_never_runs_is_refused_naming_the_adapters_it_runs(
+    write_scenario, tmp_path, capsys, command
+):
+    ir = ir_folder(tmp_path / "ir", VOCABULARY)
+    path = scenario(write_scenario, tmp_path, ("hf",), openvino=str(ir))
+    line = refused([command, str(path), *(["--results", str(tmp_path / "r")] if command == "run" else [])], capsys)
+    assert line == (
+        f"ERROR {path}:3: model.artefacts.openvino: {ir}: no point of this sweep runs openvino; expected an "
+        "artefact for an adapter the sweep runs (hf), or openvino in sweep.adapter"
+    )
+    assert not (tmp_path / "r").exists()  # refused before any point
+
+
+def test_an_artefact_whose_adapter_every_point_excludes_is_refused(write_scenario, tmp_path, capsys):
+    ir = ir_folder(tmp_path / "ir", VOCABULARY)
+    model = {"source": str(checkpoint(tmp_path / "my-model")), "artefacts": {"openvino": str(ir)}}
+    text = tiny(model=model, sweep={"adapter": ["hf", "openvino"]}, exclude=[{"adapter": "openvino"}])
+    assert refused(["check", str(write_scenario(text))], capsys).endswith(
+        f": model.artefacts.openvino: {ir}: no point of this sweep runs openvino; expected an artefact for an "
+        "adapter the sweep runs (hf), or openvino in sweep.adapter"
+    )
+
+
+def test_a_misspelt_adapter_under_artefacts_is_refused_with_the_closest_name(write_scenario, tmp_path, capsys):
+    ir = ir_folder(tmp_path / "ir", VOCABULARY)
+    path = scenario(write_scenario, tmp_path, ("hf",), openvno=str(ir))
+    assert refused(["check", str(path)], capsys).endswith(
+        ": model.artefacts.openvno: unknown field; did you mean 'openvino'? valid fields: llamacpp, openvino"
+    )
+
+
+def test_an_ir_whose_graph_is_not_xml_is_refused_naming_the_file(write_scenario, tmp_path, capsys):
+    ir = tmp_path / "ir"
+    ir.mkdir()
+    (ir / artefacts.IR_XML).write_text("")  # an export cut short
+    path = scenario(write_scenario, tmp_path, openvino=str(ir))
+    assert refused(["check", str(path)], capsys).endswith(
+        f": model.artefacts.openvino: {ir / artefacts.IR_XML}: not readable as an IR graph (no element found: line "
+        "1, column 0); expected the .xml an OpenVINO export writes"
+    )
 
 
 def test_artefacts_of_the_checkpoints_vocabulary_pass_the_check(write_scenario, tmp_path, capsys):
@@ -131,9 +176,13 @@ def test_artefacts_of_the_checkpoints_vocabulary_pass_the_check(write_scenario, 
         "llamacpp": str(gguf_file(tmp_path / "m.gguf", VOCABULARY)),
         "openvino": str(ir_folder(tmp_path / "ir", 48)),
     }
-    path = scenario(write_scenario, tmp_path, **given)
+    path = scenario(write_scenario, tmp_path, ("hf", "llamacpp", "openvino"), **given)
     assert cli_main(["check", str(path)]) == 0
-    assert capsys.readouterr().out.split() == ["scenario::hf-cpu-bf16"]
+    assert [line.split("::")[1].split("-")[0] for line in capsys.readouterr().out.split()] == [
+        "hf",
+        "llamacpp",
+        "openvino",
+    ]
 
 
 def test_the_gguf_header_walk_counts_the_vocabulary(tmp_path):

@@ -33,3 +33,17 @@ def test_a_checkpoint_transformers_cannot_run_fails_each_point_naming_the_hf_ref
             f"StepFailed: {broken}: HF reference (transformers): checkpoint load (transformers) failed: RuntimeError: "
         ), record.reason
         assert "Traceback" in record.failure.traceback  # the engine's traceback is kept beside the one line
+
+
+def test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file(tmp_path):
+    import pytest
+
+    from harness.errors import StepFailed, step
+
+    with pytest.raises(StepFailed) as failed, step(tmp_path / "m", "checkpoint load (transformers)"):
+        raise ValueError("model type `x` is not known.\n\n  Update transformers:\n  pip install -U transformers\n")
+    assert str(failed.value) == (
+        f"{tmp_path / 'm'}: checkpoint load (transformers) failed: ValueError: model type `x` is not known. Update "
+        "transformers: pip install -U transformers"
+    )
+    assert isinstance(failed.value.__cause__, ValueError)  # the engine's own exception, traceback and all, kept

@@ -140,6 +140,31 @@ def test_peak_memory_is_per_point_in_a_persistent_worker(write_scenario, tmp_pat
     assert (bulky.metrics["device_memory_peak_mb"], lean.metrics["device_memory_peak_mb"]) == (300.0, 0.0)
 
 
+def test_a_recalibration_mid_run_keeps_the_worker_and_reaches_it(
+    write_scenario, tmp_path, worker_adapters, monkeypatch
+):
+    """A launch whose canary beat the calibration at both edges recalibrates; the kept worker (and its loaded
+    engine) stays, and the next point's record carries the new calibration."""
+    from harness.measure import canary
+
+    disturbed = []
+
+    def first_launch_disturbed(launch, calibration):
+        if launch is None or disturbed:
+            return None
+        disturbed.append(launch.point_id)
+        return "a launch's canary beat the calibration at both edges"
+
+    monkeypatch.setattr(canary, "disturbed_by", first_launch_disturbed)
+    loaded = planning.load(write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"batch_size": [1, 2]})))
+    runner = Runner(RunSettings(results_dir=tmp_path, isolation="worker", energy=False))
+    first, second = runner.run([loaded], progress=False)
+    assert disturbed == [first.point_id] and runner.recalibrations == 1
+    assert runner.launcher.started == 1  # the worker was kept through the recalibration
+    assert first.environment["canary"] != second.environment["canary"]
+    assert second.environment["canary"] == runner.caches.canary.model_dump()
+
+
 @pytest.mark.parametrize("target, launches", [(10.0, 2), (1e-9, 4)])
 def test_adaptive_launches_stop_when_the_interval_is_narrow_enough(
     write_scenario, tmp_path, worker_adapters, target, launches

@@ -66,3 +66,19 @@ def test_an_architecture_the_converter_refuses_is_a_point_that_will_skip(write_s
 def test_the_shipped_tiny_architectures_are_taken_by_the_converter(write_scenario, capsys):
     path = write_scenario(tiny(model="tiny-qwen2", sweep={"adapter": ["llamacpp"]}))
     assert checked(path, capsys) == ["scenario::llamacpp-cpu-f16"]
+
+
+@needs_llamacpp
+def test_check_and_run_keep_the_converters_lookup_and_gguf_in_the_cache_dir(write_scenario, tmp_path, monkeypatch):
+    if converter.missing_reason():
+        pytest.fail(converter.missing_reason())  # the set-up provides it
+    monkeypatch.setenv(converter.ENV, str(converter.source_dir().parent))  # the converter itself stays where it is
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "default"))  # where a run without --cache-dir writes
+    cache = tmp_path / "mine"
+    path = write_scenario(tiny(model="tiny-qwen2", sweep={"adapter": ["llamacpp"]}))
+    assert cli_main(["check", str(path), "--cache-dir", str(cache)]) == 0
+    assert len(list((cache / "llamacpp" / "architectures").glob("*.json"))) == 1  # the lookup, kept there
+    assert cli_main(["run", str(path), "--cache-dir", str(cache), "--results", str(tmp_path / "results")]) == 0
+    assert len(list((cache / "llamacpp").glob(f"tiny-qwen2-*-{converter.key()}/model.gguf"))) == 1
+    assert not (tmp_path / "default").exists() and not (tmp_path / "home" / ".cache" / "harness").exists()

@@ -90,10 +90,10 @@ class LlamaCppAdapter(GgufFiles, LlamaTextApi, LlamaSteps, Adapter):  # prefill/
         return None
 
     @classmethod
-    def model_reason(cls, spec) -> Optional[str]:
+    def model_reason(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
         from harness.adapters.llamacpp import preflight  # the converter's own architecture lookup
 
-        return preflight.reason(spec)
+        return preflight.reason(spec, cache_dir)
 
     @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:

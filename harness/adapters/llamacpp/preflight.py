@@ -39,16 +39,15 @@ def _checkpoint(spec: ModelSpec) -> Optional[tuple[str, str]]:
 
 
 @lru_cache(maxsize=32)
-def _refusal(config: str, of: str) -> Optional[str]:
+def _refusal(config: str, of: str, cache: Path) -> Optional[str]:
     """The converter's words refusing this config's architecture, or None: looked up once per config and
-    converter version, kept in the cache (the lookup imports torch and transformers: seconds)."""
+    converter version, kept in ``cache`` (the run's; the lookup imports torch and transformers: seconds)."""
     import hashlib
 
     from harness.adapters.llamacpp import converter
     from harness.io import write_json_atomic
-    from harness.models.sources import cache_dir
 
-    kept = cache_dir() / "llamacpp" / "architectures" / f"{of}-{hashlib.sha256(config.encode()).hexdigest()[:16]}.json"
+    kept = cache / "llamacpp" / "architectures" / f"{of}-{hashlib.sha256(config.encode()).hexdigest()[:16]}.json"
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))["refusal"]
     runner = Path(__file__).with_name("convert_main.py")
@@ -64,9 +63,10 @@ def _refusal(config: str, of: str) -> Optional[str]:
     return refusal
 
 
-def reason(spec: ModelSpec) -> Optional[str]:
+def reason(spec: ModelSpec, cache_dir: Optional[Path] = None) -> Optional[str]:
     """Why every llama.cpp point of ``spec`` will skip (the converter is missing, or refuses the checkpoint's
-    architecture), or None: it will run, or fail or skip for a reason only the run can find."""
+    architecture), or None: it will run, or fail or skip for a reason only the run can find. The lookup is
+    kept in ``cache_dir`` (the run's ``--cache-dir``; None: ``$HARNESS_CACHE_DIR`` or ``~/.cache/harness``)."""
     if find_spec("llama_cpp") is None:
         return None  # the adapter is not installed: its points skip saying so
     checkpoint = _checkpoint(spec)
@@ -78,7 +78,9 @@ def reason(spec: ModelSpec) -> Optional[str]:
     missing = converter.missing_reason(of)
     if missing:
         return f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}): {missing}"
-    refusal = _refusal(checkpoint[1], of)
+    from harness.models import sources
+
+    refusal = _refusal(checkpoint[1], of, sources.cache_dir(cache_dir))
     return (
         f"{checkpoint[0]}: GGUF conversion ({converter.identity(of)}) refused the checkpoint: {refusal}"
         if refusal

@@ -80,8 +80,10 @@ def convert_tokenizer(hf_dir: Path, out: Path, tokenizer=None) -> None:
 
     from harness.errors import step
 
-    tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(hf_dir))
-    with step(hf_dir, "tokenizer conversion (openvino_tokenizers)"):  # e.g. "Check 'i < m_inputs.size()' failed"
+    # named by the tokenizer's file where the checkpoint has one: the file the converter could not take
+    where = Path(hf_dir) / "tokenizer.json" if (Path(hf_dir) / "tokenizer.json").is_file() else hf_dir
+    with step(where, "tokenizer conversion (openvino_tokenizers)"):  # e.g. "Check 'i < m_inputs.size()' failed"
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(hf_dir))
         ov_tokenizer, ov_detokenizer = convert(tokenizer, with_detokenizer=True)
     for model, name in zip((ov_tokenizer, ov_detokenizer), TOKENIZER_FILES):
         ov.save_model(model, str(out / name))

@@ -125,7 +125,9 @@ class WorkerProcess:
             self.start()
         self.jobs += 1
         index, first = self.jobs, self.jobs == 1
-        (self.work / f"job-{index}.pickle").write_bytes(pickle.dumps(Job(scenario, point, first_launch)))
+        (self.work / f"job-{index}.pickle").write_bytes(
+            pickle.dumps(Job(scenario, point, first_launch, self.caches.canary))
+        )
         offset = self.output_path.stat().st_size
         sent = time.monotonic()
         deadline = None if self.limits.timeout_s is None else sent + self.limits.timeout_s

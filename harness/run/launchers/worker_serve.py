@@ -48,11 +48,14 @@ class WorkerSetup:
 
 @dataclass(frozen=True)
 class Job:
-    """One launch for the worker: the resolved scenario, the point, and whether it is the point's first."""
+    """One launch for the worker: the resolved scenario, the point, whether it is the point's first, and the
+    run's canary calibration as it stands now (a recalibration mid-run reaches a kept worker with its next
+    job, so the worker and its loaded engine are kept)."""
 
     scenario: Any  # harness.scenario.schema.Scenario
     point: Any  # harness.scenario.sweep.Point
     first_launch: bool = True
+    canary: Optional[CanaryCalibration] = None
 
 
 def _in_process_adapters() -> dict[str, str]:
@@ -117,6 +120,7 @@ def serve(work: Path, reply_fd: int) -> int:
             index = int(line)
             job: Job = pickle.loads((work / f"job-{index}.pickle").read_bytes())
             messages.clear()
+            caches.canary = job.canary
             record = steps.execute(
                 setup.settings,
                 caches,

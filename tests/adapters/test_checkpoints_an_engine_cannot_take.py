@@ -1,0 +1,75 @@
+"""A checkpoint an engine cannot take fails its point through ``harness run`` in one line naming the step, the
+file and the engine's own words, never a traceback on the terminal: a tokenizer OpenVINO's tokenizer converter
+(openvino_tokenizers) cannot convert, and a checkpoint transformers cannot run (a ``model_type`` it does not
+know)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main as cli_main
+from tests.tiny_scenario import tiny
+
+
+def copy_of(tiny_llama, folder: Path) -> Path:
+    shutil.copytree(tiny_llama.hf_dir, folder, ignore=shutil.ignore_patterns("harness-*"))
+    return folder
+
+
+def edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def run_lines(path: Path, tmp_path: Path, capsys) -> tuple[list[str], str]:
+    """(the run's stdout lines, its stderr) of a run that fails its points."""
+    argv = ["run", str(path), "--results", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
+    assert cli_main(argv) == 1
+    out = capsys.readouterr()
+    return out.out.splitlines(), out.err
+
+
+@pytest.mark.skipif(
+    not all(find_spec(m) for m in ("openvino_genai", "openvino_tokenizers", "optimum")), reason="no openvino extra"
+)
+def test_a_tokenizer_openvino_cannot_convert_fails_the_point_naming_the_step_and_the_file(
+    write_scenario, tiny_llama, tmp_path, capsys
+):
+    model = copy_of(tiny_llama, tmp_path / "odd-tokenizer")
+
+    def split_on_underscores_first(tokenizer: dict) -> None:  # a split transformers runs, OpenVINO's converter lacks
+        split = {"type": "CharDelimiterSplit", "delimiter": "_"}
+        tokenizer["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split, tokenizer["pre_tokenizer"]]}
+
+    edit_json(model / "tokenizer.json", split_on_underscores_first)
+    path = write_scenario(tiny(model=str(model), sweep={"adapter": ["openvino"], "device": ["CPU"]}))
+    lines, err = run_lines(path, tmp_path, capsys)
+    assert (
+        f"    StepFailed: {model / 'tokenizer.json'}: tokenizer conversion (openvino_tokenizers) failed: OVTypeError: "
+        "Pre-tokenizer type 'CharDelimiterSplit' is not supported: 'CharDelimiterSplit'"
+    ) in lines, lines
+    assert "Traceback" not in err + "\n".join(lines)
+
+
+@pytest.mark.skipif(find_spec("transformers") is None, reason="no hf extra")
+def test_a_model_type_transformers_does_not_know_fails_the_point_naming_the_step_and_the_checkpoint(
+    write_scenario, tiny_llama, tmp_path, capsys
+):
+    model = copy_of(tiny_llama, tmp_path / "unknown-type")
+    edit_json(model / "config.json", lambda c: c.update(model_type="nosuchmodel", architectures=["NoSuchForCausalLM"]))
+    path = write_scenario(tiny(model=str(model), gate={"tokens": 4, "prompts": 1}, sweep={"adapter": ["hf"]}))
+    lines, err = run_lines(path, tmp_path, capsys)
+    (failed,) = [line for line in lines if line.startswith("    StepFailed: ")]  # under the point's row
+    assert failed.startswith(
+        f"    StepFailed: {model}: HF reference (transformers): checkpoint load (transformers) failed: ValueError: "
+        "The checkpoint you are trying to load has model type `nosuchmodel` but Transformers does not recognize "
+        "this architecture. "
+    ), lines
+    assert "out of date. You can update Transformers" in failed  # its advice, from its next lines, on this one
+    assert "Traceback" not in err + "\n".join(lines)
