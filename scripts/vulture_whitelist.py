@@ -203,3 +203,5 @@ first_miss  # unused variable (harness/records/beams.py)
 device_tokens  # unused variable (harness/records/stopping.py)
 batch_floor  # unused variable (harness/records/text_path.py): written to the record for readers of the batch check
 limit_factor  # unused variable (harness/records/text_path.py): same
+tie_margin_checks  # unused variable (harness/records/correctness.py): written to the record, naming the checks the tie margin applies to
+expected_method  # unused variable (harness/records/token_classes.py): written to the record, naming how the expected flip rate was derived

@@ -18,7 +18,12 @@ def add_parser(commands) -> None:
         help="which points, launches and gate prompts fit a time budget, from earlier records on this runner "
         "(or a stated estimate), and what each point could detect; runs nothing",
     )
-    plan.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
+    plan.add_argument(
+        "scenarios",
+        nargs="+",
+        metavar="SCENARIO",
+        help="scenario YAML files, or folders: the YAML files under them with a sweep: key, as pytest collects",
+    )
     plan.add_argument(
         "--budget",
         dest="harness_budget",
@@ -50,33 +55,80 @@ def add_parser(commands) -> None:
         help="launches per point, as harness run --launches (default: the scenarios')",
     )
     plan.add_argument("-k", dest="select", action="append", metavar="EXPRESSION", help=KEEP_HELP)
+    plan.add_argument(
+        "-m",
+        dest="markers",
+        metavar="MARKEXPR",
+        default=None,
+        help="plan only the points whose markers match, as pytest -m selects the plugin's items: the point's "
+        "adapter, device and its scenario's markers: (-m nightly, -m 'nightly and not openvino')",
+    )
     add_plan_options(plan.add_argument)
 
 
 def run(args) -> int:
     from pathlib import Path
 
-    from harness.run import budget_plan
-    from harness.run.runner import Runner
-    from harness.run.settings import RunSettings
-    from harness.scenario.sweep import expand
-
-    scenarios = load_all(args.scenarios, allow_remote_code=True, max_points=args.harness_max_points)  # runs nothing
-    select = point_selector(args.select, scenarios)
-    work = [(s, p) for s in scenarios for p in expand(s) if select is None or select(s, p)]
-    if not work:
-        print(f"ERROR no point matches -k {' -k '.join(map(repr, args.select or []))}", file=sys.stderr)
-        return 2
-    results = Path(args.harness_results)
-    runner = Runner(RunSettings(results_dir=results, launches=args.harness_launches))  # its launch planning only
-    plan = budget_plan.make(
-        work, args.harness_budget, results, runner.planned_launches, args.min_launches, args.harness_launches
+    plan = build(
+        args.scenarios,
+        args.harness_budget,
+        Path(args.harness_results),
+        launches=args.harness_launches,
+        min_launches=args.min_launches,
+        select=args.select,
+        markers=args.markers,
+        max_points=args.harness_max_points,
     )
-    print("\n".join(lines(plan, args.scenarios)))
+    if plan is None:
+        chosen = [f"-k {e!r}" for e in args.select or []] + ([f"-m {args.markers!r}"] if args.markers else [])
+        print(f"ERROR no point matches {' '.join(chosen)}", file=sys.stderr)
+        return 2
+    if args.markers:  # harness run has no -m: the files of the points chosen, the points named if -m split one
+        from harness.scenario.sweep import expand
+
+        files = {p.scenario.path or p.scenario.name: p.scenario for p in plan.chosen}
+        split = any(len(expand(s)) != sum(p.scenario is s for p in plan.points) for s in files.values())
+        print("\n".join(lines(plan, list(files), name_points=split)))
+    else:
+        print("\n".join(lines(plan, args.scenarios)))
     return 0 if plan.chosen else 1
 
 
-def lines(plan, scenario_paths) -> list[str]:
+def build(
+    paths,
+    budget,
+    results,
+    launches=None,
+    min_launches: int = 1,
+    select=None,
+    markers=None,
+    max_points=None,
+):
+    """The plan ``harness plan`` prints (a ``harness.run.budget_plan.Plan``) for the scenario files ``paths``,
+    the points ``select`` (``-k`` values) and ``markers`` (a ``-m`` expression) keep; None when none is kept."""
+    from harness.run import budget_plan
+    from harness.run.runner import Runner
+    from harness.run.settings import RunSettings
+    from harness.scenario.folders import scenario_files
+    from harness.scenario.markers import marker_selector
+    from harness.scenario.sweep import expand
+
+    scenarios = load_all(scenario_files(list(paths)), allow_remote_code=True, max_points=max_points)  # runs nothing
+    keep = point_selector(select, scenarios)
+    marked = marker_selector(markers) if markers else None
+    work = [
+        (s, p)
+        for s in scenarios
+        for p in expand(s)
+        if (keep is None or keep(s, p)) and (marked is None or marked(s, p))
+    ]
+    if not work:
+        return None
+    runner = Runner(RunSettings(results_dir=results, launches=launches))  # its launch planning only
+    return budget_plan.make(work, budget, results, runner.planned_launches, min_launches, launches)
+
+
+def lines(plan, scenario_paths, name_points: bool = False) -> list[str]:
     """The plan as the command prints it: the headline, a line per chosen point (cost, launches, gate prompts,
     where the cost comes from) with its detectable change below, then what was left out and why."""
     chosen, left = plan.chosen, plan.left_out
@@ -94,7 +146,7 @@ def lines(plan, scenario_paths) -> list[str]:
         out.append(f"left out ({len(left)}):")
         out += [f"  {p.name}: {p.left_out}" for p in left]
     if chosen:
-        command = ["harness", "run", *scenario_paths, *plan.run_options()]
+        command = ["harness", "run", *scenario_paths, *plan.run_options(name_points)]
         out.append("run it with: " + " ".join(shlex.quote(part) for part in command))
     else:
         out.append("nothing fits: raise the budget or lower --min-launches")

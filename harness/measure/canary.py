@@ -90,6 +90,11 @@ def time_workload() -> float:
     return _in_child(1)[0]
 
 
+def time_readings(count: int) -> list[float]:
+    """``count`` readings now, from one child process."""
+    return _in_child(count)
+
+
 def spread(readings: list[float]) -> float:
     """How far a calibration's readings lie apart: max/min - 1 (0.25 = the slowest took 25 % longer)."""
     return max(readings) / min(readings) - 1 if readings and min(readings) > 0 else 0.0

@@ -16,9 +16,16 @@ from pathlib import Path
 import pytest
 
 from harness.cli.ci_pages import add_bmf_option, add_markdown_option
-from harness.cli.options import add_budget_option, add_require_option, add_run_options, check_outputs, runner_from
+from harness.cli.options import (
+    add_budget_option,
+    add_gate_prompts_option,
+    add_require_option,
+    add_run_options,
+    check_outputs,
+    runner_from,
+)
 from harness.cli.regression_options import add_baseline_options, add_regression_options
-from harness.pytest_plugin.items import NIGHTLY, NIGHTLY_HELP, PointItem, ScenarioFile, is_scenario, marker_name
+from harness.pytest_plugin.items import NIGHTLY, NIGHTLY_HELP, PointItem, ScenarioFile, is_scenario
 from harness.pytest_plugin.session import (
     HELD,
     PREFIX,
@@ -29,6 +36,7 @@ from harness.pytest_plugin.session import (
     regression_check,
     write_ci_pages,
 )
+from harness.scenario.markers import marker_name
 
 
 def pytest_addoption(parser):
@@ -36,6 +44,7 @@ def pytest_addoption(parser):
     add_run_options(group.addoption, prefix=PREFIX)
     add_require_option(group.addoption, prefix=PREFIX)
     add_budget_option(group.addoption, prefix=PREFIX)
+    add_gate_prompts_option(group.addoption, prefix=PREFIX)
     add_regression_options(group.addoption, prefix=PREFIX, required=False)
     add_baseline_options(group.addoption, prefix=PREFIX)
     add_markdown_option(group.addoption, prefix=PREFIX)

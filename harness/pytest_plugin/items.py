@@ -3,7 +3,6 @@ point's record becomes pytest's outcome and pytest-benchmark's entry."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -11,18 +10,11 @@ import pytest
 from harness.cli.options import remote_code_error
 from harness.pytest_plugin.session import RUNNER, SESSION, phase_lines
 from harness.run.steps.launch_context import quiet
-
-
-def marker_name(text: str) -> str:
-    return re.sub(r"\W", "_", text).lower()
-
+from harness.scenario.markers import point_markers
 
 # The scenario marker the shipped CPU nightly selects (`pytest scenarios/ -m nightly`, docs/nightly-ci.md).
 NIGHTLY = "nightly"
 NIGHTLY_HELP = "scenarios a CPU runner can run in a nightly (scenario `markers: [nightly]`)"
-
-# A top-level ``sweep:`` key; read from the bytes so that a broken scenario is still found (and reported).
-_SWEEP_KEY = re.compile(rb"""^["']?sweep["']?[ \t]*:""", re.MULTILINE)
 
 
 def is_scenario(path: Path, config) -> bool:
@@ -38,14 +30,9 @@ def is_scenario(path: Path, config) -> bool:
     places = [place for place in given if place.is_dir()] + list(config.getini("harness_scenarios"))
     if not any(_covers(Path(place), path) for place in places):
         return False
-    from harness.io import read_regular_file
-    from harness.scenario.yaml_load import MAX_BYTES
+    from harness.scenario.folders import has_sweep_key
 
-    try:
-        head = read_regular_file(path, MAX_BYTES)
-    except (OSError, ValueError):  # unreadable, not a regular file, or larger: data, not a scenario
-        return False
-    return _SWEEP_KEY.search(head) is not None
+    return has_sweep_key(path)
 
 
 def _covers(place: Path, path: Path) -> bool:
@@ -78,8 +65,7 @@ class ScenarioFile(pytest.File):
             item = PointItem.from_parent(self, name=point.id, callobj=_point_test(loaded, point))
             item.harness_key = (loaded.name, point.id)
             item.harness_point = (loaded, point)
-            for label in (point.adapter, point.device, *loaded.markers):
-                name = marker_name(label)
+            for name in sorted(point_markers(loaded, point)):  # what `harness plan -m` selects by, too
                 self.config.addinivalue_line("markers", f"{name}: harness scenario marker")
                 item.add_marker(name)
             yield item

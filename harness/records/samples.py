@@ -43,7 +43,7 @@ class CanaryCalibration(Part):
     disturbed: Optional[str] = None  # why this calibration is not the quiet machine's speed; None: it is
     taken_at: Optional[str] = None  # when it was taken (ISO 8601, UTC); None: an older record
     # True: taken by an earlier run on this machine and reused (``harness.measure.calibration_store``),
-    # after ``check_s``, one reading at this run's start, agreed with it
+    # after ``check_s``, the best of the readings at this run's start, agreed with it
     reused: bool = False
     check_s: Optional[float] = None
 

@@ -66,6 +66,6 @@ class ClassCheck(Part):
         shown = f"worst {worst.name} {worst.kl_ratio:.1f}x its floor ({worst.positions})" if worst else "none judged"
         flips = self.flips
         rate = f", flips {flips.rate:.1%} of {flips.decided}" if flips and flips.rate is not None else ""
-        if rate and flips.expected_rate is not None:
+        if rate and flips is not None and flips.expected_rate is not None:
             rate += f" (expected at the floor {flips.expected_rate:.1%})"
         return f"{word} ({shown}{rate})"

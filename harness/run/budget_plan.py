@@ -66,14 +66,15 @@ class Plan:
     def seconds(self) -> float:
         return sum(p.seconds for p in self.chosen)
 
-    def run_options(self) -> list[str]:
-        """What ``harness run`` needs besides the scenarios to run this plan."""
+    def run_options(self, name_points: bool = False) -> list[str]:
+        """What ``harness run`` needs besides the scenarios to run this plan; ``name_points``: name the chosen
+        points with ``-k`` even when all fit (a selection ``harness run`` cannot repeat, such as ``-m``)."""
         options = ["--budget", str(self.budget)]
         if self.launches is not None:
             options += ["--launches", str(self.launches)]
         if self.gate_prompts is not None:
             options += ["--gate-prompts", str(self.gate_prompts)]
-        if any((p.left_out or "").startswith(DOES_NOT_FIT) for p in self.left_out):  # name the points that fit
+        if name_points or any((p.left_out or "").startswith(DOES_NOT_FIT) for p in self.left_out):  # those that fit
             for p in self.chosen:
                 options += ["-k", p.point.id]
         return options

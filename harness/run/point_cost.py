@@ -3,9 +3,12 @@ directory when that record was made on this runner (same CPU model and CPU count
 ``harness.records.fingerprint``), else estimated by a short rule from the model's size and the point's
 lengths (``estimate``). Pure apart from reading that one record (and, for a local model, its file sizes).
 
-A cost has three parts, because a plan can change two of them: what a point pays once (conversion, task
+A cost has three parts, because a plan can change two of them: what a point pays once (task
 accuracy), the gate (per gate prompt: the reference and the engine's pass; first launch only), and each launch
-(process start, imports, load, warm-up, the timed rounds)."""
+(process start, imports, load, warm-up, the timed rounds). What a record's launch made for later runs is not
+counted again: the model's conversion (kept in the model cache) and, of its gate time, computing the gate's
+reference (``ReferenceInfo.obtained_s``; stored in the reference directory beside the records,
+``results/references`` by default, and read by the next run)."""
 
 from __future__ import annotations
 
@@ -98,9 +101,15 @@ def cost(results_dir: Optional[Path], scenario: Scenario, point: Point) -> Cost:
     if split is None:  # an older record that kept no time split
         return estimate(scenario, point)
     launches = max(1, len(recorded_launches(record)))
-    once = float(split.conversion_s + split.accuracy_s)
+    once = float(split.accuracy_s)  # not the conversion: the model cache holds it now, as the rule assumes
     gate = float(split.gate_s)
-    per_launch = (sum(float(v) for v in split.model_dump().values()) - once - gate) / launches
+    obtained = record.correctness.reference.obtained_s if record.correctness and record.correctness.reference else None
+    if obtained:  # computing the reference, paid once: it is stored now, next to this record, and read next time
+        gate = max(0.0, gate - obtained)
+    # per launch: the rest of the split, less the conversion and the whole gate (its reference included)
+    per_launch = (
+        sum(float(v) for v in split.model_dump().values()) - split.conversion_s - once - split.gate_s
+    ) / launches
     gated = len(record.correctness.prompts) if record.correctness is not None else 0
     per_prompt = gate / gated if gated else (gate / prompts_now if prompts_now else 0.0)
     return Cost(once, per_prompt, max(0.0, per_launch), prompts_now, source, record)

@@ -45,24 +45,25 @@ class Either:
 Node = Union[Word, Not, Both, Either]
 
 
-def _tokens(text: str) -> list[str]:
+def _tokens(text: str, option: str) -> list[str]:
     out, at = [], 0
     while at < len(text):
         if text[at:].strip() == "":
             break
         found = _TOKEN.match(text, at)
         if not found:
-            raise UsageError(f"-k {text!r}: unexpected character {text[at:].lstrip()[0]!r} at column {at + 1}")
+            raise UsageError(f"{option} {text!r}: unexpected character {text[at:].lstrip()[0]!r} at column {at + 1}")
         out.append(found.group(1))
         at = found.end()
     return out
 
 
-def parse(text: str) -> Node:
-    """The expression tree of one ``-k`` value; a UsageError quoting it when it is not an expression."""
-    tokens = _tokens(text)
+def parse(text: str, option: str = "-k") -> Node:
+    """The expression tree of one ``-k`` (or ``option``) value; a UsageError quoting it when it is not an
+    expression."""
+    tokens = _tokens(text, option)
     if not tokens:
-        raise UsageError(f"-k {text!r}: expected an expression (words joined by and, or, not, parentheses)")
+        raise UsageError(f"{option} {text!r}: expected an expression (words joined by and, or, not, parentheses)")
     position = 0
 
     def peek() -> str | None:
@@ -75,7 +76,7 @@ def parse(text: str) -> Node:
 
     def fail(expected: str):
         got = peek()
-        return UsageError(f"-k {text!r}: expected {expected}, got {'the end' if got is None else repr(got)}")
+        return UsageError(f"{option} {text!r}: expected {expected}, got {'the end' if got is None else repr(got)}")
 
     def either() -> Node:
         node = both()
@@ -133,13 +134,15 @@ def selector(expressions: Sequence[str], names: Iterable[tuple[str, str]]) -> Ca
             return text in _parts(point_id)
         return text in f"{scenario}::{point_id}".lower()
 
-    def holds(node: Node, scenario: str, point_id: str) -> bool:
-        if isinstance(node, Word):
-            return word(node.text, scenario, point_id)
-        if isinstance(node, Not):
-            return not holds(node.operand, scenario, point_id)
-        if isinstance(node, Both):
-            return holds(node.left, scenario, point_id) and holds(node.right, scenario, point_id)
-        return holds(node.left, scenario, point_id) or holds(node.right, scenario, point_id)
+    return lambda scenario, point_id: any(holds(tree, lambda text: word(text, scenario, point_id)) for tree in trees)
 
-    return lambda scenario, point_id: any(holds(tree, scenario, point_id) for tree in trees)
+
+def holds(node: Node, word: Callable[[str], bool]) -> bool:
+    """The expression's truth, ``word`` saying whether each of its words holds."""
+    if isinstance(node, Word):
+        return word(node.text)
+    if isinstance(node, Not):
+        return not holds(node.operand, word)
+    if isinstance(node, Both):
+        return holds(node.left, word) and holds(node.right, word)
+    return holds(node.left, word) or holds(node.right, word)

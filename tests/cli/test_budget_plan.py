@@ -28,11 +28,17 @@ def ran(tmp_path, capsys, path, *options: str) -> None:
     assert code == 0, captured.err + captured.out
 
 
-def cost_on_disk(tmp_path, point_id: str, gate_s: float, timed_s: float, scenario: str = "sweep") -> None:
-    """Give the point's record a known time split (its launches' sum), so the plan's arithmetic is exact."""
+def cost_on_disk(
+    tmp_path, point_id: str, gate_s: float, timed_s: float, scenario: str = "sweep", reference_s=None, conversion_s=0.0
+) -> None:
+    """Give the point's record a known time split (its launches' sum), so the plan's arithmetic is exact;
+    ``reference_s``: of its gate time, what getting the gate's reference took."""
     path = tmp_path / "results" / scenario / f"{point_id}.json"
     data = json.loads(path.read_text())
     data["time_split"] = {**SPLIT, "gate_s": gate_s, "timed_s": timed_s, "accuracy_s": 0.0, "other_s": 0.0}
+    data["time_split"]["conversion_s"] = conversion_s
+    if reference_s is not None:
+        data["correctness"]["reference"]["obtained_s"] = reference_s
     path.write_text(json.dumps(data))
 
 
@@ -114,3 +120,44 @@ def test_run_gate_prompts_runs_that_many_gate_prompts(write_scenario, tmp_path, 
     record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
     kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
     assert sorted(kind for kind in kinds if kind in ("plain", "chat")) == ["chat", "plain"], kinds  # the ci pair
+
+
+def test_minus_m_plans_the_points_whose_markers_match_as_pytest_m(write_scenario, tmp_path, capsys, fake_adapters):
+    night = write_scenario(tiny(name="night", markers=["nightly"], sweep={"adapter": ["fake", "fake-failing"]}))
+    write_scenario(tiny(name="day"), "day.yaml")
+    folder, results = str(night.parent), ("--results", str(tmp_path / "results"))
+    code, out = plan(capsys, folder, "-m", "nightly", "--budget", "1h", *results)  # a folder, as pytest takes
+    assert code == 0, out
+    assert "2 of 2 point(s)" in out and "night::fake-failing-cpu-bf16: about" in out and "day::" not in out
+    assert out.rstrip().splitlines()[-1] == f"run it with: harness run {night} --budget 1h"
+    # the adapter and device are markers too, as on the plugin's items; harness run has no -m: -k names them
+    code, out = plan(capsys, folder, "-m", "nightly and not fake_failing", "--budget", "1h", *results)
+    assert code == 0, out
+    assert "1 of 1 point(s)" in out and "night::fake-cpu-bf16: about" in out
+    assert out.rstrip().splitlines()[-1] == f"run it with: harness run {night} --budget 1h -k fake-cpu-bf16"
+    code, out = plan(capsys, folder, "-m", "not nightly", "--budget", "1h", *results)
+    assert "1 of 1 point(s)" in out and "day::fake-cpu-bf16: about" in out and "night::" not in out
+
+
+def test_minus_m_that_matches_nothing_or_is_no_expression_says_so(write_scenario, tmp_path, capsys, fake_adapters):
+    path = write_scenario(tiny(name="day"))
+    code, out = plan(capsys, str(path), "-m", "nightly", "--budget", "1h", "--results", str(tmp_path / "results"))
+    assert code == 2, out
+    assert "ERROR no point matches -m 'nightly'" in out
+    code, out = plan(capsys, str(path), "-m", "nightly and", "--budget", "1h", "--results", str(tmp_path / "r"))
+    assert code == 2, out
+    assert "-m 'nightly and': expected a word, got the end" in out
+
+
+def test_a_reference_computed_or_a_model_converted_by_the_run_is_not_counted_again(
+    write_scenario, tmp_path, capsys, tiny_llama
+):
+    gate = {"prompts": "ci", "tokens": 4, "length": "short"}
+    path = write_scenario(tiny(name="sweep", gate=gate, sweep={"adapter": ["hf"]}))
+    ran(tmp_path, capsys, path, "--reference-dir", str(tmp_path / "references"))  # a store of its own: computed
+    record = json.loads((tmp_path / "results" / "sweep" / "hf-cpu-bf16.json").read_text())
+    assert record["correctness"]["reference"]["obtained_s"] > 0  # what computing it took, within the gate's time
+    cost_on_disk(tmp_path, "hf-cpu-bf16", gate_s=30.0, timed_s=10.0, reference_s=20.0, conversion_s=50.0)
+    code, out = plan(capsys, str(path), "--budget", "1h", "--results", str(tmp_path / "results"))
+    assert code == 0, out
+    assert "  sweep::hf-cpu-bf16: about 20 s, launches 1, gate prompts 2 (measured" in out  # not 90: both are stored

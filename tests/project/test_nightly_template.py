@@ -46,7 +46,7 @@ def test_the_checker_rejects_a_broken_workflow(tmp_path):
 
 def test_every_device_job_selects_markers_the_harness_defines():
     from harness.adapters import registry
-    from harness.pytest_plugin.items import marker_name
+    from harness.scenario.markers import marker_name
 
     known = {marker_name(n) for n in registry.names()}
     for name in registry.names():

@@ -57,6 +57,20 @@ def test_quantization_runs_every_point_it_lists_and_the_nightly_fits_its_budget(
     assert "33 of 33 point(s), each scenario's own launches" in out, out
 
 
+def test_harness_plan_minus_m_selects_what_pytest_minus_m_collects(pytester, tmp_path):
+    expression = "nightly and not openvino"  # a scenario marker and an adapter's, as on the plugin's items
+    arguments = (str(SCENARIOS), "-m", expression, "--collect-only", "-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*arguments)  # its own process: engines half-imported here break it
+    assert result.ret == 0, result.stdout.str()
+    collected = {
+        f"{Path(line.split('::')[0]).stem}::{line.split('::')[1]}" for line in result.stdout.lines if ".yaml::" in line
+    }
+    code, out = plan(str(SCENARIOS), "-m", expression, "--budget", "60m", "--results", str(tmp_path))
+    assert code == 0, out
+    planned = {line.split(": ")[0].strip() for line in out.splitlines() if line.startswith("  ") and "::" in line}
+    assert planned == collected and len(collected) == 21, (planned ^ collected, out)
+
+
 def test_the_capacity_study_s_expected_gate_failures_leave_the_nightly_green(pytester):
     """A capped MoE point leaves the unlimited reference by design (what the capacity costs is the study's
     answer): the scenario declares it a known failure, so the nightly reports it as xfail, not as a red night."""

@@ -5,6 +5,8 @@ least 1.2 s, so a 1 s budget is spent after the first point, whatever the machin
 
 from __future__ import annotations
 
+import json
+
 from harness import cli
 from harness.records import store
 from harness.run.budget import parse_budget
@@ -84,3 +86,16 @@ def test_budgets_are_written_in_seconds_minutes_or_hours():
             assert "expected a positive duration such as 90s, 45m or 2h" in str(exc)
         else:
             raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_the_pytest_plugin_runs_the_gate_prompts_asked(pytester, tiny_llama, reference_dir):
+    gate = {"prompts": "all", "tokens": 4, "length": "short"}  # 16 prompts, cut to 2 as harness run --gate-prompts
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "gated.yaml").write_text(tiny(name="gated", gate=gate, sweep={"adapter": ["hf"]}))
+    options = ("--harness-reference-dir", str(reference_dir), "--harness-isolation", "none", "-p", "no:cacheprovider")
+    # its own process: an inline run's engine imports are undone after it and break the tests that follow
+    result = pytester.runpytest_subprocess("scenarios/", "--harness-gate-prompts", "2", *options)
+    result.assert_outcomes(passed=1)
+    record = json.loads((pytester.path / "results" / "gated" / "hf-cpu-bf16.json").read_text())
+    kinds = [prompt["kind"] for prompt in record["correctness"]["prompts"]]
+    assert sorted(kind for kind in kinds if kind in ("plain", "chat")) == ["chat", "plain"], kinds  # the ci pair

@@ -141,7 +141,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     if ctx.first_launch:  # references before the device loads
         if scenario.gate is not None:  # computing one can take minutes: say so before, not after
             ctx.on_phase(f"{point.id}: gate reference (computed once, then reused)")
-        with clock("gate"):
+        with clock("gate"), clock("reference"):
             gate_reference = check_correctness.gate_reference(ctx, scenario, resolved.model, point)
         with clock("accuracy"):
             accuracy_reference = check_accuracy.accuracy_reference(ctx, scenario, resolved.model)
@@ -183,6 +183,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_speculative(ctx, resolved, adapter, gate_reference, record.correctness))
+            if record.correctness is not None and record.correctness.reference is not None:
+                record.correctness.reference.obtained_s = round(clock.spans.get("reference", 0.0), 3)
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))
