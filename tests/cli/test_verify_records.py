@@ -119,7 +119,10 @@ def test_export_rows_carry_the_verdict_and_the_record_kind(verified, tmp_path):
     out = tmp_path / "rows.jsonl"
     assert main(["export", str(verified.results), "--format", "jsonl", "-o", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert {row["kind"] for row in rows} == {"gate"}  # no timed rounds, so no token rows
+    # no timed rounds, so no token rows: the gate's row per point and its token classes and flips
+    assert {row["kind"] for row in rows} == {"gate", "class", "flips"}
+    assert {row["record_kind"] for row in rows} == {"verify"}
+    rows = [row for row in rows if row["kind"] == "gate"]
     assert {(row["point"], row["verdict"], row["record_kind"]) for row in rows} == {
         (GOOD, "pass", "verify"),
         (CHECKED, "fail", "verify"),

@@ -39,7 +39,7 @@ def test_export_of_a_benchmark_json_has_the_tokens_and_the_gate_positions(benchm
     assert cli.main(["export", str(benchmark_json), "-o", str(out), "--format", "jsonl"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     kinds = {row["kind"] for row in rows}
-    assert kinds == {"token", "gate"}, kinds
+    assert kinds == {"token", "gate", "class", "flips"}, kinds  # the gate's token classes and flip rate too
     assert sum(row["kind"] == "token" for row in rows) == 2 * 4  # two rounds of four tokens
 
 
