@@ -239,3 +239,18 @@ class KnobAdapter(FakeAdapter):
         return GenerationTrace(
             start, times, len(prompts[0]), len(prompts), [[i % self.period for i in range(len(times))] for _ in prompts]
         )
+
+
+class Scripted:
+    """A device whose logits at each position are given: ``table[position]`` (prompt ignored)."""
+
+    def __init__(self, table):
+        self.table, self.position = table, 0
+
+    def prefill(self, tokens):
+        self.position = 0
+        return self.table[0]
+
+    def decode(self, token):
+        self.position += 1
+        return self.table[self.position]

@@ -17,6 +17,7 @@ from harness.io import sealed
 from harness.models import sources
 from harness.models.prompts import select_gate_prompts
 from harness.scenario.gate_section import Gate, GateSettings
+from tests.fakes import Scripted
 from tests.faults import StaleKVCache
 
 VOCAB = 8
@@ -35,21 +36,6 @@ def test_coarse_kl_is_zero_for_identical_and_never_above_the_true_kl():
     assert coarse_kl(ids, ref[ids], ref) == pytest.approx(0, abs=1e-9)
     true_kl = float(np.sum(np.exp(ref) * (ref - dev)))
     assert 0 < coarse_kl(ids, ref[ids], dev) <= true_kl + 1e-9
-
-
-class Scripted:
-    """A device whose logits at each position are given: ``table[position]`` (prompt ignored)."""
-
-    def __init__(self, table):
-        self.table, self.position = table, 0
-
-    def prefill(self, tokens):
-        self.position = 0
-        return self.table[0]
-
-    def decode(self, token):
-        self.position += 1
-        return self.table[self.position]
 
 
 def logits(order: list[int]) -> np.ndarray:

@@ -13,6 +13,7 @@ from harness.correctness import gate, stopping, ties
 from harness.correctness.logprobs import log_softmax, top_ids
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.scenario.gate_section import Gate
+from tests.fakes import Scripted
 
 VOCAB = 10
 K = 3
@@ -50,19 +51,8 @@ def reference(rows: list[np.ndarray], top_m: int = VOCAB, prefill: bool = False)
     )
 
 
-class Device:
-    """Logits ``table[position]`` (its prefill always the first row); chosen tokens for the top-1 gate."""
-
-    def __init__(self, table):
-        self.table, self.position = table, 0
-
-    def prefill(self, tokens):
-        self.position = 0
-        return self.table[0]
-
-    def decode(self, token):
-        self.position += 1
-        return self.table[self.position]
+class Device(Scripted):
+    """Logits ``table[position]``; chosen tokens too, for the top-1 gate."""
 
     def teacher_forced_top1(self, prompt_ids, tokens):
         return [int(np.argmax(r)) for r in self.table]

@@ -16,7 +16,8 @@ from harness.report import export
 from harness.report.readable import number, times_floor
 from harness.report.summary import summarize
 from harness.scenario.gate_section import Gate
-from tests.correctness.test_gate import REF_TABLE, ChosenOnly, Scripted, logits, reference_from
+from tests.correctness.test_gate import REF_TABLE, ChosenOnly, logits, reference_from
+from tests.fakes import Scripted
 from tests.records import record
 
 
