@@ -251,7 +251,10 @@ class Correctness(Part):
     failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
     tie_margin: Optional[float] = None  # nats: a top-k miss within it of the k-th candidate is a near tie (None: older)
-    tie_margin_checks: list[str] = Field(default_factory=list)  # the checks that take it (not the prefill positions')
+    tie_margin_checks: list[str] = Field(default_factory=list)  # the checks that take it, a condition's beside it
+    # nats: a prefill position's near tie is forgiven only where its KL is at most this (the prefill phase's fail
+    # line; harness.correctness.prefill.tie_line); None where the prefill positions were not checked, or older
+    prefill_tie_line: Optional[float] = None
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None
