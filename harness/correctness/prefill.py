@@ -6,9 +6,10 @@ and one prompt's position could swing a phase. The phase now holds, per prompt, 
 **prefixes**: the device prefills ``prompt_ids[:n - j]`` anew for j = 0..N-1 on the point's own step-wise
 path (its cache and prefill chunking, as every gate step) and its last logits are compared with the
 reference's logits at prompt position n - j - 1, by KL and by the two-way top-k check every teacher-forced
-position gets (``check``), whose tie margin holds there only under a KL line (``tie_line``). The HF reference gets all N from one forward over the
-prompt (``score``); its noise floor is that forward in the floor dtype, at the same positions. A
-same-weights reference (``harness.correctness.same_weights``) steps its twin: one prefill per prefix.
+position gets (``check``), whose tie margin holds there only under a KL line (``tie_line``). The HF reference
+gets all N from one forward over the prompt (``score``); its noise floor is that forward in the floor dtype,
+at the same positions. A same-weights reference (``harness.correctness.same_weights``) steps its twin: one
+prefill per prefix.
 
 Cost: N prefills of an n-token prompt process about N x n tokens, nothing for short prompts but N times a
 long prompt's prefill. A prompt gets at most ``max(1, PREFILL_TOKENS // n)`` positions, so a long prompt
