@@ -55,7 +55,8 @@ class PairedDelta(Part):
         """``, McNemar p=0.031, flip rate 8.3 % (5 of 60 items)`` for 0/1 outcomes; empty for other values."""
         if self.flip_rate is None:
             return ""
-        return f", McNemar p={self.p_value:.2g}, flip rate {100 * self.flip_rate:.1f} % ({self.flips} of {self.items} items)"
+        rate = f"{100 * self.flip_rate:.1f} % ({self.flips} of {self.items} items)"
+        return f", McNemar p={self.p_value:.2g}, flip rate {rate}"
 
 
 class Accuracy(Part):

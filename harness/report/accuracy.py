@@ -1,6 +1,7 @@
 """The report's accuracy section: each point's lm-eval scores beside the HF reference's, the delta, and
 where both sides kept per-item outcomes, the delta's paired test (p-value; for 0/1 outcomes beside it the flip
-rate, the share of items whose outcome changed), 95 % interval and non-inferiority verdict (``harness.accuracy.paired``)."""
+rate, the share of items whose outcome changed), 95 % interval and non-inferiority verdict
+(``harness.accuracy.paired``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ LOWER_IS_BETTER = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per
 
 def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFrame:
     """One row per (point, task, metric): value ± stderr, the reference's value, the delta with its 95 %
-    paired interval, p-value and test, the flip rate (0/1 outcomes), the non-inferiority verdict, or why the delta is not paired."""
+    paired interval, p-value, the flip rate (0/1 outcomes) and the test, the non-inferiority verdict, or why the
+    delta is not paired."""
     rows = []
     for _, record in pairs:
         if record.accuracy is None:
