@@ -8,6 +8,7 @@ dequantized check (``harness.correctness.dequantized``) can see them. ``adapter(
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,4 +198,35 @@ def converted_adapter(patch=scale_tensor) -> type[LlamaCppAdapter]:
 
     return type(
         "ConverterFault", (LlamaCppAdapter,), {"name": "llamacpp-converter-fault", "_source_gguf": _source_gguf}
+    )
+
+
+# One layer's systematic slips, for every GGUF format (``LAYOUTS``): ``ONE_LAYER[label](path, tensor)``.
+ONE_LAYER = {
+    "scales-x1.05": lambda path, name: scale_layer(path, name, 1.05),
+    "scales-x1.2": lambda path, name: scale_layer(path, name, 1.2),
+    "scales-x0.9": lambda path, name: scale_layer(path, name, 0.9),
+    "quants+1": shift_quants,
+    "min+1": shift_min,  # the formats with a block minimum: Q4_1, Q5_1, Q2_K, Q4_K, Q5_K
+}
+
+
+def given_adapter(label: str, tensor: str) -> type[LlamaCppAdapter]:
+    """A ``llamacpp`` adapter named ``llamacpp-<label>`` that runs a copy of the GGUF the scenario gives the
+    ``llamacpp`` adapter (``model.artefacts.llamacpp``) with ``ONE_LAYER[label]`` written into ``tensor``."""
+
+    def _source_gguf(self, model, cache):
+        from harness.io import file_sha256
+
+        clean = model.given_for(LlamaCppAdapter.name).path
+        out = Path(cache) / "llamacpp-faults" / f"given-{file_sha256(clean)[:16]}-{label}-{tensor}" / "model.gguf"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(clean, out)
+        ONE_LAYER[label](out, tensor)
+        return out
+
+    return type(
+        f"Given{label.title().replace('-', '').replace('+', 'Plus').replace('.', '')}",
+        (LlamaCppAdapter,),
+        {"name": f"llamacpp-{re.sub('[^a-z0-9-]', '', label.replace('+', 'plus'))}", "_source_gguf": _source_gguf},
     )
