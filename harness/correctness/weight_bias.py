@@ -15,16 +15,18 @@ per tensor, for two kinds of shift:
   weight.
 
 A row or a tensor pools its blocks' statistics (Stouffer: their sum over the square root of their count,
-each block standardized by its own noise). A tensor's gain is also set beside its format's lean (``gain``):
-a quantizer that fits its scales by least squares leaves every tensor of a format with the same small
-negative gain (-1.7 % on Q2_K, -0.5 % on Q3_K, -0.25 % on Q4_K), and one layer whose scales are off by a few
-per cent stands out from the others by that much, however coarse the format's rounding (a 2- or 3-bit
-format's noise hides a 5 % scale in noise units: 0.27 against the 0.15 line). A unit fails on two lines at once: its statistic past
+each block standardized by its own noise). A unit fails on two lines at once: its statistic past
 ``t_line`` (the level a clean artefact's largest statistic reaches by chance once in ``1 / ALPHA``
 artefacts, Bonferroni over every test the artefact gets) and its effect, the shift in units of the
 block's own rounding noise (statistic over the square root of the elements), past ``EFFECT_LINE``: a
 huge tensor makes a tiny, harmless lean significant, never large. ``ratio`` is the smaller of the two
 margins, so a unit fails when its ratio is above 1.
+
+A tensor's gain is also set beside its format's lean, in its own unit (``GAIN_LINE``): llama.cpp's
+quantizer (whose K-quants fit their scales by least squares) leaves every tensor of a format with the
+same small negative gain (-1.7 % on Q2_K, -0.5 % on Q3_K, -0.25 % on Q4_K), and one layer whose scales
+are a few per cent off stands out from the others by that much, however coarse the format's rounding (in
+noise units a 2- or 3-bit format hides a 5 % scale: 0.27 against the 0.15 line).
 """
 
 from __future__ import annotations
