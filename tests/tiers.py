@@ -118,6 +118,9 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_harness_run_fails_an_int4_asym_layers_slip": "acceptance"}
     ),
     "correctness/test_dequantized_model.py": A,
+    "correctness/test_tokenizer_arbiter.py": Tier(
+        "acceptance", {"test_the_checkpoints_tokenizer_json_says_the_reference_is_right": "engine"}
+    ),
     "correctness/test_dequantized_model_openvino.py": Tier(
         "acceptance",
         {
