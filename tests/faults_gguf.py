@@ -3,7 +3,9 @@
 Each patch rewrites bytes of the file in place (the size never changes), as a converter bug would leave
 them: the device path and the same-weights twin then run the same wrong weights and agree, so only the
 dequantized check (``harness.correctness.dequantized``) can see them. ``adapter(patch)`` makes a
-``llamacpp`` adapter whose quantized GGUF is a patched copy.
+``llamacpp`` adapter whose quantized GGUF is a patched copy. ``ONE_LAYER`` holds the systematic slips of one
+tensor the bias test must see in every format (``LAYOUTS``: where each block keeps its scale, min and quants),
+``given_adapter`` an adapter that runs the scenario's own GGUF with one written into it.
 """
 
 from __future__ import annotations
