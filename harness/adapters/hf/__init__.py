@@ -40,6 +40,7 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
     batch_padding = "left"  # generate pads a decoder-only batch on the left
     supports_hidden_states = True
     supports_decode_hidden_states = True
+    supports_path_hidden_states = True  # through prefill()/decode(): the timed path's cache and chunks
     supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
     engine_modules = ("torch", "transformers")
