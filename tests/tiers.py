@@ -123,7 +123,9 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_diagnosis.py": E,
-    "correctness/test_diagnosis_on_path.py": Tier("acceptance", {"test_a_prefill_path_fault_names_layer_and_chunk": "engine"}),
+    "correctness/test_diagnosis_on_path.py": Tier(
+        "acceptance", {"test_a_prefill_path_fault_names_layer_and_chunk": "engine"}
+    ),
     "correctness/test_check_diagnosis.py": U,
     "correctness/test_gate.py": Tier(
         "unit",
