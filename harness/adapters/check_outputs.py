@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 @dataclass
 class Activations:
     """What ``hidden_states`` may return instead of a plain list: each component's fp32 output [seq,
-    hidden] (logits [seq, vocab], or the last position's alone) of one forward, in forward order. As a sequence it is the plain list
-    (the embeddings, then each decoder layer's output), so callers of the list form keep working."""
+    hidden] (logits [seq, vocab], or the last position's alone) of one forward, in forward order. As a
+    sequence it is the plain list (the embeddings, then each decoder layer's output), so callers of the
+    list form keep working."""
 
     embedding: np.ndarray
     layers: list[np.ndarray]

@@ -31,7 +31,8 @@ def not_run_reason(failed: Sequence[str], ids_compared: bool = True) -> str:
         if ids_compared
         else "the engine has no tokenizer of its own: it was fed the reference's ids"
     )
-    return f"the gate passed and {ids}: the fault lies where the failed check{'s' if len(failed) > 1 else ''} looked: {named}"
+    checks = "checks" if len(failed) > 1 else "check"
+    return f"the gate passed and {ids}: the fault lies where the failed {checks} looked: {named}"
 
 
 def of_failed_checks(
