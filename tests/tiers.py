@@ -126,7 +126,9 @@ TABLE: dict[str, Tier] = {
     "correctness/test_diagnosis_on_path.py": Tier(
         "acceptance", {"test_a_prefill_path_fault_names_layer_and_chunk": "engine"}
     ),
-    "correctness/test_check_diagnosis.py": U,
+    "correctness/test_check_diagnosis.py": Tier(
+        "unit", {"test_harness_verify_names_the_tokenizer_when_only_its_check_fails": "acceptance"}
+    ),
     "correctness/test_gate.py": Tier(
         "unit",
         {

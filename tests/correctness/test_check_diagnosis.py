@@ -52,3 +52,44 @@ def test_the_gates_own_diagnosis_keeps_its_finding_and_gains_the_failed_checks()
     layer = Diagnosis(phase="prefill", prompt=0, departs_at="decoder layer 1")
     found, line = of_failed_checks(layer, ["stopping"], same, reference())
     assert found.departs_at == "decoder layer 1" and found.failed_checks == ["stopping"] and line is None
+
+
+TEXT = """
+model: tiny-llama
+generation: {max_new_tokens: 4}
+measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
+gate: {tokens: 8, prompts: 2}
+sweep:
+  adapter: [hf-tab-tokenizer]
+"""
+
+
+def test_harness_verify_names_the_tokenizer_when_only_its_check_fails(write_scenario, tmp_path, capsys, tiny_llama):
+    """A tokenizer that turns tabs into spaces: the gate's prompts hold none, so their ids agree and the gate
+    passes; the tokenizer check fails on the shipped corpus, and the diagnosis names the tokenizer."""
+    from harness import cli
+    from harness.adapters.hf import HFAdapter
+    from harness.records import store
+    from tests.conftest import registered
+
+    class TabTokenizer(HFAdapter):
+        name = "hf-tab-tokenizer"
+
+        def load(self, model, point, settings):
+            super().load(model, point, settings)
+            self._tokenizer = model.tokenizer()
+
+        def tokenize(self, text, add_special=True):
+            return list(self._tokenizer.encode(text.replace("\t", " "), add_special_tokens=add_special).ids)
+
+        def detokenize(self, ids):
+            return self._tokenizer.decode(list(ids))
+
+    for _ in registered([TabTokenizer]):
+        assert cli.main(["verify", str(write_scenario(TEXT)), "--results", str(tmp_path), "--isolation", "none"]) == 1
+    out = capsys.readouterr().out
+    [(_, record)] = list(store.iter_records(tmp_path / "scenario"))
+    gate = record.correctness
+    assert gate.text_path.failed() == ["tokenizer"] and gate.diagnosis.failed_checks == ["tokenizer"], gate.reasons
+    assert gate.diagnosis.input_ids.agree is True
+    assert "the fault lies where the failed check looked: the tokenizer" in out, out

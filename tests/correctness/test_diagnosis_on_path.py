@@ -34,10 +34,11 @@ class OneForward(faults.ChunkPositionsRestart):
     def hidden_states(self, tokens, decode=False):
         if decode:
             return super().hidden_states(tokens, decode)
-        plain = HFAdapter()  # the loaded model on a point without cache settings or chunks
-        plain.model, plain._torch, plain.device = self.model, self._torch, self.device
-        plain.point, plain._step_cache, plain._step_position = Point(adapter="hf", device="cpu", id="plain"), None, 0
-        return plain.hidden_states(tokens)
+        timed, self.point = self.point, Point(adapter="hf", device="cpu", id="plain")  # no cache size, no chunks
+        try:
+            return super().hidden_states(tokens)
+        finally:
+            self.point = timed
 
 
 def load(cls, model, **axes):
