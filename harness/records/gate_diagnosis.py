@@ -55,7 +55,7 @@ class Diagnosis(Part):
                 None,
                 [
                     self.path,
-                    f"{self.ran} positions run for the prompt (padded)" if self.ran is not None else None,
+                    f"padded to {self.ran} positions" if self.ran is not None else None,
                 ],
             )
         )

@@ -74,6 +74,19 @@ def test_a_prefill_path_fault_names_layer_and_chunk(tiny_llama, tmp_path):
     assert before.departs_at is None and before.path == diagnosis.ONE_FORWARD  # what it said before: none found
 
 
+def test_a_padded_prefill_read_at_its_padded_end_departs_at_the_logits_it_returned(tiny_llama):
+    """tests/faults.py ``RightPadding``: every real position's states agree; the logits the prefill returned
+    (read at the last padded position) do not, and the record says how many positions the prefill ran."""
+    tokens = tiny_llama.tokenizer().encode("The harbour town woke slowly to the sound of gulls").ids
+    healthy, broken = load(HFAdapter, tiny_llama), load(faults.RightPadding, tiny_llama)
+    try:
+        found = diagnosis.diagnose(broken, healthy, tokens)
+    finally:
+        healthy.close(), broken.close()
+    assert found.departs_at == "logits" and found.ran > len(tokens), found.components
+    assert found.where() == f"logits (prefill on dynamic cache, padded to {found.ran} positions; prompt None)"
+
+
 TIMED = """
 model: tiny-llama
 generation: {max_new_tokens: 4}
