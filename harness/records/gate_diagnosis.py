@@ -50,16 +50,9 @@ class Diagnosis(Part):
     def where(self) -> str:
         """Where it departs, in words: e.g. ``decoder layer 0 (prefill on static cache (96), prefill chunks of
         4: chunk 2 of 3; prompt 0)``."""
-        detail = ", ".join(
-            filter(
-                None,
-                [
-                    self.path,
-                    f"padded to {self.ran} positions" if self.ran is not None else None,
-                ],
-            )
-        )
-        phase = f"{self.phase} on {detail}" if detail and self.phase else (self.phase or detail)
+        detail = ", ".join(filter(None, [self.path, f"padded to {self.ran} positions" if self.ran else None]))
+        phase = " on ".join(filter(None, [self.phase, detail]))
         if self.chunk is not None:
             phase += f": chunk {self.chunk} of {self.chunks}"
-        return f"{self.departs_at} ({phase}; prompt {self.prompt})"
+        prompt = f"prompt {self.prompt}" if self.prompt is not None else None
+        return f"{self.departs_at} ({'; '.join(filter(None, [phase, prompt]))})"

@@ -40,6 +40,7 @@ def test_each_failed_check_is_named():
 def test_differing_input_ids_are_named_before_the_checks():
     found, line = of_failed_checks(None, ["tokenizer"], lambda i: [9] if i == 1 else same(i), reference())
     assert found.departs_at == "input ids" and found.prompt == 1 and found.failed_checks == ["tokenizer"]
+    assert found.where() == "input ids (prompt 1)"
     assert line == "diagnosis: input ids depart from the reference's (prompt 1)"
 
 

@@ -82,9 +82,10 @@ def test_a_padded_prefill_read_at_its_padded_end_departs_at_the_logits_it_return
     try:
         found = diagnosis.diagnose(broken, healthy, tokens)
     finally:
-        healthy.close(), broken.close()
+        healthy.close()
+        broken.close()
     assert found.departs_at == "logits" and found.ran > len(tokens), found.components
-    assert found.where() == f"logits (prefill on dynamic cache, padded to {found.ran} positions; prompt None)"
+    assert found.where() == f"logits (prefill on dynamic cache, padded to {found.ran} positions)"
 
 
 TIMED = """
