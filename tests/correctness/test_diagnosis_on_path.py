@@ -58,19 +58,20 @@ def test_a_prefill_path_fault_names_layer_and_chunk(tiny_llama, tmp_path):
             adapter = load(cls, tiny_llama, **STATIC_CHUNKED)
             try:
                 result = gate.evaluate(adapter, reference, Gate().settings(quantized=False))
-                found[cls] = result, diagnosis.diagnose_failure(adapter, healthy, reference, result)
+                prefill = diagnosis.diagnose(adapter, healthy, reference.prompts[0].prompt_ids)
+                found[cls] = result, diagnosis.diagnose_failure(adapter, healthy, reference, result), prefill
             finally:
                 adapter.close()
     finally:
         healthy.close()
-    clean, clean_found = found[HFAdapter]
-    assert clean.verdict == "pass" and clean_found.departs_at is None  # the static, chunked path alone departs nowhere
-    assert clean_found.path == "static cache (96), prefill chunks of 4" and clean_found.chunks >= 2
-    broken, named = found[faults.ChunkPositionsRestart]
+    clean, _, clean_prefill = found[HFAdapter]
+    assert clean.verdict == "pass" and clean_prefill.departs_at is None  # the static, chunked path departs nowhere
+    assert clean_prefill.path == "static cache (96), prefill chunks of 4" and clean_prefill.chunks >= 2
+    broken, named, _ = found[faults.ChunkPositionsRestart]
     assert broken.verdict == "fail"
     assert (named.departs_at, named.phase, named.chunk) == ("decoder layer 0", "prefill", 2), named.components
     assert named.where().startswith("decoder layer 0 (prefill on static cache (96), prefill chunks of 4: chunk 2 of")
-    _, before = found[OneForward]
+    _, before, _ = found[OneForward]
     assert before.departs_at is None and before.path == diagnosis.ONE_FORWARD  # what it said before: none found
 
 
