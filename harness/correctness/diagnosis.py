@@ -87,7 +87,7 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
             departs = name
         worst = max(worst, error)
     found = Diagnosis(components=components, departs_at=departs)
-    _locate_chunk(found, ours, theirs, a_named, b_named, min_error)
+    _locate_chunk(found, ours, a_named, b_named, min_error)
     return found
 
 
@@ -96,7 +96,7 @@ def _relative(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a64 - b64) / (np.linalg.norm(b64) + 1e-30))
 
 
-def _locate_chunk(found: Diagnosis, ours, theirs, a_named, b_named, min_error: float) -> None:
+def _locate_chunk(found: Diagnosis, ours, a_named, b_named, min_error: float) -> None:
     """The prefill's chunk where the departing component first departs, from the rows each forward held
     (``Activations.forwards``); the logits are the last position's, so the last chunk's."""
     forwards = [n for n in (getattr(ours, "forwards", None) or []) if n > 0]
