@@ -47,8 +47,8 @@ def of_failed_checks(
         names = [*existing.failed_checks, *(n for n in failed if n not in existing.failed_checks)]
         update: dict = {"failed_checks": names}
         if existing.departs_at is None and existing.failed_checks:  # made here before: name every failed check
-            compared = existing.input_ids is None or existing.input_ids.agree is not None
-            update["not_run"] = not_run_reason(names, compared)
+            ids_compared = existing.input_ids is None or existing.input_ids.agree is not None
+            update["not_run"] = not_run_reason(names, ids_compared)
             return existing.model_copy(update=update), f"diagnosis: {update['not_run']}"
         return existing.model_copy(update=update), None
     compared = [compare_input_ids(engine_ids, reference, i) for i in range(len(reference.prompts))]
