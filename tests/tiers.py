@@ -191,6 +191,7 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_the_calibration_is_kept_in_the_cache_dir_one_file_per_machine": "unit"}
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_canary_child.py": E,
     "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
