@@ -92,8 +92,18 @@ def sweep(
 def one_sweep(tree: Path, cache: Path, results: Path, isolation: str, rounds: int, engines) -> tuple:
     """A warm, reused sweep with the harness of ``tree`` (a checkout), in a fresh interpreter."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    argv = [sys.executable, __file__, "--one", str(cache), str(results), isolation, str(rounds), *engines]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one",
+        str(cache),
+        str(results),
+        isolation,
+        str(rounds),
+        *engines,
+    ]
+    # run outside both trees: `python -m` (workers, the canary) puts the working directory first on the path
+    done = subprocess.run(argv, env=env, cwd=results.parent, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the sweep with {tree} failed: {done.stderr[-2000:]}")
     return tuple(json.loads(done.stdout.splitlines()[-1]))

@@ -335,6 +335,7 @@ TABLE: dict[str, Tier] = {
             "test_the_split_is_the_same_on_every_machine": "engine",
         },
     ),
+    "run/test_point_imports.py": A,
     "run/test_workers.py": E,
     "scenario/test_adapter_options.py": Tier(
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}
