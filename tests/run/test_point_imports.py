@@ -1,7 +1,7 @@
 """A point pays only for the imports it uses (issue #41): ``harness run`` of a llama.cpp point imports neither
 torch nor transformers, a run of one launch a point neither scipy (its interval and drift check need none) nor
 scikit-learn, and an ``hf`` point's load leaves scikit-learn out (transformers' generation code imports it,
-for a feature the harness switches off). Each run is a fresh interpreter running ``harness run`` in process
+for a feature the harness switches off; scipy it still gets from transformers' model code). Each run is a fresh interpreter running ``harness run`` in process
 (``--isolation none``), so its ``sys.modules`` holds everything the run and its point imported; the first run
 of each fills the model cache (converting may import anything), the second is the one checked."""
 
@@ -47,6 +47,8 @@ def test_a_llamacpp_point_imports_no_torch_transformers_or_statistics(tmp_path):
     assert loaded_by_run(tmp_path, "llamacpp") == []
 
 
-def test_an_hf_point_imports_no_scikit_learn_or_statistics(tmp_path):
+def test_an_hf_point_imports_no_scikit_learn(tmp_path):
     pytest.importorskip("transformers")
-    assert loaded_by_run(tmp_path, "hf") == ["torch", "transformers"]
+    loaded = loaded_by_run(tmp_path, "hf")
+    # scipy is transformers' own: its model code imports its losses, one of which imports scipy.optimize
+    assert [m for m in loaded if m != "scipy"] == ["torch", "transformers"], loaded

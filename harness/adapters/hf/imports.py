@@ -1,6 +1,6 @@
 """transformers' generation code without scikit-learn. ``transformers.generation.candidate_generator`` imports
-scikit-learn whenever it is installed (lm-eval pulls it in), about 0.6 s on a 2-core runner and more than 1 s
-beside other work, inside every ``hf`` point's load, for one feature: the adaptive confidence threshold of
+scikit-learn whenever it is installed (lm-eval pulls it in): 1.3 s of an ``hf`` worker's load, measured on a
+2-core runner beside other work, for one feature: the adaptive confidence threshold of
 assisted generation, which the harness switches off (``assistant_confidence_threshold = 0``,
 ``harness.adapters.hf.speculative``), so nothing the harness runs reads it. Everything else in the process may
 still import scikit-learn itself (an lm-eval metric does)."""
