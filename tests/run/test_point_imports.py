@@ -1,9 +1,10 @@
 """A point pays only for the imports it uses (issue #41): ``harness run`` of a llama.cpp point imports neither
 torch nor transformers, a run of one launch a point neither scipy (its interval and drift check need none) nor
-scikit-learn, and an ``hf`` point's load leaves scikit-learn out (transformers' generation code imports it,
-for a feature the harness switches off; scipy it still gets from transformers' model code). Each run is a fresh interpreter running ``harness run`` in process
-(``--isolation none``), so its ``sys.modules`` holds everything the run and its point imported; the first run
-of each fills the model cache (converting may import anything), the second is the one checked."""
+scikit-learn, and an ``hf`` point's load leaves scikit-learn out (transformers' generation code imports it, for
+a feature the harness switches off; scipy it still gets from transformers' model code). Each run is a fresh
+interpreter running ``harness run`` in process (``--isolation none``), so its ``sys.modules`` holds everything
+the run and its point imported; the first run of each fills the model cache (converting may import anything),
+the second is the one checked."""
 
 from __future__ import annotations
 
