@@ -79,6 +79,10 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
 
     def load(self, model, point, settings: LoadSettings) -> None:
         import torch
+
+        from harness.adapters.hf.imports import import_generation
+
+        import_generation()  # before transformers' models import it: without scikit-learn
         from transformers import AutoModelForCausalLM, StoppingCriteria
         from transformers.utils import logging as hf_logging
 
