@@ -5,6 +5,7 @@ and (in a persistent worker) the last point's engine. Caches only: the run's set
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -29,6 +30,9 @@ class Caches:
     _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
     # by the stored file's path, which digests the model's content: two models of one name, two entries
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
+    # Seconds spent getting stored references (every kind: gate, same-weights, dequantized model, stop
+    # prompts), all points together; a point's share is the difference across it (``steps.execute``).
+    references_s: float = 0.0
     _reference_failures: dict[str, StepFailed] = field(default_factory=dict, repr=False)
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
@@ -76,11 +80,14 @@ class Caches:
         if failed is not None:
             raise failed
         if path not in self._references:
+            start = time.perf_counter()
             try:
                 self._references[path] = compute()
             except StepFailed as exc:  # transformers cannot run it (a skip, for one length, is not remembered)
                 self._reference_failures[failure_key or str(path)] = exc
                 raise
+            finally:
+                self.references_s += time.perf_counter() - start
         return self._references[path]
 
     def close(self) -> None:
