@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -55,6 +56,53 @@ def test_a_tokenizer_openvino_cannot_convert_fails_the_point_naming_the_step_and
         "Pre-tokenizer type 'CharDelimiterSplit' is not supported: 'CharDelimiterSplit'"
     ) in lines, lines
     assert "Traceback" not in err + "\n".join(lines)
+
+
+@pytest.mark.skipif(
+    not all(find_spec(m) for m in ("openvino_genai", "openvino_tokenizers", "optimum")), reason="no openvino extra"
+)
+def test_a_failed_tokenizer_conversion_keeps_the_ir_and_fails_the_next_point_without_converting_again(
+    write_scenario, tiny_llama, tmp_path, capsys, monkeypatch
+):
+    """The IR exported before the tokenizer failed is kept under its key; the model's next point neither exports
+    nor converts again (it fails from the remembered failure); the export's time is the split's conversion."""
+    import openvino_tokenizers
+    from optimum.intel import OVModelForCausalLM
+
+    from harness.records.store import iter_records
+
+    model = copy_of(tiny_llama, tmp_path / "odd-tokenizer")
+    edit_json(
+        model / "tokenizer.json", lambda t: t.update(pre_tokenizer={"type": "CharDelimiterSplit", "delimiter": "_"})
+    )
+    exports, conversions = [], []
+    export, convert = OVModelForCausalLM.from_pretrained.__func__, openvino_tokenizers.convert_tokenizer
+
+    def timed_export(cls, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return export(cls, *args, **kwargs)
+        finally:
+            exports.append(time.perf_counter() - start)
+
+    monkeypatch.setattr(OVModelForCausalLM, "from_pretrained", classmethod(timed_export))
+    monkeypatch.setattr(
+        openvino_tokenizers, "convert_tokenizer", lambda *a, **k: conversions.append(1) or convert(*a, **k)
+    )
+    sweep = {"adapter": ["openvino"], "device": ["CPU"], "prompt_len": [8, 16]}
+    path = write_scenario(tiny(model=str(model), sweep=sweep))
+    results = tmp_path / "results"
+    argv = ["run", str(path), "--results", str(results), "--cache-dir", str(tmp_path / "cache"), "--isolation", "none"]
+    assert cli_main(argv) == 1
+    capsys.readouterr()
+    records = [record for _, record in iter_records(results)]
+    assert [r.status for r in records] == ["failed", "failed"]
+    assert records[0].reason == records[1].reason and "tokenizer conversion (openvino_tokenizers)" in records[0].reason
+    assert (len(exports), len(conversions)) == (1, 1)  # the second point: no export, no conversion
+    (ir,) = (tmp_path / "cache" / "openvino").glob("odd-tokenizer-*/none")
+    assert (ir / "openvino_model.xml").is_file() and not (ir / "openvino_tokenizer.xml").exists()  # kept
+    first = min(records, key=lambda r: r.started_at).time_split
+    assert first.conversion_s >= exports[0]  # the export, not in the model load
 
 
 @pytest.mark.skipif(find_spec("transformers") is None, reason="no hf extra")
