@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
 
-    check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
+    check = commands.add_parser("check", help="validate scenario files and list their points (and which will skip or fail); loads no weights")
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
     add_cache_option(check.add_argument)  # where the converter's architecture lookups are kept
