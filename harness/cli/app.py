@@ -65,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
 
-    check = commands.add_parser("check", help="validate scenario files and list their points (and which will skip or fail); loads no weights")
+    check = commands.add_parser(
+        "check", help="validate scenario files and list their points (and which will skip or fail); loads no weights"
+    )
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
     add_cache_option(check.add_argument)  # where the converter's architecture lookups are kept
@@ -125,7 +127,9 @@ def _check(args) -> int:
     from harness.run.preflight import refusal, will_fail, will_skip
     from harness.scenario.sweep import expand
 
-    scenarios = load_all(args.scenarios, allow_remote_code=True, max_points=args.harness_max_points)  # runs nothing
+    scenarios = load_all(
+        args.scenarios, allow_remote_code=True, max_points=args.harness_max_points
+    )  # runs no model code
     refused = [error for scenario in scenarios if (error := refusal(scenario))]
     if refused:
         raise ScenarioErrors(refused)
