@@ -132,6 +132,16 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_diagnosis.py": E,
+    "correctness/test_diagnosis_on_path.py": Tier(
+        "acceptance",
+        {
+            "test_a_prefill_path_fault_names_layer_and_chunk": "engine",
+            "test_a_padded_prefill_read_at_its_padded_end_departs_at_the_logits_it_returned": "engine",
+        },
+    ),
+    "correctness/test_check_diagnosis.py": Tier(
+        "unit", {"test_harness_verify_names_the_tokenizer_when_only_its_check_fails": "acceptance"}
+    ),
     "correctness/test_gate.py": Tier(
         "unit",
         {
@@ -200,6 +210,7 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_the_calibration_is_kept_in_the_cache_dir_one_file_per_machine": "unit"}
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_canary_child.py": E,
     "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
@@ -347,6 +358,7 @@ TABLE: dict[str, Tier] = {
             "test_the_split_is_the_same_on_every_machine": "engine",
         },
     ),
+    "run/test_point_imports.py": A,
     "run/test_workers.py": E,
     "scenario/test_adapter_options.py": Tier(
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}

@@ -165,7 +165,9 @@ class Adapter(Capabilities, ABC):
         ``Activations`` adds the final norm's output and the logits, so a diagnosis can tell them from
         the last layer. ``decode=True`` (only where ``supports_decode_hidden_states``): prefill
         ``tokens[:-1]`` with the step-wise path, then return the states of the decode step that feeds
-        ``tokens[-1]`` ([1, hidden] each)."""
+        ``tokens[-1]`` ([1, hidden] each). Where ``supports_path_hidden_states``, the prefill's states too
+        are taken on the step-wise path (the point's cache, chunks and padding), and the ``Activations``
+        say so (``path``, ``forwards``, ``ran``)."""
         raise Unsupported(f"{self.name} does not expose hidden states")
 
     def can_serve(self, loaded: Point, point: Point, settings: LoadSettings) -> bool:

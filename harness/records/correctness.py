@@ -89,8 +89,9 @@ class ReferenceInfo(Part):
     noise_floor: Optional[dict[str, Any]] = None
     prompts: Optional[int] = None
     tokens: Optional[int] = None
-    # Seconds this launch spent getting the reference, within the time split's gate_s: computing it (then
-    # stored for later runs) or reading the stored one; None in older records. ``harness plan`` leaves it
+    # Seconds this launch spent getting its stored references, within the time split's gate_s: the gate's,
+    # and the same-weights, dequantized-model and stop prompts' ones where those checks ran; computing them
+    # (then stored for later runs) or reading the stored ones; None in older records. ``harness plan`` leaves it
     # out of a point's measured cost: the next run on this runner reads the stored reference.
     obtained_s: Optional[float] = None
 

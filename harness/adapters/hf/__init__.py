@@ -41,6 +41,7 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
     batch_padding = "left"  # generate pads a decoder-only batch on the left
     supports_hidden_states = True
     supports_decode_hidden_states = True
+    supports_path_hidden_states = True  # through prefill()/decode(): the timed path's cache and chunks
     supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
     engine_modules = ("torch", "transformers")
@@ -89,6 +90,10 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
 
     def load(self, model, point, settings: LoadSettings) -> None:
         import torch
+
+        from harness.adapters.hf.imports import import_generation
+
+        import_generation()  # before transformers' models import it: without scikit-learn
         from transformers import AutoModelForCausalLM, StoppingCriteria
         from transformers.utils import logging as hf_logging
 

@@ -5,6 +5,7 @@ and (in a persistent worker) the last point's engine. Caches only: the run's set
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -32,6 +33,9 @@ class Caches:
     # The preparation steps that failed in this process, by (file, step): the same step of the same file is not
     # run again for another point, which fails with the first failure (harness.errors.step(once=True)).
     failures: dict[tuple[str, str], StepFailed] = field(default_factory=dict, repr=False)
+    # Seconds spent getting stored references (every kind: gate, same-weights, dequantized model, stop
+    # prompts), all points together; a point's share is the difference across it (``steps.execute``).
+    references_s: float = 0.0
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
 
@@ -75,7 +79,11 @@ class Caches:
         """The reference at ``path``, computed once. (A computation that fails is remembered by its step,
         ``failures``: the other points of the model fail with the first error, not computing it again.)"""
         if path not in self._references:
-            self._references[path] = compute()
+            start = time.perf_counter()
+            try:
+                self._references[path] = compute()
+            finally:
+                self.references_s += time.perf_counter() - start
         return self._references[path]
 
     def close(self) -> None:

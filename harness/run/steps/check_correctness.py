@@ -120,9 +120,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found
         if found.departs_at is not None:
-            part.report += (
-                f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
-            )
+            part.report += f"\ndiagnosis: activations depart from HF at {found.where()}"
     return Contribution(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 
