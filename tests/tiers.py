@@ -329,7 +329,11 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_the_default_store_is_the_environments_else_results_references": "unit"}
     ),
     "run/test_step_errors.py": Tier(
-        "engine", {"test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file": "unit"}
+        "engine",
+        {
+            "test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file": "unit",
+            "test_a_step_that_failed_once_fails_the_same_file_again_without_running_inside_a_run": "unit",
+        },
     ),
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),

@@ -113,6 +113,14 @@ class Adapter(Capabilities, ABC):
         ``cache_dir``: the run's cache (None: the default), for what the look-up keeps. None: it will try."""
         return None
 
+    @classmethod
+    def model_failure(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
+        """Why every point of this adapter on ``spec`` will fail while it prepares (a step that cannot take the
+        checkpoint: transformers not knowing its architecture, a tokenizer OpenVINO's converter refuses), found
+        without loading weights: ``harness check`` lists the points as ``will fail:`` before any runs. One line
+        naming the file and the step, as the run's failure would; None: not predicted."""
+        return None
+
     @abstractmethod
     def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
         """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""

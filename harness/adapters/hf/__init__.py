@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings
@@ -76,6 +77,16 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
         if backend is None or not backend.is_available():
             return f"torch {torch.__version__} sees no {device} device"
         return None
+
+    @classmethod
+    def model_failure(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
+        from harness.models import transformers_check
+
+        unknown = transformers_check.unknown_model_type(spec)
+        if unknown is None:
+            return None
+        config, what = unknown
+        return f"{config}: checkpoint load (transformers): {what}; {transformers_check.advice(spec)}"
 
     def load(self, model, point, settings: LoadSettings) -> None:
         import torch

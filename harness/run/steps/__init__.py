@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError, StepFailed, WriteFailed
+from harness.errors import HarnessError, StepFailed, WriteFailed, remembering
 from harness.measure import canary, launch_stats
 from harness.models import sources
 from harness.records import metric_names
@@ -63,7 +63,9 @@ def execute(
     record = new_record(caches, scenario, point)
     clock = Clock()
     try:
-        with sources.notes_to(log):  # a removed build leftover is said where the point's lines go
+        # a removed build leftover is said where the point's lines go; a step that failed for an earlier point
+        # of the same file fails this one without running again; the builds' time is the split's conversion
+        with sources.notes_to(log), remembering(caches.failures), sources.builds_timed(clock.built):
             _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)
@@ -97,18 +99,31 @@ def resume_command(settings: RunSettings, scenario: Scenario) -> str:
 
 class Clock:
     """Where a point's wall time goes (``record.time_split``): each step's span by name; the timed
-    rounds' own durations split the timing step into warm-up, measured inference and the rest."""
+    rounds' own durations split the timing step into warm-up, measured inference and the rest; the
+    artefacts built meanwhile (``built``: a model's conversion, an IR export, a tokenizer conversion, a GGUF
+    conversion or quantization, failed ones included) are the conversion, taken out of the span they ran in."""
 
     def __init__(self):
         self.start, self.spans = time.perf_counter(), {}
+        self.built_s, self._open, self._built_in = 0.0, [], {}
 
     @contextmanager
     def __call__(self, name: str):
         start = time.perf_counter()
+        self._open.append(name)
         try:
             yield
         finally:
+            self._open.remove(name)
             self.spans[name] = self.spans.get(name, 0.0) + time.perf_counter() - start
+
+    def built(self, seconds: float) -> None:
+        self.built_s += seconds
+        for name in self._open:
+            self._built_in[name] = self._built_in.get(name, 0.0) + seconds
+
+    def _span(self, name: str) -> float:
+        return max(0.0, self.spans.get(name, 0.0) - self._built_in.get(name, 0.0))
 
     def add(self, name: str, seconds: float) -> None:
         """A span timed elsewhere (the canary's edges, inside the timing step)."""
@@ -117,16 +132,15 @@ class Clock:
     def split(self, record: Record) -> TimeSplit:
         total = time.perf_counter() - self.start
         samples = record.samples
-        conversion = record.metrics.get("convert_s") or 0.0
         parts = {
-            "conversion_s": conversion,
-            "resolve_s": max(0.0, self.spans.get("resolve", 0.0) - conversion),  # conversion happens inside it
-            "load_s": self.spans.get("load", 0.0),
+            "conversion_s": self.built_s,
+            "resolve_s": self._span("resolve"),  # the model's conversion happens inside it
+            "load_s": self._span("load"),
             "warmup_s": sum(samples.warmup_s),
             "canary_s": self.spans.get("canary", 0.0),
             "timed_s": sum(r.e2e_s for r in samples.rounds),
-            "gate_s": self.spans.get("gate", 0.0),
-            "accuracy_s": self.spans.get("accuracy", 0.0),
+            "gate_s": self._span("gate"),
+            "accuracy_s": self._span("accuracy"),
         }
         return TimeSplit(**parts, other_s=max(0.0, total - sum(parts.values())))
 
