@@ -21,14 +21,11 @@ import statistics
 import time
 from typing import TYPE_CHECKING, Iterator, Optional
 
+from harness.measure import canary_child
+
 if TYPE_CHECKING:  # the child process imports numpy alone: it starts fast
     from harness.records.samples import CanaryCalibration, CanaryReading
 
-SIDE = 128  # the matrix product: SIDE x SIDE int64, REPEAT times
-REPEAT = 5
-COPY_MIB = 32  # the memory copy: COPY_PASSES passes over this many MiB
-COPY_PASSES = 4
-TIMES = 3  # a reading is the median of this many timed runs of the workload, after one untimed
 CALIBRATION_RUNS = 5  # the calibration is the median of this many readings
 # A busy machine at the start of a run made a calibration that every launch then beat ("0.06x its
 # calibration"), unsaid. Two signs of it: the calibration's readings spread more than CALIBRATION_SPREAD
@@ -39,39 +36,9 @@ CALIBRATION_ATTEMPTS = 3
 FASTER_THAN_CALIBRATION = 0.7
 
 
-class _Workload:
-    """The canary's arrays, made once per reading (the first pass pays the page faults, untimed)."""
-
-    def __init__(self):
-        import numpy as np
-
-        rng = np.random.default_rng(0)
-        self.a = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
-        self.b = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
-        self.src = np.ones(COPY_MIB * 2**20 // 8)
-        self.dst = np.empty_like(self.src)
-        self.copyto = np.copyto
-
-    def run(self) -> float:
-        began = time.perf_counter()
-        for _ in range(REPEAT):
-            self.a @ self.b
-        for _ in range(COPY_PASSES):
-            self.copyto(self.dst, self.src)
-        return time.perf_counter() - began
-
-
-def _readings(count: int) -> list[float]:
-    """In this process: ``count`` readings, each the median of ``TIMES`` runs, after one untimed run."""
-    work = _Workload()
-    work.run()
-    return [statistics.median(work.run() for _ in range(TIMES)) for _ in range(count)]
-
-
 def _in_child(count: int) -> list[float]:
-    """``count`` readings from this process's canary child (``harness.measure.canary_child``)."""
-    from harness.measure import canary_child
-
+    """``count`` readings from this process's canary child (``harness.measure.canary_child``, which holds
+    the workload)."""
     return canary_child.readings(count)
 
 
@@ -111,8 +78,7 @@ def calibrate(runs: int = CALIBRATION_RUNS, attempts: int = CALIBRATION_ATTEMPTS
     return CanaryCalibration(
         seconds=statistics.median(readings),
         readings_s=[round(r, 6) for r in readings],
-        workload=f"int64 matmul {SIDE}x{SIDE} x{REPEAT} + {COPY_MIB} MiB copy x{COPY_PASSES}, median of {TIMES}, "
-        "in a child process",
+        workload=canary_child.WORKLOAD,
         attempts=len(tries),
         disturbed=disturbed,
     )

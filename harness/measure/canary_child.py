@@ -1,6 +1,6 @@
 """The canary's child process (``harness.measure.canary``): ``python -m harness.measure.canary_child`` answers
-each count written to its stdin with that many readings (``canary._readings``: the workload built afresh, one
-untimed run, then each reading the median of ``canary.TIMES`` runs), one JSON line each.
+each count written to its stdin with that many readings (``_readings``: the workload built afresh, one
+untimed run, then each reading the median of ``TIMES`` runs), one JSON line each.
 
 One child serves every reading of the process that started it (the run's calibration and check, a worker's
 launch edges): before issue #41 each reading started a fresh child, whose start (Python and numpy, about 0.2 s
@@ -16,11 +16,53 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
+
+# The workload: an integer matrix product (one core, no BLAS threads) and a memory copy.
+SIDE = 128  # the matrix product: SIDE x SIDE int64, REPEAT times
+REPEAT = 5
+COPY_MIB = 32  # the memory copy: COPY_PASSES passes over this many MiB
+COPY_PASSES = 4
+TIMES = 3  # a reading is the median of this many timed runs of the workload, after one untimed
+
+WORKLOAD = (
+    f"int64 matmul {SIDE}x{SIDE} x{REPEAT} + {COPY_MIB} MiB copy x{COPY_PASSES}, median of {TIMES}, in a child process"
+)
+
+
+class _Workload:
+    """The canary's arrays, made once per reading (the first pass pays the page faults, untimed)."""
+
+    def __init__(self):
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        self.a = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
+        self.b = rng.integers(0, 100, (SIDE, SIDE), dtype=np.int64)
+        self.src = np.ones(COPY_MIB * 2**20 // 8)
+        self.dst = np.empty_like(self.src)
+        self.copyto = np.copyto
+
+    def run(self) -> float:
+        began = time.perf_counter()
+        for _ in range(REPEAT):
+            self.a @ self.b
+        for _ in range(COPY_PASSES):
+            self.copyto(self.dst, self.src)
+        return time.perf_counter() - began
+
+
+def _readings(count: int) -> list[float]:
+    """In this process: ``count`` readings, each the median of ``TIMES`` runs, after one untimed run."""
+    work = _Workload()
+    work.run()
+    return [statistics.median(work.run() for _ in range(TIMES)) for _ in range(count)]
 
 
 class Child:
@@ -98,8 +140,6 @@ def readings(count: int) -> list[float]:
 def _serve() -> None:
     """The child's loop: a count per line in, that many readings as a JSON list per line out."""
     import signal
-
-    from harness.measure.canary import _readings
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for line in sys.stdin:
