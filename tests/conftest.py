@@ -57,6 +57,14 @@ def tiny_llama(cache_dir):
 
 
 @pytest.fixture(scope="session")
+def wide_llama(tiny_llama, tmp_path_factory):
+    """tiny-llama with 256-wide rows (``tests/kquant_gguf.py``): wide enough for K-quants and int4 groups of 128."""
+    from tests.kquant_gguf import wide_llama
+
+    return wide_llama(tiny_llama.hf_dir, tmp_path_factory.mktemp("wide") / "wide-llama")
+
+
+@pytest.fixture(scope="session")
 def chat_model(tiny_llama, tmp_path_factory):
     """tiny-llama with a chat template (Gemma's turn format), as an HF directory source."""
     path = tmp_path_factory.mktemp("model") / "tiny-llama-chat"

@@ -96,21 +96,59 @@ def patch_scale(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weigh
         handle.write(np.float16(float(value) * factor).tobytes())
 
 
-def shift_zero_point(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/zero_point", step: int = 1):
-    """Every zero point of one u8 asymmetric constant off by ``step`` (a converter that rounds the zero point
-    the other way, or stores ``zp`` where ``zp - 1`` belongs): each row's weights shifted by one quantization
-    step, the same sign across the row, inside the format's rounding noise by size."""
+def _patch_constant(ir_dir, constant: str, kinds: tuple[str, ...], change) -> None:
+    """``change(values, kind)`` applied to the IR constant ``constant`` in ``openvino_model.bin`` in place;
+    ``values`` are the constant's raw elements (4-bit types unpacked, low nibble first, as unsigned nibbles)."""
     import numpy as np
 
     data = _constant(ir_dir, constant)
-    if data.get("element_type") != "u8":
-        raise ValueError(f"{constant}: zero point stored as {data.get('element_type')}, not u8")
+    kind = data.get("element_type")
+    if kind not in kinds:
+        raise ValueError(f"{constant}: stored as {kind}, not {' or '.join(kinds)}")
     offset, size = int(data.get("offset")), int(data.get("size"))
+    dtype = {"u8": np.uint8, "i8": np.int8, "f16": np.float16}.get(kind, np.uint8)
     with open(ir_dir / "openvino_model.bin", "r+b") as handle:
         handle.seek(offset)
-        points = np.frombuffer(handle.read(size), dtype=np.uint8).astype(np.int16)
+        raw = np.frombuffer(handle.read(size), dtype=dtype).copy()
+        if kind in ("u4", "i4"):
+            nibbles = np.stack([raw & 0x0F, raw >> 4], axis=-1)
+            nibbles = change(nibbles, kind).astype(np.uint8) & 0x0F
+            raw = (nibbles[..., 0] | (nibbles[..., 1] << 4)).astype(np.uint8)
+        else:
+            raw = change(raw, kind).astype(dtype)
         handle.seek(offset)
-        handle.write(np.clip(points + step, 0, 255).astype(np.uint8).tobytes())
+        handle.write(raw.tobytes())
+
+
+def shift_zero_point(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/zero_point", step: int = 1):
+    """Every zero point of one u8 or u4 asymmetric constant off by ``step`` (a converter that rounds the zero
+    point the other way, or stores ``zp`` where ``zp - 1`` belongs): each row's or group's weights shifted by
+    one quantization step, the same sign across it, inside the format's rounding noise by size."""
+    import numpy as np
+
+    def change(points, kind):
+        top = 255 if kind == "u8" else 15
+        return np.clip(points.astype(np.int16) + step, 0, top)
+
+    _patch_constant(ir_dir, constant, ("u8", "u4"), change)
+
+
+def shift_quants(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight"):
+    """Every quant of one symmetric (i8 or i4) constant one step up where it does not overflow (a symmetric
+    format's implicit zero point off by one): each weight shifted by its row's or group's scale."""
+    import numpy as np
+
+    def change(quants, kind):
+        if kind == "i8":
+            return np.where(quants < 127, quants.astype(np.int16) + 1, quants)
+        return np.where(quants != 7, quants + 1, quants)  # i4 nibbles: 0-7, then -8..-1 as 8-15; 15 + 1 wraps to 0
+
+    _patch_constant(ir_dir, constant, ("i8", "i4"), change)
+
+
+def scale_layer(ir_dir, constant: str = "self.model.layers.1.mlp.down_proj.weight/scale", factor: float = 1.1):
+    """Every scale of one compressed constant multiplied by ``factor`` (one layer's weights rescaled)."""
+    _patch_constant(ir_dir, constant, ("f16",), lambda scales, kind: scales.astype("float32") * factor)
 
 
 class PatchedArtefact(OpenVINOAdapter):
@@ -154,12 +192,21 @@ class PatchedScale(PatchedArtefact):
 
 
 class ShiftedZeroPoint(PatchedArtefact):
-    """``shift_zero_point`` written into the IR (an int8 asymmetric point's)."""
+    """``shift_zero_point`` written into the IR (an int8 or int4 asymmetric point's)."""
 
     label = "shifted-zero-point"
 
     def patch(self, out, model) -> None:
         shift_zero_point(out)
+
+
+class ScaledLayer(PatchedArtefact):
+    """``scale_layer`` written into the IR: one layer's scales x1.05 (any compressed point)."""
+
+    label = "scaled-layer"
+
+    def patch(self, out, model) -> None:
+        scale_layer(out, factor=1.05)
 
 
 def swapped_tokenizer(hf_dir, out, text: str = "The river and the sea") -> tuple[str, str]:

@@ -111,7 +111,16 @@ TABLE: dict[str, Tier] = {
         },
         slow=("test_the_default_models_k_quant_gguf_reads_back_without_bias",),
     ),
+    "correctness/test_dequantized_bias_formats.py": Tier(
+        "engine", {"test_harness_run_and_verify_fail_a_k_quant_layers_slip": "acceptance"}
+    ),
+    "correctness/test_dequantized_bias_openvino.py": Tier(
+        "engine", {"test_harness_run_fails_an_int4_asym_layers_slip": "acceptance"}
+    ),
     "correctness/test_dequantized_model.py": A,
+    "correctness/test_tokenizer_arbiter.py": Tier(
+        "acceptance", {"test_the_checkpoints_tokenizer_json_says_the_reference_is_right": "engine"}
+    ),
     "correctness/test_dequantized_model_openvino.py": Tier(
         "acceptance",
         {

@@ -10,6 +10,10 @@ metadata decides (for llama.cpp, the GGUF's ``tokenizer.ggml.model`` and ``token
   reference tokenizer was rebuilt from it (``harness.models.gguf_convert``). SentencePiece itself, loaded
   with the GGUF's pieces, scores and types, is the third opinion: the side that agrees with it is right.
 - A BPE vocabulary that came as a GGUF has no third implementation here: ``undecided``, saying so.
+- An engine that names no vocabulary file (no GGUF, no conversion): the checkpoint's own tokenizer files
+  decide, its ``tokenizer.json`` read afresh by the ``tokenizers`` library (``checkpoint_arbiter``); where
+  that checkpoint was itself rebuilt from a GGUF (the default model), the GGUF's SentencePiece vocabulary
+  decides as above, and a BPE one leaves it ``undecided``.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ def arbiter(adapter, model) -> tuple[Optional[Callable], dict[str, str]]:
         return (lambda text, engine, ours: ("reference", why)), {"source": converted}
     gguf = description.get("gguf")
     if not gguf:
-        return None, {}
+        return checkpoint_arbiter(model)
     found = metadata(Path(gguf))
     kind, pre = found.get("tokenizer.ggml.model"), found.get("tokenizer.ggml.pre")
     if model.gguf_path is None and model.given_for(adapter.name) is None:
@@ -96,19 +100,50 @@ def arbiter(adapter, model) -> tuple[Optional[Callable], dict[str, str]]:
     if kind != "llama":
         why = f"BPE vocabulary (pre-tokenizer {pre!r}) with no third implementation here to decide"
         return (lambda text, engine, ours: ("undecided", why)), found
-    spm: list = []
+    return _third_opinion(lambda: sentencepiece_of(Path(gguf)), "SentencePiece with the GGUF's vocabulary"), found
+
+
+def _third_opinion(load: Callable[[], Callable[[str], list[int]]], who: str) -> Callable:
+    """(text, engine ids, reference ids) -> (right, why) by the ids ``load()``'s encoder gives (loaded once)."""
+    encoders: list = []
 
     def decide(text: str, engine: list[int], ours: list[int]) -> tuple[str, str]:
-        if not spm:
-            spm.append(sentencepiece_of(Path(gguf)))
+        if not encoders:
+            encoders.append(load())
         try:
-            truth = spm[0](text)
+            truth = encoders[0](text)
         except ValueError as exc:
             return "undecided", str(exc)
         if truth == engine:
-            return "engine", "SentencePiece with the GGUF's vocabulary gives the engine's ids"
+            return "engine", f"{who} gives the engine's ids"
         if truth == ours:
-            return "reference", "SentencePiece with the GGUF's vocabulary gives the reference's ids"
-        return "neither", f"SentencePiece with the GGUF's vocabulary gives {truth[:12]}"
+            return "reference", f"{who} gives the reference's ids"
+        return "neither", f"{who} gives {truth[:12]}"
 
-    return decide, found
+    return decide
+
+
+def checkpoint_arbiter(model) -> tuple[Optional[Callable], dict[str, str]]:
+    """The arbiter for an engine that names no vocabulary file: the checkpoint's own tokenizer files, or the
+    GGUF the checkpoint was rebuilt from (``model.gguf_path``); (None, {}) where neither can decide."""
+    if model.gguf_path is not None:  # the checkpoint's tokenizer.json is the harness's rebuild of the GGUF's
+        found = {**metadata(Path(model.gguf_path)), "source": "the GGUF the checkpoint was rebuilt from"}
+        if found.get("tokenizer.ggml.model") != "llama":
+            why = (
+                f"BPE vocabulary (pre-tokenizer {found.get('tokenizer.ggml.pre')!r}) with no third implementation here"
+            )
+            return (lambda text, engine, ours: ("undecided", why)), found
+        return _third_opinion(
+            lambda: sentencepiece_of(Path(model.gguf_path)), "SentencePiece with the GGUF's vocabulary"
+        ), found
+    path = Path(model.hf_dir) / "tokenizer.json"
+    if not path.exists():
+        return None, {}
+
+    def load() -> Callable[[str], list[int]]:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(path))
+        return lambda text: list(tokenizer.encode(text).ids)
+
+    return _third_opinion(load, "the checkpoint's tokenizer.json (tokenizers)"), {"source": f"the checkpoint's {path}"}

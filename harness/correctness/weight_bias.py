@@ -21,6 +21,12 @@ artefacts, Bonferroni over every test the artefact gets) and its effect, the shi
 block's own rounding noise (statistic over the square root of the elements), past ``EFFECT_LINE``: a
 huge tensor makes a tiny, harmless lean significant, never large. ``ratio`` is the smaller of the two
 margins, so a unit fails when its ratio is above 1.
+
+A tensor's gain is also set beside its format's lean, in its own unit (``GAIN_LINE``): llama.cpp's
+quantizer (whose K-quants fit their scales by least squares) leaves every tensor of a format with the
+same small negative gain (-1.7 % on Q2_K, -0.5 % on Q3_K, -0.25 % on Q4_K), and one layer whose scales
+are a few per cent off stands out from the others by that much, however coarse the format's rounding (in
+noise units a 2- or 3-bit format hides a 5 % scale: 0.27 against the 0.15 line).
 """
 
 from __future__ import annotations
@@ -44,11 +50,19 @@ EFFECT_LINE = 0.15
 # checkpoint converted from the artefact itself (the default Gemma 3 270M from its Q4_K_M GGUF) differs
 # from it by bf16 rounding alone, which on a few grid values is as coherent as a lean but no converter's.
 STORAGE_NOISE = 2.0**-8
+# A tensor's gain against its format's lean (the median gain of the format's tensors, 0 below LEAN_TENSORS of
+# them): clean tensors differ from their format's lean by 0.2 % at most (Q2_K, the coarsest); 5 % is one layer's
+# scales off.
+GAIN_LINE = 0.01
+LEAN_TENSORS = 3
+NOISE_UNITS = "rounding-noise units"
+GAIN_UNITS = "relative gain against the format's lean"
 KINDS = ("offset", "scale")
 METHOD = (
     "sign of the error per quantization block, pooled per row and tensor: mean error (offset) and error along "
     f"the weight (scale) over their noise; fails past a Bonferroni t line (alpha {ALPHA:g}) and an effect of "
-    f"{EFFECT_LINE:g} rounding-noise units (at least {STORAGE_NOISE:g} of the block's rms)"
+    f"{EFFECT_LINE:g} rounding-noise units (at least {STORAGE_NOISE:g} of the block's rms); a tensor's gain "
+    f"against its format's median gain past {GAIN_LINE:g}"
 )
 
 
@@ -62,6 +76,8 @@ class BiasFinding:
     statistic: float
     effect: float  # the shift in units of rounding noise
     t_line: float
+    effect_line: float = EFFECT_LINE
+    effect_unit: str = NOISE_UNITS
 
 
 @dataclass
@@ -71,6 +87,8 @@ class _Blocks:
     t: dict[str, np.ndarray]
     size: int  # elements per block
     width: int
+    gain: float  # the tensor's error along its weights, sum(e * w) / sum(w^2)
+    gain_error: float  # its standard error, from each block's noise left once its own slope is removed
 
 
 def block_size(tensor: Tensor, width: int) -> int:
@@ -94,7 +112,7 @@ def _stats(e: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
         # an all-zero block (no floor): no error is no statistic, an error there is a shift from nothing
         offset = np.where(sd > 0, mean * np.sqrt(size) / sd, np.where(mean == 0, 0.0, np.copysign(np.inf, mean)))
         scale = np.where(rest > 0, slope * np.sqrt(power) / rest, 0.0)
-    return {"offset": offset, "scale": scale}
+    return {"offset": offset, "scale": scale, "along": along, "power": power, "noise": rest * rest * power}
 
 
 def _blocks(values: np.ndarray, reference: np.ndarray, size: int) -> _Blocks:
@@ -105,7 +123,11 @@ def _blocks(values: np.ndarray, reference: np.ndarray, size: int) -> _Blocks:
     for start in range(0, w_all.shape[0], chunk):
         w = w_all[start : start + chunk].reshape(-1, width // size, size).astype(np.float64)
         parts.append(_stats(v_all[start : start + chunk].reshape(w.shape).astype(np.float64) - w, w))
-    return _Blocks({kind: np.concatenate([p[kind] for p in parts]) for kind in KINDS}, size, width)
+    power = sum(float(p["power"].sum()) for p in parts)
+    along = sum(float(p["along"].sum()) for p in parts)
+    noise = sum(float(p["noise"].sum()) for p in parts)
+    gain, error = (along / power, np.sqrt(noise) / power) if power > 0 else (0.0, 0.0)
+    return _Blocks({kind: np.concatenate([p[kind] for p in parts]) for kind in KINDS}, size, width, gain, error)
 
 
 @lru_cache(maxsize=64)
@@ -124,8 +146,9 @@ def _variance(size: int) -> float:
     return df / (df - 2) if df > 2 else 3.0
 
 
-def _worst(name: str, kind_name: str, blocks: _Blocks, tests: int) -> BiasFinding:
-    """The unit of one tensor furthest past its lines, over blocks, rows and the tensor."""
+def _worst(name: str, kind_name: str, blocks: _Blocks, tests: int, lean: float) -> BiasFinding:
+    """The unit of one tensor furthest past its lines, over blocks, rows and the tensor (``lean``: the
+    format's median gain)."""
     size, n_blocks = blocks.size, blocks.width // blocks.size
     root, spread = np.sqrt(size), np.sqrt(_variance(size))
     found: list[BiasFinding] = []
@@ -151,6 +174,21 @@ def _worst(name: str, kind_name: str, blocks: _Blocks, tests: int) -> BiasFindin
         if finite.shape[0] > 1:
             whole = float(finite.sum() / np.sqrt(finite.size) / spread)
             consider(whole, float(finite.mean() / root), pooled_line, f"{name} (every row, {kind_name})", kind)
+    if blocks.gain_error > 0:  # the tensor's gain beside its format's
+        shift = blocks.gain - lean
+        statistic, line = shift / blocks.gain_error, t_line(None, tests)
+        found.append(
+            BiasFinding(
+                min(abs(statistic) / line, abs(shift) / GAIN_LINE),
+                f"{name} (every row, {kind_name}; gain {blocks.gain:+.2%} against the format's {lean:+.2%})",
+                "scale",
+                statistic,
+                shift,
+                line,
+                GAIN_LINE,
+                GAIN_UNITS,
+            )
+        )
     return max(found, key=lambda f: f.ratio)
 
 
@@ -163,13 +201,18 @@ def worst(reference: dict[str, np.ndarray], stored: dict[str, Tensor]) -> Option
         if t.values.size > 1 and reference[name].ndim >= 1 and np.any(t.values != reference[name])
     }
     sizes = {name: block_size(tensor, reference[name].shape[-1]) for name, tensor in tensors.items()}
-    tests = 0  # two kinds per block, per row and per tensor
+    tests = 0  # two kinds per block, per row and per tensor, and each tensor's gain
     for name, size in sizes.items():
         rows = reference[name].size // reference[name].shape[-1]
-        tests += 2 * (rows * reference[name].shape[-1] // size + rows + 1)
+        tests += 2 * (rows * reference[name].shape[-1] // size + rows + 1) + 1
+    blocks = {name: _blocks(tensor.values, reference[name], sizes[name]) for name, tensor in tensors.items()}
+    gains: dict[str, list[float]] = {}
+    for name, tensor in tensors.items():
+        gains.setdefault(tensor.stored_type, []).append(blocks[name].gain)
+    leans = {kind: float(np.median(g)) if len(g) >= LEAN_TENSORS else 0.0 for kind, g in gains.items()}
     found: Optional[BiasFinding] = None  # None: every tensor an exact copy
     for name, tensor in tensors.items():
-        candidate = _worst(name, tensor.stored_type, _blocks(tensor.values, reference[name], sizes[name]), tests)
+        candidate = _worst(name, tensor.stored_type, blocks[name], tests, leans[tensor.stored_type])
         if found is None or candidate.ratio > found.ratio:
             found = candidate
     return found
@@ -190,7 +233,8 @@ def judge(reference: dict[str, np.ndarray], stored: dict[str, Tensor]) -> Option
         statistic=found.statistic,
         t_line=found.t_line,
         effect=found.effect,
-        effect_line=EFFECT_LINE,
+        effect_line=found.effect_line,
+        effect_unit=found.effect_unit,
         method=METHOD,
     )
 
@@ -204,6 +248,7 @@ def reason(found: WeightBias) -> str:
     return (
         f"dequantized artefact (bias): {found.worst} has {'an' if found.kind == 'offset' else 'a'} {found.kind} "
         f"bias, its error {what}: "
-        f"{found.effect:+.2f} rounding-noise units (line {found.effect_line:g}), statistic {found.statistic:+.1f} "
+        f"{found.effect:+.3g} {found.effect_unit or NOISE_UNITS} (line {found.effect_line:g}), "
+        f"statistic {found.statistic:+.1f} "
         f"(line {found.t_line:.1f}), {found.ratio:.1f}x past both: a converter bug however small next to rounding"
     )

@@ -18,6 +18,7 @@ class WeightBias(Part):
     kind: Literal["offset", "scale"]  # the same sign across the unit, or an error proportional to the weights
     statistic: float  # a block's t, or a row's / tensor's pooled z
     t_line: float  # Bonferroni over every test of the artefact
-    effect: float  # the shift in units of the blocks' own rounding noise
+    effect: float  # in ``effect_unit``: the shift in units of the blocks' own rounding noise, or a tensor's gain
     effect_line: float
+    effect_unit: Optional[str] = None  # None (records before it): rounding-noise units
     method: Optional[str] = None

@@ -12,12 +12,12 @@ from harness.correctness import dequantized, weight_bias
 from harness.models.stored_weights import Tensor
 
 
-def q4_blocks(weights: np.ndarray, scale: float = 1.0, shift_block=None) -> np.ndarray:
+def q4_blocks(weights: np.ndarray, scale: float = 1.0, shift_block=None, top: int = 7) -> np.ndarray:
     """Symmetric 4-bit blocks of 32 (one scale per block), dequantized; ``scale`` multiplies every block's
-    scale, ``shift_block`` (row, block) moves that block's grid by one step."""
+    scale, ``shift_block`` (row, block) moves that block's grid by one step; ``top`` 3 makes them 3-bit."""
     blocks = weights.reshape(weights.shape[0], -1, 32)
-    d = np.abs(blocks).max(axis=-1, keepdims=True) / 7
-    q = np.clip(np.round(blocks / d), -8, 7)
+    d = np.abs(blocks).max(axis=-1, keepdims=True) / top
+    q = np.clip(np.round(blocks / d), -top - 1, top)
     out = q * d * scale
     if shift_block is not None:
         out[shift_block] += d[shift_block]
@@ -72,8 +72,25 @@ def test_a_layers_scale_a_few_percent_off_fails_naming_the_tensor(factor):
     values = {n: q4_blocks(w, scale=factor if n == "layers.1.weight" else 1.0) for n, w in reference.items()}
     found = dequantized.audit(reference, stored(reference, "Q4_0", lambda n, w: values[n], 32))
     assert found.ratio < found.fail_factor and found.bias.verdict == "fail", found
-    assert found.bias.kind == "scale" and found.bias.worst == "layers.1.weight (every row, Q4_0)"
+    assert found.bias.kind == "scale" and found.bias.worst.startswith("layers.1.weight (every row, Q4_0"), found.bias
     assert found.bias.ratio > 3 and np.sign(found.bias.effect) == np.sign(factor - 1), found.bias
+
+
+def test_a_layers_scale_off_in_a_3_bit_format_fails_against_the_formats_lean():
+    """In 3 bits a 5 % scale is a fraction of the rounding noise, under the noise-unit line; against the gain the
+    format's other tensors share (here all of them 1.5 % low, as a least-squares quantizer leaves them) it
+    stands out by 5 %, 5x the gain line. The shared lean alone passes."""
+    reference = model()
+    lean = {n: q4_blocks(w, scale=0.985, top=3) for n, w in reference.items()}
+    found = weight_bias.judge(reference, stored(reference, "Q3", lambda n, w: lean[n], 32))
+    assert found.verdict == "pass", found
+    values = {n: w * (1.05 if n == "layers.2.weight" else 1.0) for n, w in lean.items()}
+    found = dequantized.audit(reference, stored(reference, "Q3", lambda n, w: values[n], 32))
+    assert found.ratio < found.fail_factor and found.verdict == "fail", found
+    bias = found.bias
+    assert bias.kind == "scale" and bias.effect_unit == weight_bias.GAIN_UNITS and bias.ratio >= 3, bias
+    assert bias.worst.startswith("layers.2.weight (every row, Q3; gain"), bias
+    assert abs(bias.effect - 0.05) < 0.01, bias  # the scale's own error, against the format's lean
 
 
 def test_a_per_channel_zero_point_off_by_one_fails_its_row():
