@@ -14,11 +14,20 @@ Each warm sweep runs twice, side by side: "warm, calibrating" takes the machine-
 afresh (``--recalibrate``, what every run did before issue #41) and "warm, reused" reuses the one the
 earlier sweep stored for this machine (``harness.measure.calibration_store``). ``--engines hf llamacpp``
 keeps the 6 points issue #41 measured (36 % measured share warm, calibrating every run).
+
+``--against DIR`` compares two versions of the harness side by side in one run: DIR is another checkout
+(``git worktree add /tmp/before <commit>``); after one unmeasured warm sweep of each (each stores its own
+calibration), ``--pairs`` warm, reused sweeps run alternately with DIR's harness and this one, each in a fresh
+interpreter, on the same cache (``--cache DIR`` reuses a warm model cache and skips the cold sweep).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -80,14 +89,74 @@ def sweep(
     return wall, inference, sum(r.status == "ok" for r in records), split
 
 
+def one_sweep(tree: Path, cache: Path, results: Path, isolation: str, rounds: int, engines) -> tuple:
+    """A warm, reused sweep with the harness of ``tree`` (a checkout), in a fresh interpreter."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one",
+        str(cache),
+        str(results),
+        isolation,
+        str(rounds),
+        *engines,
+    ]
+    # run outside both trees: `python -m` (workers, the canary) puts the working directory first on the path
+    done = subprocess.run(argv, env=env, cwd=results.parent, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the sweep with {tree} failed: {done.stderr[-2000:]}")
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
+
+
+def against(args) -> None:
+    """``--against``: the same warm sweep, DIR's harness and this one alternately (see the docstring)."""
+    here = Path(__file__).resolve().parents[1]
+    trees = {"before": Path(args.against).resolve(), "after": here}
+    isolation = args.isolation[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        cache = Path(args.cache) if args.cache else tmp / "cache"
+        if not args.cache:
+            sweep(cache, tmp / "cold", isolation, args.rounds, args.engines)
+        for name, tree in trees.items():  # each stores its calibration (its canary code is its own key)
+            one_sweep(tree, cache, tmp / f"unmeasured-{name}", isolation, args.rounds, args.engines)
+        runs = {name: [] for name in trees}
+        for pair in range(args.pairs):
+            for name, tree in trees.items():
+                runs[name].append(one_sweep(tree, cache, tmp / f"{name}-{pair}", isolation, args.rounds, args.engines))
+    print(f"| harness | sweep | points ok | wall s | measured inference s | inference share |  ({isolation})")
+    print("|---|---|---|---|---|---|")
+    for name, done in runs.items():
+        for pair, (wall, inference, ok, _) in enumerate(done):
+            print(f"| {name} | {pair + 1} | {ok} | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
+    names = list(dict.fromkeys(n for done in runs.values() for (*_, split) in done for n in split))
+    print("\nwhere the time went (seconds, summed over points; mean of the sweeps):")
+    print("| harness | " + " | ".join(n.removesuffix("_s") for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    for name, done in runs.items():
+        means = [sum(split.get(n, 0.0) for *_, split in done) / len(done) for n in names]
+        print(f"| {name} | " + " | ".join(f"{value:.1f}" for value in means) + " |")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--one"]:  # one_sweep's child: the sweep's figures as one JSON line
+        cache, results, isolation, rounds, *engines = sys.argv[2:]
+        print(json.dumps(sweep(Path(cache), Path(results), isolation, int(rounds), engines)))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--isolation", nargs="+", choices=("worker", "point", "none"), default=["worker", "point"])
     parser.add_argument(
         "--rounds", type=int, default=2, help="timed rounds per point (the sweep above: 2, after 1 warm-up round)"
     )
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines' points to keep")
+    parser.add_argument("--against", metavar="DIR", help="another checkout of the harness to compare with")
+    parser.add_argument("--pairs", type=int, default=2, help="with --against: measured sweeps of each, alternating")
+    parser.add_argument("--cache", metavar="DIR", help="with --against: a warm model cache (no cold sweep)")
     args = parser.parse_args()
+    if args.against:
+        against(args)
+        return
     points = len(expand(planning.loads(scenario_text(2, tuple(args.engines)), "<s>", "s")))
     runs = {}
     warm = ("warm, calibrating", "warm, reused")  # before / after: the canary's calibration taken or reused

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 
 class HarnessError(Exception):
@@ -50,26 +51,61 @@ class StepFailed(HarnessError):
     words, e.g. ``/data/m: HF reference (transformers) failed: RuntimeError: The size of tensor a ...``."""
 
     def __init__(self, where: str | Path, step: str, cause: BaseException):
-        self.where, self.step = str(where), step
+        self.where, self.step, self.cause = str(where), step, cause
         # one line: an engine's message over several lines (transformers' advice) is joined, not cut
         words = " ".join(line.strip() for line in str(cause).splitlines() if line.strip())
         super().__init__(f"{where}: {step} failed: {type(cause).__name__}: {words}")
 
 
+# The steps that failed in this process, by (file, step): installed by ``remembering`` (a run's point steps,
+# with the process's caches), read by ``step(..., once=True)``; None outside a run, where nothing is remembered.
+_failed_steps: ContextVar[Optional[dict[tuple[str, str], StepFailed]]] = ContextVar(
+    "harness_failed_steps", default=None
+)
+
+
 @contextlib.contextmanager
-def step(where: str | Path, name: str):
+def remembering(failures: dict[tuple[str, str], StepFailed]):
+    """Inside, a ``step(..., once=True)`` that failed is kept in ``failures`` and not run again: the next
+    point of the same file fails at once with the first failure (an HF reference transformers cannot run,
+    a tokenizer openvino_tokenizers cannot convert), rather than repeating the work to fail the same way."""
+    token = _failed_steps.set(failures)
+    try:
+        yield
+    finally:
+        _failed_steps.reset(token)
+
+
+@contextlib.contextmanager
+def step(where: str | Path, name: str, once: bool = False):
     """Run a preparation step: an engine's exception becomes ``StepFailed`` naming ``where`` and ``name``;
-    the harness's own errors (which already say what failed) pass unchanged."""
+    the harness's own errors (which already say what failed) pass unchanged. ``once``: the step's outcome
+    depends on ``where`` alone, so a failure is remembered (``remembering``) and the same step of the same
+    file fails again without running."""
+    memory = _failed_steps.get() if once else None
+    key = (str(where), name)
+    if memory is not None and key in memory:
+        first = memory[key]
+        raise StepFailed(first.where, first.step, first.cause) from first.cause  # the engine's traceback kept
     try:
         yield
     except StepFailed as inner:  # a step inside this one: both named, outer first
         if inner.where != str(where) or inner.step.startswith(name):
+            failed = inner
+        else:
+            failed = StepFailed(where, f"{name}: {inner.step}", inner.cause)
+        if memory is not None:
+            memory[key] = failed
+        if failed is inner:
             raise
-        raise StepFailed(where, f"{name}: {inner.step}", inner.__cause__ or inner) from inner.__cause__
+        raise failed from inner.cause
     except HarnessError:
         raise
     except Exception as exc:  # noqa: BLE001 - any engine exception, named by its step
-        raise StepFailed(where, name, exc) from exc
+        failed = StepFailed(where, name, exc)
+        if memory is not None:
+            memory[key] = failed
+        raise failed from exc
 
 
 class StoredContentError(HarnessError):

@@ -243,6 +243,30 @@ class PrefillTailTopSwap(HFAdapter):
         return logits
 
 
+class PrefillNearTieFlip(HFAdapter):
+    """A benign variant of ``PrefillTailTopSwap``: a prefill of one of ``lengths`` tokens returns its top-1 and
+    second candidates swapped only where they lie within ``gap`` nats of each other, the flip that rounding makes
+    at a near tie; the distribution barely moves. ``flips`` collects (prefix length, gap) of each flip."""
+
+    lengths: frozenset[int] = frozenset()
+    gap = 0.08
+    flips: list = []
+
+    def prefill(self, tokens):
+        logits = super().prefill(tokens)
+        if len(tokens) not in self.lengths:
+            return logits
+        import numpy as np
+
+        logits = np.array(logits, copy=True)
+        first, second = np.argsort(-logits, kind="stable")[:2]
+        apart = float(logits[first] - logits[second])
+        if apart <= self.gap:
+            logits[first], logits[second] = logits[second], logits[first]
+            self.flips.append((len(tokens), apart))
+        return logits
+
+
 class TailChunkPositionsRestart(HFAdapter):
     """A chunked prefill whose partial tail chunk (shorter than ``moe_chunk_size``, after at least one full
     chunk) gets positions from 0: the fault lives only in the tail, so a gate whose prompts all fit one chunk

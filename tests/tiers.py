@@ -132,6 +132,16 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "correctness/test_diagnosis.py": E,
+    "correctness/test_diagnosis_on_path.py": Tier(
+        "acceptance",
+        {
+            "test_a_prefill_path_fault_names_layer_and_chunk": "engine",
+            "test_a_padded_prefill_read_at_its_padded_end_departs_at_the_logits_it_returned": "engine",
+        },
+    ),
+    "correctness/test_check_diagnosis.py": Tier(
+        "unit", {"test_harness_verify_names_the_tokenizer_when_only_its_check_fails": "acceptance"}
+    ),
     "correctness/test_gate.py": Tier(
         "unit",
         {
@@ -200,6 +210,7 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_the_calibration_is_kept_in_the_cache_dir_one_file_per_machine": "unit"}
     ),
     "measure/test_canary_in_a_run.py": A,
+    "measure/test_canary_child.py": E,
     "measure/test_disturbed_calibration.py": E,
     "measure/test_energy.py": Tier(
         "engine",
@@ -318,7 +329,11 @@ TABLE: dict[str, Tier] = {
         "engine", {"test_the_default_store_is_the_environments_else_results_references": "unit"}
     ),
     "run/test_step_errors.py": Tier(
-        "engine", {"test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file": "unit"}
+        "engine",
+        {
+            "test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_the_file": "unit",
+            "test_a_step_that_failed_once_fails_the_same_file_again_without_running_inside_a_run": "unit",
+        },
     ),
     "pytest_plugin/test_progress_under_pytest.py": A,
     "scenario/test_point_selection.py": Tier("unit", {"test_run_k_keeps_what_the_expressions_select": "engine"}),
@@ -343,6 +358,7 @@ TABLE: dict[str, Tier] = {
             "test_the_split_is_the_same_on_every_machine": "engine",
         },
     ),
+    "run/test_point_imports.py": A,
     "run/test_workers.py": E,
     "scenario/test_adapter_options.py": Tier(
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}

@@ -1,6 +1,7 @@
 """Paired accuracy verdicts: a point's per-document outcomes against the HF reference's on the same documents.
 
-0/1 outcomes (acc, acc_norm, exact_match): McNemar's test on the discordant pairs. Other per-item values
+0/1 outcomes (acc, acc_norm, exact_match): McNemar's test on the discordant pairs, and beside it the flip rate
+(discordant pairs over items: the share of items whose outcome changed, either way). Other per-item values
 (log-likelihoods behind perplexity, bits per byte): a paired sign-flip permutation test. Both get the
 delta's 95 % interval from a paired bootstrap (resampling documents, both sides together). Optional
 non-inferiority margins (MLPerf's "keep 99 % of the reference") judge the interval's worse end.
@@ -64,6 +65,7 @@ def paired_delta(
         p_value = _permutation_p(lambda a, b, axis=-1: statistic(a, b, w, axis), x, y)
     low, high = _interval(statistic, x, y, w)
     delta, ref = float(statistic(x, y, w)), float(aggregate(y, w))
+    flips = int(np.sum(x != y)) if binary else None  # McNemar's discordant pairs
     verdict = None
     if margin is not None:
         allowed = (1 - margin) * abs(ref)  # keep `margin` of the reference's score
@@ -78,6 +80,8 @@ def paired_delta(
         test="mcnemar" if binary else "paired bootstrap",
         margin=margin,
         non_inferior=verdict,
+        flips=flips,
+        flip_rate=flips / len(x) if flips is not None else None,
     )
 
 

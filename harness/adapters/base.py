@@ -113,6 +113,14 @@ class Adapter(Capabilities, ABC):
         ``cache_dir``: the run's cache (None: the default), for what the look-up keeps. None: it will try."""
         return None
 
+    @classmethod
+    def model_failure(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
+        """Why every point of this adapter on ``spec`` will fail while it prepares (a step that cannot take the
+        checkpoint: transformers not knowing its architecture, a tokenizer OpenVINO's converter refuses), found
+        without loading weights: ``harness check`` lists the points as ``will fail:`` before any runs. One line
+        naming the file and the step, as the run's failure would; None: not predicted."""
+        return None
+
     @abstractmethod
     def load(self, model: ResolvedModel, point: Point, settings: LoadSettings) -> None:
         """Load (converting/compiling as needed, with cached conversions) the model for ``point``."""
@@ -157,7 +165,9 @@ class Adapter(Capabilities, ABC):
         ``Activations`` adds the final norm's output and the logits, so a diagnosis can tell them from
         the last layer. ``decode=True`` (only where ``supports_decode_hidden_states``): prefill
         ``tokens[:-1]`` with the step-wise path, then return the states of the decode step that feeds
-        ``tokens[-1]`` ([1, hidden] each)."""
+        ``tokens[-1]`` ([1, hidden] each). Where ``supports_path_hidden_states``, the prefill's states too
+        are taken on the step-wise path (the point's cache, chunks and padding), and the ``Activations``
+        say so (``path``, ``forwards``, ``ran``)."""
         raise Unsupported(f"{self.name} does not expose hidden states")
 
     def can_serve(self, loaded: Point, point: Point, settings: LoadSettings) -> bool:

@@ -37,6 +37,9 @@ class Capabilities:
     # hidden_states(tokens, decode=True): the states of a decode step with the cache filled (diagnosis
     # of faults that touch only decode steps). A plain flag: it refines supports_hidden_states.
     supports_decode_hidden_states: ClassVar[bool] = False
+    # hidden_states() follows the point's timed path (its cache kind, prefill chunks and padding, as prefill()
+    # runs them); False: one forward without cache, which a fault on the prefill path never runs
+    supports_path_hidden_states: ClassVar[bool] = False
     supports_routing: bool = False  # routing(): tokens per expert (MoE models)
     supports_tokenize: bool = False  # tokenize()/detokenize(): the engine's own tokenizer (text path checks)
     supports_chat_template: bool = False  # chat_prompt(): the text the engine's own chat API would feed it

@@ -13,13 +13,20 @@ if TYPE_CHECKING:
 @dataclass
 class Activations:
     """What ``hidden_states`` may return instead of a plain list: each component's fp32 output [seq,
-    hidden] (logits [seq, vocab]) of one forward, in forward order. As a sequence it is the plain list
-    (the embeddings, then each decoder layer's output), so callers of the list form keep working."""
+    hidden] (logits [seq, vocab], or the last position's alone) of one forward, in forward order. As a
+    sequence it is the plain list (the embeddings, then each decoder layer's output), so callers of the
+    list form keep working."""
 
     embedding: np.ndarray
     layers: list[np.ndarray]
     final_norm: Optional[np.ndarray] = None  # the last decoder layer's output after the final norm
     logits: Optional[np.ndarray] = None
+    # Taken on the point's own path (``supports_path_hidden_states``): the path in words (cache, chunks), the
+    # rows of the real tokens each forward of the prefill held (its chunks), and the positions the prefill ran
+    # where that is more than the tokens (padding). None: one forward, or not said.
+    path: Optional[str] = None
+    forwards: Optional[list[int]] = None
+    ran: Optional[int] = None
 
     def __len__(self) -> int:
         return 1 + len(self.layers)

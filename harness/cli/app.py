@@ -65,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("devices", help="list adapters, their devices here, and why others are unavailable")
 
-    check = commands.add_parser("check", help="validate scenario files and list their points; loads nothing")
+    check = commands.add_parser(
+        "check", help="validate scenario files and list their points (and which will skip or fail); loads no weights"
+    )
     check.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_plan_options(check.add_argument)
     add_cache_option(check.add_argument)  # where the converter's architecture lookups are kept
@@ -121,19 +123,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _check(args) -> int:
-    from harness.run.preflight import will_skip
+    from harness.errors import ScenarioErrors
+    from harness.run.preflight import refusal, will_fail, will_skip
     from harness.scenario.sweep import expand
 
-    for scenario in load_all(
-        args.scenarios,
-        allow_remote_code=True,  # check runs nothing
-        max_points=args.harness_max_points,
-    ):
+    scenarios = load_all(
+        args.scenarios, allow_remote_code=True, max_points=args.harness_max_points
+    )  # runs no model code
+    refused = [error for scenario in scenarios if (error := refusal(scenario))]
+    if refused:
+        raise ScenarioErrors(refused)
+    cache = args.harness_cache_dir and Path(args.harness_cache_dir)
+    for scenario in scenarios:
         points = expand(scenario)
-        skips = will_skip(scenario, points, args.harness_cache_dir and Path(args.harness_cache_dir))
+        skips, failures = will_skip(scenario, points, cache), will_fail(scenario, points, cache)
         for point in points:
-            skip = f"  will skip: {skips[point.id]}" if point.id in skips else ""
-            print(f"{scenario.name}::{point.id}{skip}")  # the spelling every other command uses
+            said = f"  will skip: {skips[point.id]}" if point.id in skips else ""
+            said = said or (f"  will fail: {failures[point.id]}" if point.id in failures else "")
+            print(f"{scenario.name}::{point.id}{said}")  # the spelling every other command uses
     return 0
 
 

@@ -39,7 +39,12 @@ def verdict_line(name: str, gate) -> str:
     if phases is not None and phases.decode.kl_ratio is not None:
         parts.append(f"decode phase {phases.decode.kl_ratio:.1f}x its floor")
     if gate.tie_margin is not None:  # every top-k check's (harness.correctness.ties); its near ties in the notes
-        parts.append(f"top-{gate.k} tie margin {gate.tie_margin:g} nats (not at prefill positions)")
+        where = (  # older records: no margin at the prefill positions
+            "not at prefill positions"
+            if gate.prefill_tie_line is None
+            else f"at prefill positions where the position's KL <= {gate.prefill_tie_line:.3g} nats"
+        )
+        parts.append(f"top-{gate.k} tie margin {gate.tie_margin:g} nats ({where})")
     parts += gate.notes
     if gate.power is not None:
         parts.append(

@@ -8,10 +8,16 @@ it is named (``"embedding"``, ``"decoder layer N"``, ``"final norm"``, ``"logits
 faults: residual streams with large outlier dimensions keep it above 0.999 through a swapped pair of
 attention heads, so the relative error decides.
 
-Where the gate failed decides where to look: a failure at the first generated position (the prefill's
-logits) is diagnosed on the prefill; a later one first on the prefill of the whole teacher-forced
-sequence, then, when nothing departs there (a fault that touches only decode steps), on the first decode
-step with the prompt in the cache. When neither can run, the diagnosis says why (``not_run``).
+The device's states are taken on the path the gate ran, where the adapter can (``supports_path_hidden_states``:
+the point's static or dynamic cache, its prefill chunks, any padding its prefill adds), so a fault that lives
+only on that path (a chunked prefill's positions, a padded prefill) departs there; the record says which path
+(``path``), in which chunk the departing component first departs (``chunk`` of ``chunks``) and how many
+positions a padded prefill ran (``ran``). An engine that cannot takes one forward without cache, and the
+record's ``path`` says so. Where the gate failed decides where to look: always first the prompt's own prefill,
+as the gate ran it; a failure at the first generated position (the prefill's logits) stops there; a later one
+goes on to the prefill of the whole teacher-forced sequence, then, when nothing departs there (a fault that
+touches only decode steps), to the first decode step with the prompt in the cache. When neither can run, the
+diagnosis says why (``not_run``).
 Before any layer is blamed, the ids the engine's own tokenizer gives the failing prompt are compared with
 the reference's (``input_ids``): the layers only ever see the reference's ids, so a fault on the input
 path (a tokenizer, a chat template) would otherwise be reported as "nothing departs". Where they differ the
@@ -72,16 +78,45 @@ def compare(ours, theirs, min_error: float = 2e-2, jump: float = 4.0) -> Diagnos
         if a.shape != b.shape:
             return Diagnosis(components=components, not_run=f"{name}: device shape {a.shape}, HF {b.shape}")
         a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-        norm = np.linalg.norm(b64) + 1e-30
-        error = float(np.linalg.norm(a64 - b64) / norm)
-        cosine = float(a64 @ b64 / (np.linalg.norm(a64) * norm))
+        error = _relative(a, b)
+        cosine = float(a64 @ b64 / (np.linalg.norm(a64) * (np.linalg.norm(b64) + 1e-30)))
         components.append(
             Component(name=name, cosine=cosine, relative_error=error, max_abs=float(np.max(np.abs(a64 - b64))))
         )
         if departs is None and error >= min_error and error >= jump * worst:
             departs = name
         worst = max(worst, error)
-    return Diagnosis(components=components, departs_at=departs)
+    found = Diagnosis(components=components, departs_at=departs)
+    _locate_chunk(found, ours, a_named, b_named, min_error)
+    return found
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    a64, b64 = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(np.linalg.norm(a64 - b64) / (np.linalg.norm(b64) + 1e-30))
+
+
+def _locate_chunk(found: Diagnosis, ours, a_named, b_named, min_error: float) -> None:
+    """The prefill's chunk where the departing component first departs, from the rows each forward held
+    (``Activations.forwards``); the logits are the last position's, so the last chunk's."""
+    forwards = [n for n in (getattr(ours, "forwards", None) or []) if n > 0]
+    if len(forwards) < 2:
+        return
+    found.chunks = len(forwards)
+    if found.departs_at is None:
+        return
+    a, b = dict(a_named)[found.departs_at], dict(b_named)[found.departs_at]
+    if len(a) != sum(forwards):  # the logits (last row only)
+        found.chunk = len(forwards)
+        return
+    ends = np.cumsum(forwards)
+    for index, (end, rows) in enumerate(zip(ends, forwards)):
+        if _relative(a[end - rows : end], b[end - rows : end]) >= min_error:
+            found.chunk = index + 1
+            return
+
+
+ONE_FORWARD = "one forward without cache (the engine's states do not follow the timed path)"
 
 
 def diagnose(device, reference_engine, tokens: Sequence[int], decode: bool = False, **thresholds) -> Diagnosis:
@@ -93,6 +128,9 @@ def diagnose(device, reference_engine, tokens: Sequence[int], decode: bool = Fal
         ours, theirs = device.hidden_states(tokens), reference_engine.hidden_states(tokens)
     result = compare(ours, theirs, **thresholds)
     result.phase = "decode" if decode else "prefill"
+    on_path = device.supports_path_hidden_states or decode  # a decode step runs on the step-wise path
+    result.path = getattr(ours, "path", None) if on_path else ONE_FORWARD
+    result.ran = getattr(ours, "ran", None)
     return result
 
 
@@ -119,8 +157,8 @@ def diagnose_failure(
     device, reference_engine, reference: Reference, result: Correctness, engine_ids=None, **thresholds
 ) -> Diagnosis:
     """Localise a failed gate's fault: the input ids first (``engine_ids``, see ``compare_input_ids``), then
-    the prefill, then (when the gate did not fail at the prefill's own position and nothing departs there)
-    the first decode step; or say why it could not."""
+    the prompt's prefill, then (when the gate did not fail at the prefill's own position and nothing departs
+    there) the teacher-forced sequence's prefill and the first decode step; or say why it could not."""
     index, position = first_failure(result)
     ids = compare_input_ids(engine_ids, reference, index)
     if ids.agree is False:
@@ -128,9 +166,14 @@ def diagnose_failure(
     if not device.supports_hidden_states:
         return Diagnosis(not_run=f"{device.name} exposes no hidden states", input_ids=ids)
     ref = reference.prompts[index]
-    found = diagnose(device, reference_engine, ref.prompt_ids + ref.tokens[:-1], **thresholds)
+    found = diagnose(device, reference_engine, ref.prompt_ids, **thresholds)  # the prefill the gate ran
     found.prompt, found.position, found.input_ids = index, position, ids
     if found.departs_at is not None or position == 0 or found.not_run:
+        return found
+    # the positions the decode steps read, in one prefill of the teacher-forced sequence
+    found = diagnose(device, reference_engine, ref.prompt_ids + ref.tokens[:-1], **thresholds)
+    found.prompt, found.position, found.input_ids = index, position, ids
+    if found.departs_at is not None or found.not_run:
         return found
     where = f"at generated position {position}" if position is not None else "on the KL tier only"
     if not device.supports_decode_hidden_states:

@@ -73,6 +73,7 @@ def evaluate(adapter, reference: Reference, settings: GateSettings, on_prompt=No
     if settings.k > reference.settings["top_m"]:
         raise ValueError(f"gate k={settings.k} exceeds the reference's stored top-{reference.settings['top_m']}")
     stop = reference.settings["eos_ids"]
+    line = prefill.tie_line(reference.noise_floor, settings)  # a prefill near tie is forgiven only under it
     prompt_results = []
     for index, ref in enumerate(reference.prompts):
         if on_prompt:
@@ -83,7 +84,7 @@ def evaluate(adapter, reference: Reference, settings: GateSettings, on_prompt=No
             else PromptResult(prompt=index, kind=ref.kind)
         )
         if settings.mode in ("forced", "both"):  # the last prompt positions, each a prefill of its own
-            prefill.check(adapter, index, ref, settings.k, result)
+            prefill.check(adapter, index, ref, settings.k, result, line)
         if settings.mode in ("free", "both") and not on_own_text(ref.kind):  # teacher-forced only
             ok, divergence, matched, detail = free_running(adapter, index, ref, settings.k, stop)
             result.free_ok, result.free_divergence, result.free_matched_tokens = ok, divergence, matched
@@ -142,6 +143,11 @@ def _conclude(
         )
     notes += ties.notes(prompt_results, settings.k)
     fails, drifts = kl_stats.judge(ratio, test, phases, settings)
+    checks = list(ties.CHECKS)
+    line = None
+    if any(r.prefill_ok is not None for r in prompt_results):  # the prefill positions were checked
+        line = prefill.tie_line(reference.noise_floor, settings)
+        checks.append(ties.prefill_check(line, settings.failing))
     buckets = _buckets(prompt_results, reference, settings)
     if buckets:
         more_fails, more_drifts = positions.judge(buckets, settings.drift_factor, settings.fail_factor)
@@ -158,7 +164,8 @@ def _conclude(
         failed_by=failed_rules(topk, fails, drifts, verdict),
         k=settings.k,
         tie_margin=ties.TIE_MARGIN,
-        tie_margin_checks=list(ties.CHECKS),
+        tie_margin_checks=checks,
+        prefill_tie_line=line,
         mode=mode,
         kl_mean=kl_mean,
         noise_floor=floor,

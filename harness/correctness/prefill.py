@@ -6,9 +6,10 @@ and one prompt's position could swing a phase. The phase now holds, per prompt, 
 **prefixes**: the device prefills ``prompt_ids[:n - j]`` anew for j = 0..N-1 on the point's own step-wise
 path (its cache and prefill chunking, as every gate step) and its last logits are compared with the
 reference's logits at prompt position n - j - 1, by KL and by the two-way top-k check every teacher-forced
-position gets (``check``). The HF reference gets all N from one forward over the
-prompt (``score``); its noise floor is that forward in the floor dtype, at the same positions. A
-same-weights reference (``harness.correctness.same_weights``) steps its twin: one prefill per prefix.
+position gets (``check``), whose tie margin holds there only under a KL line (``tie_line``). The HF reference
+gets all N from one forward over the prompt (``score``); its noise floor is that forward in the floor dtype,
+at the same positions. A same-weights reference (``harness.correctness.same_weights``) steps its twin: one
+prefill per prefix.
 
 Cost: N prefills of an n-token prompt process about N x n tokens, nothing for short prompts but N times a
 long prompt's prefill. A prompt gets at most ``max(1, PREFILL_TOKENS // n)`` positions, so a long prompt
@@ -24,9 +25,11 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from harness.correctness import ties
+from harness.correctness.kl import floors_of
 from harness.correctness.logprobs import coarse_kl, log_softmax, top_ids, top_row, topk_pairs
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.records.correctness import Divergence, PromptResult
+from harness.scenario.gate_section import GateSettings
 
 PREFILL_TOKENS = 4096  # prompt tokens a prompt's prefill positions may cost in all: long prompts get fewer
 
@@ -83,19 +86,40 @@ def measure(adapter, ref: PromptReference) -> Optional[list[float]]:
     return [float(f"{coarse_kl(ids, lps, row):.4g}") for _, ids, lps, row in _device_rows(adapter, ref)]
 
 
-def check(adapter, index: int, ref: PromptReference, k: int, result: PromptResult) -> None:
+def tie_line(noise_floor: dict, settings: GateSettings) -> float:
+    """The KL (nats) under which a prefill position's top-k near tie is forgiven: the line that fails the
+    prefill phase (``settings.failing`` x its floor). Rounding that moves a token across a near tie leaves the
+    position's KL near the floor; ``PrefillTailTopSwap``'s swap, inside the margin on one prompt, put it far
+    above. The phase's mean floor, not the position's own: one position's floor is a single noisy sample."""
+    return settings.failing * floors_of(noise_floor)["prefill"][0]
+
+
+def check(
+    adapter, index: int, ref: PromptReference, k: int, result: PromptResult, line: Optional[float] = None
+) -> None:
     """The gate at prompt ``index``'s prefill positions: their KLs (``result.prefill_kl``) and the two-way
-    top-k check every teacher-forced position gets, without its tie margin (``prefill_ok``, ``prefill_violations``;
-    the first miss a ``Divergence`` in ``result.failures``, its position the sequence position the prefix's
-    logits predict).
-    Nothing for a reference without prefill positions."""
+    top-k check every teacher-forced position gets, its tie margin taken only where the position's KL is at
+    most ``line`` (``tie_line``; None: no margin) (``prefill_ok``, ``prefill_violations``; the first miss a
+    ``Divergence`` in ``result.failures``, its position the sequence position the prefix's logits predict;
+    a forgiven near tie counts in ``result.topk_ties``). Nothing for a reference without prefill positions."""
     if not ref.prefill_top_ids:
         return
     kls, misses = [], 0
     for length, ids, lps, row in _device_rows(adapter, ref):
-        kls.append(float(f"{coarse_kl(ids, lps, row):.4g}"))
+        kl = float(f"{coarse_kl(ids, lps, row):.4g}")
+        kls.append(kl)
         device_top = top_ids(row, k).tolist()
-        why, _ = ties.topk_miss(ids, lps, row, device_top, k, margin=None)  # no tie margin: ties.CHECKS says why
+        why, _ = ties.topk_miss(ids, lps, row, device_top, k, margin=None)
+        if why and line is not None:
+            tied, gap = ties.topk_miss(ids, lps, row, device_top, k)
+            if not tied and kl <= line:
+                why = ""
+                ties.count(result, gap)
+            elif not tied:
+                why += (
+                    f" ({gap:.3g} nats, within the {ties.TIE_MARGIN:g}-nat tie margin, but the position's KL "
+                    f"{kl:.3g} is above the prefill fail line {line:.3g}: not a near tie)"
+                )
         if why and not misses:
             where = f"prefill of the first {length} prompt tokens"
             miss = Divergence(

@@ -12,10 +12,12 @@ The margin is the flip rate's (``harness.correctness.class_check``), 0.1 nats: c
 changed the reference's top-1 only where it led its second by at most 0.031 nats. A token the reference did
 not store (outside its top-M) is never a near tie: its log-probability is unknown, only below the M-th's.
 
-Every top-k check takes it (``CHECKS``) but the prefill positions' (``harness.correctness.prefill``): there the
-project's own fault that swaps the top-1 with the 6th candidate of a shorter prefix (tests/faults.py
-``PrefillTailTopSwap``) sat 0.078 nats under the 5th on the tiny model's chat prompt, and the margin let it through
-on that prompt.
+Every top-k check takes it (``CHECKS``), the prefill positions' (``harness.correctness.prefill``) on one condition:
+there a near tie is forgiven only where that position's KL stays under the prefill phase's fail line
+(``PREFILL_CHECK``). The project's own fault that swaps the top-1 with the 6th candidate of a shorter prefix
+(tests/faults.py ``PrefillTailTopSwap``) sat 0.078 nats under the 5th on the tiny model's chat prompt, inside
+the margin, but the swap moves that position's KL far above the line, while rounding that moves a token across
+a near tie barely moves it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,15 @@ from harness.records.correctness import PromptResult
 
 TIE_MARGIN = 0.1  # nats: within it of the k-th candidate, a token outside the top-k is a near tie
 # The checks that take it (``Correctness.tie_margin_checks``): the step-wise ones by ``gate.CHECKS`` names, then
-# the one-way checks of the text path, the stopping check and the speculative gate. Not ``topk-prefill``.
+# the one-way checks of the text path, the stopping check and the speculative gate; ``topk-prefill`` on its
+# condition (``prefill_check``).
 CHECKS = ("topk-free", "topk-forced", "forced-top1", "text path", "stopping", "speculative")
+PREFILL_CHECK = "topk-prefill"
+
+
+def prefill_check(line: float, factor: float) -> str:
+    """The prefill positions' entry in ``Correctness.tie_margin_checks``: the check and its condition."""
+    return f"{PREFILL_CHECK} where the position's KL <= {line:.3g} nats ({factor:g}x the prefill phase's floor)"
 
 
 def reference_gap(ref_ids: Sequence[int], ref_lps: Sequence[float], token: int, k: int) -> Optional[float]:

@@ -1,9 +1,12 @@
 """The machine-speed canary (issue #30): a short fixed workload, compute (an integer matrix product, which
 numpy runs on one core without BLAS threads, so every process runs the same work) and memory (a 32 MiB
 copy), timed at the edges of every launch's timed window and compared with the machine's own speed
-calibrated once at the start of the run. Every reading runs in a short-lived child process
-(``python -m harness.measure.canary``), so the calibration and the launches time the same thing in the
-same kind of process, and the workload's memory never counts in a point's peak RSS.
+calibrated once at the start of the run. Every reading runs in a child process (``python -m
+harness.measure.canary_child``), so the calibration and the launches time the same thing in the same kind
+of process, and the workload's memory never counts in a point's peak RSS. The child is started once per
+process that takes readings (the run's, each worker's) and serves its readings over a pipe: each reading
+builds the workload afresh as before; only the child's start (Python and numpy, ~0.2 s) is no longer paid at
+both edges of every launch.
 
 A canary that took longer (or shorter) than the calibration by more than ``measurement.canary_tolerance``
 says the machine changed speed around the launch (a neighbour, a clock change, a noisy host), so the
@@ -14,13 +17,8 @@ significance test (``Launch.excluded``). Nothing here runs at import; numpy load
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:  # the child process imports numpy alone: it starts fast
@@ -71,18 +69,10 @@ def _readings(count: int) -> list[float]:
 
 
 def _in_child(count: int) -> list[float]:
-    """``count`` readings from a fresh child process (see the module docstring)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.measure.canary", str(count)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the machine-speed canary failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
-    return [float(value) for value in json.loads(done.stdout)]
+    """``count`` readings from this process's canary child (``harness.measure.canary_child``)."""
+    from harness.measure import canary_child
+
+    return canary_child.readings(count)
 
 
 def time_workload() -> float:
@@ -179,9 +169,11 @@ def message(why: Optional[str], old: Optional[CanaryCalibration], new: CanaryCal
 
 
 class Edges:
-    """What ``around()`` yields; ``result()`` is the reading once the with-block has ended."""
+    """What ``around()`` yields; ``result()`` is the reading once the with-block has ended, ``seconds`` the
+    wall time both edges took (the record's time split counts it as ``canary_s``)."""
 
     _result: Optional[CanaryReading] = None
+    seconds: float = 0.0
 
     def result(self) -> Optional[CanaryReading]:
         return self._result
@@ -195,9 +187,13 @@ def around(calibration: Optional[CanaryCalibration]) -> Iterator[Edges]:
     if calibration is None:
         yield edges
         return
+    began = time.perf_counter()
     before = time_workload()
+    edges.seconds = time.perf_counter() - began
     yield edges  # an exception in the window propagates: a launch that failed needs no canary
+    began = time.perf_counter()
     edges._result = reading(calibration, before, time_workload())
+    edges.seconds += time.perf_counter() - began
 
 
 def moved(canary: Optional[CanaryReading], tolerance: float) -> Optional[str]:
@@ -220,7 +216,3 @@ def exclusion(canary: Optional[CanaryReading], noisy: Optional[str], tolerance: 
     the machine was disturbed (``machine_state.noisy``); None for a clean launch."""
     reasons = [why for why in (moved(canary, tolerance), noisy and f"noisy machine: {noisy}") if why]
     return "; ".join(reasons) or None
-
-
-if __name__ == "__main__":  # the child process of _in_child: its readings as a JSON list
-    print(json.dumps(_readings(int(sys.argv[1]))))

@@ -33,8 +33,6 @@ def drift(rounds: Sequence) -> list[Drift]:
     the launch exceeds ``DRIFT_TOTAL`` (thermal throttling, a neighbour starting). Needs
     ``DRIFT_MIN_ROUNDS`` rounds with tokens after the first; with fewer the entry says it was not checked
     (an empty list would read as "no drift")."""
-    from scipy.stats import kendalltau, theilslopes
-
     tpot = [statistics.fmean(r.gaps_s) * 1e3 for r in rounds if r.gaps_s]
     if len(tpot) < DRIFT_MIN_ROUNDS:
         too_few = (
@@ -42,6 +40,8 @@ def drift(rounds: Sequence) -> list[Drift]:
             f"to be able to reach p < {DRIFT_P} (measurement.min_rounds: {DRIFT_MIN_ROUNDS})"
         )
         return [Drift(metric="tpot_ms", checked=False, why=too_few)]
+    from scipy.stats import kendalltau, theilslopes  # only for a test that can run (about 1 s to import)
+
     order = list(range(len(tpot)))
     level = statistics.median(tpot)
     slope = float(theilslopes(tpot, order).slope) / level if level > 0 else 0.0

@@ -59,15 +59,15 @@ def interval(values: Sequence[Optional[float]], samples: int) -> Interval:
     rate never gets a lower end below zero, where a plain t interval of three spread launches read
     ``16.9 ± 77.19 ms``), else of the values (``t``); one: no interval. ``cv`` is the launch-to-launch
     stdev / mean."""
-    import numpy as np
-    from scipy import stats
-
     data = [float(v) for v in values if v is not None and math.isfinite(v)]
     if not data:
         raise ValueError("interval: expected at least one launch value, got none")
     estimate = statistics.median(data)
     if len(data) == 1:
         return Interval(estimate=estimate, launches=1, samples=samples, method="single launch")
+    import numpy as np
+    from scipy import stats  # not for a single launch: a run of one launch a point never imports it
+
     cv = float(stats.variation(data, ddof=1)) if statistics.fmean(data) else None
     if min(data) == max(data):  # no spread: scipy's intervals are undefined, the answer is not
         low = high = estimate

@@ -111,15 +111,12 @@ def spm_tokenizer_from_gguf(reader):
     }
 
 
-def convert(gguf_path: Path, out_dir: Path, dtype: str = "bf16") -> None:
-    """Write an HF checkpoint (config, safetensors, tokenizer) for ``gguf_path`` into ``out_dir``."""
-    import torch
+def tokenizer_of(gguf_path: Path):
+    """The transformers tokenizer of ``gguf_path`` (its chat template included) that the converted checkpoint
+    holds; read from the GGUF's metadata, no weights (``harness check`` asks OpenVINO's converter about it)."""
     from gguf import GGUFReader
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
-    from transformers.utils import logging as hf_logging
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
     reader = GGUFReader(str(gguf_path))
     if _scalar(reader, "tokenizer.ggml.model") == "llama":
         raw, special = spm_tokenizer_from_gguf(reader)
@@ -131,8 +128,18 @@ def convert(gguf_path: Path, out_dir: Path, dtype: str = "bf16") -> None:
         template = GEMMA_CHAT_TEMPLATE
     if template:
         tokenizer.chat_template = template
-    del reader
+    return tokenizer
 
+
+def convert(gguf_path: Path, out_dir: Path, dtype: str = "bf16") -> None:
+    """Write an HF checkpoint (config, safetensors, tokenizer) for ``gguf_path`` into ``out_dir``."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    tokenizer = tokenizer_of(gguf_path)
     # float32 dequantizes exactly; the requested dtype is applied after.
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
     model = model.to({"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype])

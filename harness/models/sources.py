@@ -225,13 +225,35 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
             return False
         _remove_leftovers(target)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_BUILDING}", dir=target.parent))
+        outermost, start = _timed.get() is not None and not _inside.get(), time.perf_counter()
+        inside = _inside.set(True)  # a build inside this one is part of its time
         try:
             build(tmp)
             os.rename(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        finally:  # a failed build's time too: it went to converting, not to loading
+            _inside.reset(inside)
+            if outermost:
+                _timed.get()(time.perf_counter() - start)  # type: ignore[misc]
     return True
+
+
+# Who hears how long each build took (``builds_timed``: a point's clock, whose time split counts them as
+# conversion), and whether a build is running in this context (a nested build is counted in its outer one).
+_timed: ContextVar[Optional[Callable[[float], None]]] = ContextVar("harness_build_time", default=None)
+_inside: ContextVar[bool] = ContextVar("harness_inside_build", default=False)
+
+
+@contextmanager
+def builds_timed(hear: Callable[[float], None]) -> Iterator[None]:
+    """Tell ``hear`` the seconds of every build ``build_once`` makes inside, failed ones included."""
+    token = _timed.set(hear)
+    try:
+        yield
+    finally:
+        _timed.reset(token)
 
 
 # Where build notes go: the point's log while a point runs (``notes_to``; a worker's reaches the parent with

@@ -34,6 +34,8 @@ class PairedDelta(Part):
     """Point minus reference on the documents both scored, from their paired per-item outcomes.
     ``test``: McNemar's (exact when few pairs disagree) for 0/1 outcomes; otherwise a paired sign-flip
     permutation test gives ``p_value``. ``low``/``high``: the 95 % paired-bootstrap interval of the delta.
+    ``flips`` / ``flip_rate`` (0/1 outcomes only): the items whose outcome differs between the sides (McNemar's
+    discordant pairs, either way), and their share of ``items``: a delta of 0 can hide many flips both ways.
     With a non-inferiority ``margin`` (the fraction of the reference's score to keep), ``non_inferior``
     says whether the interval's worse end stays within (1 - margin) x |reference|."""
 
@@ -46,6 +48,15 @@ class PairedDelta(Part):
     reference: Number  # the reference's score on the paired documents
     margin: Optional[Number] = None
     non_inferior: Optional[bool] = None
+    flips: Optional[int] = None  # 0/1 outcomes: items right on one side and wrong on the other (None: other values)
+    flip_rate: Optional[Number] = None  # flips / items
+
+    def flipped(self) -> str:
+        """``, McNemar p=0.031, flip rate 8.3 % (5 of 60 items)`` for 0/1 outcomes; empty for other values."""
+        if self.flip_rate is None:
+            return ""
+        rate = f"{100 * self.flip_rate:.1f} % ({self.flips} of {self.items} items)"
+        return f", McNemar p={self.p_value:.2g}, flip rate {rate}"
 
 
 class Accuracy(Part):
@@ -68,9 +79,10 @@ class Accuracy(Part):
     verdict: Optional[Literal["pass", "fail"]] = None
 
     def failed_margins(self) -> list[str]:
-        """``task.metric: delta [low, high], margin m`` for every metric below its non-inferiority margin."""
+        """``task.metric: delta [low, high], margin m`` for every metric below its non-inferiority margin, with
+        McNemar's p and the flip rate for 0/1 outcomes."""
         return [
-            f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}"
+            f"{task}.{metric}: {d.delta:+.3g} [{d.low:.3g}, {d.high:.3g}], margin {d.margin:g}{d.flipped()}"
             for task, per_metric in (self.paired or {}).items()
             for metric, d in per_metric.items()
             if d.non_inferior is False

@@ -22,8 +22,10 @@ TIME_SPLIT: tuple[tuple[str, str], ...] = (
     ("process_start_s", "process start"),
     ("imports_s", "imports"),
     ("conversion_s", "model conversion"),
+    ("resolve_s", "tokenizer + prompts"),
     ("load_s", "model load"),
     ("warmup_s", "warm-up"),
+    ("canary_s", "machine-speed canary"),
     ("timed_s", "timed (measured inference)"),
     ("gate_s", "correctness gate"),
     ("accuracy_s", "task accuracy"),
@@ -47,18 +49,22 @@ def round_values(record: Record) -> dict[str, list[float]]:
 
 
 def accuracy_columns(accuracy: Optional[Accuracy]) -> dict:
-    """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric."""
+    """``accuracy.<task>.<metric>`` (+ ``.stderr`` and ``.delta``) for every scored metric, and ``.flip_rate``
+    where its 0/1 outcomes were paired with the reference's (McNemar's discordant pairs over items)."""
     out: dict[str, Optional[float]] = {}
     if accuracy is None:
         return out
     for task, scores in (accuracy.tasks or {}).items():
         deltas = (accuracy.delta or {}).get(task, {})
+        paired = (accuracy.paired or {}).get(task, {})
         for metric, value in scores.items():
             if metric.endswith("_stderr") or metric == "items":
                 continue
             out[f"accuracy.{task}.{metric}"] = value
             out[f"accuracy.{task}.{metric}.stderr"] = scores.get(f"{metric}_stderr")
             out[f"accuracy.{task}.{metric}.delta"] = deltas.get(metric)
+            if metric in paired and paired[metric].flip_rate is not None:
+                out[f"accuracy.{task}.{metric}.flip_rate"] = paired[metric].flip_rate
     return out
 
 

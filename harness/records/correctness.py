@@ -89,8 +89,9 @@ class ReferenceInfo(Part):
     noise_floor: Optional[dict[str, Any]] = None
     prompts: Optional[int] = None
     tokens: Optional[int] = None
-    # Seconds this launch spent getting the reference, within the time split's gate_s: computing it (then
-    # stored for later runs) or reading the stored one; None in older records. ``harness plan`` leaves it
+    # Seconds this launch spent getting its stored references, within the time split's gate_s: the gate's,
+    # and the same-weights, dequantized-model and stop prompts' ones where those checks ran; computing them
+    # (then stored for later runs) or reading the stored ones; None in older records. ``harness plan`` leaves it
     # out of a point's measured cost: the next run on this runner reads the stored reference.
     obtained_s: Optional[float] = None
 
@@ -251,7 +252,10 @@ class Correctness(Part):
     failed_by: list[str] = Field(default_factory=list)  # RULES a fail verdict failed by; empty in older records
     k: Optional[int] = None
     tie_margin: Optional[float] = None  # nats: a top-k miss within it of the k-th candidate is a near tie (None: older)
-    tie_margin_checks: list[str] = Field(default_factory=list)  # the checks that take it (not the prefill positions')
+    tie_margin_checks: list[str] = Field(default_factory=list)  # the checks that take it, a condition's beside it
+    # nats: a prefill position's near tie is forgiven only where its KL is at most this (the prefill phase's fail
+    # line; harness.correctness.prefill.tie_line); None where the prefill positions were not checked, or older
+    prefill_tie_line: Optional[float] = None
     mode: Optional[str] = None  # free | forced | both | forced-top1
     kl_mean: Optional[float] = None
     noise_floor: Optional[float] = None

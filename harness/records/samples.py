@@ -118,8 +118,10 @@ class TimeSplit(Part):
     process_start_s: Number = 0.0
     imports_s: Number = 0.0
     conversion_s: Number = 0.0
+    resolve_s: Number = 0.0  # the point's tokenizer (parsed once per process) and prompts, conversion aside
     load_s: Number = 0.0
     warmup_s: Number = 0.0
+    canary_s: Number = 0.0  # the machine-speed canary's two readings at the timed window's edges
     timed_s: Number = 0.0
     gate_s: Number = 0.0
     accuracy_s: Number = 0.0

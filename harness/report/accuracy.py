@@ -1,6 +1,7 @@
 """The report's accuracy section: each point's lm-eval scores beside the HF reference's, the delta, and
-where both sides kept per-item outcomes, the delta's paired test (p-value), 95 % interval and
-non-inferiority verdict (``harness.accuracy.paired``)."""
+where both sides kept per-item outcomes, the delta's paired test (p-value; for 0/1 outcomes beside it the flip
+rate, the share of items whose outcome changed), 95 % interval and non-inferiority verdict
+(``harness.accuracy.paired``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ LOWER_IS_BETTER = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per
 
 def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFrame:
     """One row per (point, task, metric): value ± stderr, the reference's value, the delta with its 95 %
-    paired interval, p-value and test, the non-inferiority verdict, or why the delta is not paired."""
+    paired interval, p-value, the flip rate (0/1 outcomes) and the test, the non-inferiority verdict, or why the
+    delta is not paired."""
     rows = []
     for _, record in pairs:
         if record.accuracy is None:
@@ -44,6 +46,8 @@ def accuracy_table(pairs: Iterable[tuple[Optional[Path], object]]) -> pd.DataFra
                         "delta_low": paired.low if paired else None,
                         "delta_high": paired.high if paired else None,
                         "p_value": paired.p_value if paired else None,
+                        "flip_rate": paired.flip_rate if paired else None,
+                        "flips": paired.flips if paired else None,
                         "test": paired.test if paired else None,
                         "non_inferior": _verdict(paired),
                         "items": metrics.get("items"),
@@ -91,7 +95,7 @@ def accuracy_plot(table: pd.DataFrame) -> Optional[plots.Plot]:
         "Task accuracy against the HF reference",
         fig,
         "Error bars: lm-eval's standard error. Dashed: the HF reference on the same items. "
-        "The table's delta_low/delta_high and p_value pair each item with the reference's.",
+        "The table's delta_low/delta_high, p_value and flip_rate pair each item with the reference's.",
     )
 
 

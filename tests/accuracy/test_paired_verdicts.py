@@ -70,6 +70,21 @@ def test_the_paired_test_sees_what_an_unpaired_one_cannot():
     assert unpaired_p > 0.05
 
 
+def test_the_flip_rate_counts_items_whose_outcome_changed_either_way_beside_mcnemar():
+    """A delta of 0 with McNemar's p of 1 can hide items flipping both ways: the flip rate shows them."""
+    swapped = REFERENCE_RIGHT.copy()
+    swapped[np.flatnonzero(REFERENCE_RIGHT == 1)[:10]] = 0
+    swapped[np.flatnonzero(REFERENCE_RIGHT == 0)[:10]] = 1
+    balanced = paired_delta(swapped, REFERENCE_RIGHT)
+    assert (balanced.delta, balanced.flips, balanced.flip_rate) == (0, 20, pytest.approx(20 / 200))
+    worse = paired_delta(_worse(REFERENCE_RIGHT, 3), REFERENCE_RIGHT)
+    assert (worse.flips, worse.flip_rate) == (3, pytest.approx(3 / 200))
+    same = paired_delta(REFERENCE_RIGHT, REFERENCE_RIGHT)
+    assert (same.flips, same.flip_rate) == (0, 0)
+    values = RNG.normal(-3, 1, 50)  # log-likelihoods: no 0/1 outcome to flip
+    assert paired_delta(values, values, aggregation="perplexity").flip_rate is None
+
+
 def test_log_likelihood_metrics_use_the_paired_bootstrap():
     reference = RNG.normal(-3, 1, 200)
     point = reference - 0.3 + RNG.normal(0, 0.1, 200)  # every item a little less likely
@@ -396,6 +411,9 @@ def test_a_failed_non_inferiority_margin_fails_the_point():
     )
     assert record.verdict_failed
     assert "harness_choice.acc: -0.2 [-0.3, -0.1], margin 0.99" in "\n".join(failure_reasons(record))
+    flipped = delta.model_copy(update={"flips": 15, "flip_rate": 0.25})  # printed beside McNemar's p
+    record.accuracy = Accuracy(paired={"harness_choice": {"acc": flipped}}, verdict="fail")
+    assert "margin 0.99, McNemar p=0.001, flip rate 25.0 % (15 of 60 items)" in "\n".join(failure_reasons(record))
     record.accuracy = Accuracy(
         paired={"harness_choice": {"acc": delta.model_copy(update={"non_inferior": True})}}, verdict="pass"
     )

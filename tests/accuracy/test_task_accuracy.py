@@ -153,11 +153,20 @@ def test_points_pair_their_per_item_outcomes_with_the_references(accuracy_record
                 assert (paired.margin is not None) == (task == "harness_choice")
         assert part.paired["harness_choice"]["acc"].test == "mcnemar"
         assert part.paired["harness_cloze"]["perplexity"].test == "paired bootstrap"
+        for task, metrics in part.paired.items():  # beside McNemar: the share of items whose 0/1 outcome changed
+            for metric, paired in metrics.items():
+                if paired.test != "mcnemar":
+                    assert paired.flips is None and paired.flip_rate is None
+                    continue
+                mine, theirs = part.outcomes[task].values[metric], part.reference_outcomes[task].values[metric]
+                changed = sum(a != b for a, b in zip(mine, theirs))
+                assert (paired.flips, paired.flip_rate) == (changed, pytest.approx(changed / 12))
         assert part.verdict == (
             "pass" if all(d.non_inferior for d in part.paired["harness_choice"].values()) else "fail"
         )
     # the hf bf16 point: the same outcomes item by item, so no evidence of a difference and non-inferior
     assert hf.accuracy.outcomes == hf.accuracy.reference_outcomes
+    assert hf.accuracy.paired["harness_choice"]["acc"].flip_rate == 0
     assert all(d.p_value == 1 and d.low == d.high == 0 for task in hf.accuracy.paired.values() for d in task.values())
     assert hf.accuracy.verdict == "pass"
     assert (
@@ -186,7 +195,9 @@ def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
         "accuracy.harness_choice.acc",
         "accuracy.harness_choice.acc.delta",
         "accuracy.harness_cloze.perplexity.stderr",
+        "accuracy.harness_choice.acc.flip_rate",
     } <= set(df.columns)
+    assert "accuracy.harness_cloze.perplexity.flip_rate" not in df.columns  # log-likelihoods flip no outcome
     written = build.build([out], tmp_path / "report")
     table = (tmp_path / "report" / "accuracy.csv").read_text()
     assert "harness_choice,acc," in table and "harness_cloze,perplexity," in table
@@ -194,8 +205,10 @@ def test_report_and_frame_show_accuracy(accuracy_records, tmp_path):
 
     frame = pd.read_csv(tmp_path / "report" / "accuracy.csv")
     assert {"delta_low", "delta_high", "p_value", "test", "non_inferior"} <= set(frame.columns)
+    assert list(frame.columns)[list(frame.columns).index("p_value") + 1] == "flip_rate"  # beside McNemar's p
     choice = frame[(frame["task"] == "harness_choice") & (frame["metric"] == "acc")]
     assert set(choice["test"]) == {"mcnemar"} and choice["p_value"].between(0, 1).all()
+    assert choice["flip_rate"].between(0, 1).all() and (choice["flips"] - choice["flip_rate"] * 12).abs().lt(1e-9).all()
     assert choice["non_inferior"].str.fullmatch(r"(pass|fail) \(keep 90 %\)").all()
     cloze = frame[(frame["task"] == "harness_cloze") & (frame["metric"] == "perplexity")]
     assert not cloze["higher_is_better"].any() and cloze["non_inferior"].isna().all()

@@ -6,6 +6,8 @@ the closing line is the `harness run` command of the plan."""
 from __future__ import annotations
 
 import json
+import re
+from importlib.util import find_spec
 
 import pytest
 
@@ -161,3 +163,22 @@ def test_a_reference_computed_or_a_model_converted_by_the_run_is_not_counted_aga
     code, out = plan(capsys, str(path), "--budget", "1h", "--results", str(tmp_path / "results"))
     assert code == 0, out
     assert "  sweep::hf-cpu-bf16: about 20 s, launches 1, gate prompts 2 (measured" in out  # not 90: both are stored
+
+
+@pytest.mark.skipif(find_spec("llama_cpp") is None, reason="the llamacpp extra is not installed")
+def test_every_stored_reference_a_point_computes_is_counted_as_paid_once(write_scenario, tmp_path, capsys, tiny_llama):
+    """A quantized point's gate also computes its same-weights and dequantized-model references (stored, read
+    next time): the record's ``obtained_s`` holds them all, or ``harness plan`` counts them in every later run."""
+    gate = {"prompts": "ci", "tokens": 4, "length": "short"}
+    scenario = tiny(name="sweep", gate=gate, sweep={"adapter": ["llamacpp"], "quantization": ["int8_sym"]})
+    path = write_scenario(scenario)
+    argv = ["run", str(path), "--results", str(tmp_path / "results"), "--isolation", "none", "--no-energy"]
+    code = cli.main([*argv, "--reference-dir", str(tmp_path / "references")])
+    captured = capsys.readouterr()
+    out = captured.err + captured.out  # the run's notes go to stderr
+    assert code == 0, out
+    computed = [float(s) for s in re.findall(r"reference: computed in ([0-9.]+) s", out)]
+    assert len(computed) >= 2, out  # the gate's and at least the same-weights twin's
+    (stored,) = (tmp_path / "results" / "sweep").glob("llamacpp-*.json")
+    record = json.loads(stored.read_text())
+    assert record["correctness"]["reference"]["obtained_s"] >= sum(computed) - 0.1 * len(computed)  # 1-decimal log

@@ -59,7 +59,9 @@ def test_hf_states_keep_the_last_layer_apart_from_the_final_norm(healthy, tokens
     legacy = healthy.model(input_ids=healthy._torch.tensor([tokens]), output_hidden_states=True).hidden_states
     np.testing.assert_allclose(states.final_norm, legacy[-1][0].detach().numpy(), rtol=1e-5, atol=1e-5)
     assert not np.allclose(states[-1], states.final_norm)
-    assert states.logits.shape == (len(tokens), healthy.model.config.vocab_size)
+    # the logits the step-wise prefill returned, what the gate reads: the last position's
+    assert states.logits.shape == (1, healthy.model.config.vocab_size)
+    assert states.path == "dynamic cache" and states.forwards == [len(tokens)] and states.ran is None
 
 
 def test_healthy_device_departs_nowhere(healthy, tokens):

@@ -93,6 +93,9 @@ def test_an_engine_that_ignores_eos_fails_and_the_clean_engine_passes_through_ha
     for broken in (ignores, suppresses):  # every greedy check passes them: only the stops differ
         assert broken.verdict == "fail" and broken.stopping.verdict == "fail", broken.stopping
         assert all(r.startswith("stopping:") for r in broken.reasons), broken.reasons
+        # the layers cannot see it: the diagnosis names the failed check (before: no diagnosis)
+        assert broken.diagnosis.failed_checks == ["stopping"], broken.diagnosis
+        assert broken.diagnosis.not_run.endswith("looked: stopping (EOS / end of turn)"), broken.diagnosis
     assert any("went on" in p.why for p in ignores.stopping.prompts if p.why)
     for broken in (ignores, suppresses):  # where the reference stops early, 3x the length band's upper line
         early = [p for p in broken.stopping.prompts if p.reference_stops and p.reference_tokens <= 16]

@@ -178,7 +178,8 @@ def test_artefacts_of_the_checkpoints_vocabulary_pass_the_check(write_scenario, 
     }
     path = scenario(write_scenario, tmp_path, ("hf", "llamacpp", "openvino"), **given)
     assert cli_main(["check", str(path)]) == 0
-    assert [line.split("::")[1].split("-")[0] for line in capsys.readouterr().out.split()] == [
+    # a point's line may carry what check predicts about the fake checkpoint beyond the artefacts (will fail: ...)
+    assert [line.split("::")[1].split("-")[0] for line in capsys.readouterr().out.splitlines()] == [
         "hf",
         "llamacpp",
         "openvino",

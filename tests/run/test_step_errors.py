@@ -47,3 +47,32 @@ def test_an_engine_message_over_several_lines_is_one_line_naming_the_step_and_th
         "transformers: pip install -U transformers"
     )
     assert isinstance(failed.value.__cause__, ValueError)  # the engine's own exception, traceback and all, kept
+
+
+def test_a_step_that_failed_once_fails_the_same_file_again_without_running_inside_a_run(tmp_path):
+    import pytest
+
+    from harness.errors import StepFailed, remembering, step
+
+    ran, failures = [], {}
+
+    def convert(where):
+        with step(where, "tokenizer conversion (openvino_tokenizers)", once=True):
+            ran.append(where)
+            raise RuntimeError("Check 'i < m_inputs.size()' failed")
+
+    with remembering(failures):
+        for _ in range(2):
+            with pytest.raises(StepFailed) as failed:
+                convert(tmp_path / "a" / "tokenizer.json")
+            assert str(failed.value).endswith(
+                "tokenizer conversion (openvino_tokenizers) failed: RuntimeError: Check 'i < m_inputs.size()' failed"
+            )
+            assert isinstance(failed.value.__cause__, RuntimeError)  # the engine's own exception, as the first time
+        with pytest.raises(StepFailed):
+            convert(tmp_path / "b" / "tokenizer.json")  # another file: its own conversion
+    assert ran == [tmp_path / "a" / "tokenizer.json", tmp_path / "b" / "tokenizer.json"]
+    assert len(failures) == 2
+    with pytest.raises(StepFailed):
+        convert(tmp_path / "a" / "tokenizer.json")  # outside a run nothing is remembered: it runs again
+    assert len(ran) == 3

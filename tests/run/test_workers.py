@@ -123,6 +123,8 @@ def test_records_say_where_wall_time_went(sweep_in_a_worker):
     assert split.timed_s == pytest.approx(sum(r.e2e_s for r in first.samples.rounds))
     assert split.warmup_s == pytest.approx(sum(first.samples.warmup_s))
     assert all(r.time_split.process_start_s == 0 and r.time_split.imports_s == 0 for r in rest)
+    # the canary's edges, from the worker's own canary child, and the tokenizer + prompts: named, not "other"
+    assert all(r.time_split.canary_s > 0 and r.time_split.resolve_s > 0 for r in records)
     assert all(value >= 0 for r in records for value in r.time_split.model_dump().values())
 
 

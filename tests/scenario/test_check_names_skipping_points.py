@@ -54,11 +54,14 @@ def test_an_architecture_the_converter_refuses_is_a_point_that_will_skip(write_s
     (model / "config.json").write_text(json.dumps({"architectures": ["NoSuchForCausalLM"], "model_type": "nosuch"}))
     (model / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
     path = write_scenario(tiny(model=str(model), sweep={"adapter": ["hf", "llamacpp"]}))
-    assert checked(path, capsys) == [
-        "scenario::hf-cpu-bf16",
+    hf, llamacpp = checked(path, capsys)
+    # transformers does not know it either: the hf point is predicted to fail (its own test: tests/adapters/
+    # test_checkpoints_an_engine_cannot_take.py)
+    assert hf.startswith(f"scenario::hf-cpu-bf16  will fail: {model / 'config.json'}: checkpoint load (transformers): ")
+    assert llamacpp == (
         f"scenario::llamacpp-cpu-f16  will skip: {model}: GGUF conversion ({converter.identity()}) refused the "
-        "checkpoint: Model NoSuchForCausalLM is not supported",
-    ]
+        "checkpoint: Model NoSuchForCausalLM is not supported"
+    )
     assert checked(path, capsys)[1].endswith("Model NoSuchForCausalLM is not supported")  # kept: asked once
 
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings
@@ -40,6 +41,7 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
     batch_padding = "left"  # generate pads a decoder-only batch on the left
     supports_hidden_states = True
     supports_decode_hidden_states = True
+    supports_path_hidden_states = True  # through prefill()/decode(): the timed path's cache and chunks
     supports_routing = True  # routing() returns None for dense models
     supports_moe_capacity = True
     engine_modules = ("torch", "transformers")
@@ -76,8 +78,22 @@ class HFAdapter(HFStepLogits, HFExpertRouting, Adapter):  # step-wise logits and
             return f"torch {torch.__version__} sees no {device} device"
         return None
 
+    @classmethod
+    def model_failure(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
+        from harness.models import transformers_check
+
+        unknown = transformers_check.unknown_model_type(spec)
+        if unknown is None:
+            return None
+        config, what = unknown
+        return f"{config}: checkpoint load (transformers): {what}; {transformers_check.advice(spec)}"
+
     def load(self, model, point, settings: LoadSettings) -> None:
         import torch
+
+        from harness.adapters.hf.imports import import_generation
+
+        import_generation()  # before transformers' models import it: without scikit-learn
         from transformers import AutoModelForCausalLM, StoppingCriteria
         from transformers.utils import logging as hf_logging
 

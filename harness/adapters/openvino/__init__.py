@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
@@ -83,6 +84,19 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
                 f"OpenVINO {ov.__version__.split('-')[0]} lists no {device} (available_devices: {', '.join(present)})"
             )
         return None
+
+    @classmethod
+    def model_failure(cls, spec, cache_dir: Optional[Path] = None) -> Optional[str]:
+        """optimum-intel's export builds the checkpoint through transformers (a given IR is not exported); the
+        tokenizer's conversion, where the IR brings no tokenizer IRs, is asked of openvino_tokenizers itself."""
+        from harness.adapters.openvino import tokenizer_check
+        from harness.models import transformers_check
+
+        unknown = None if spec.artefacts.openvino is not None else transformers_check.unknown_model_type(spec)
+        if unknown is not None:
+            config, what = unknown
+            return f"{config}: IR export (optimum-intel): {what}; {transformers_check.advice(spec)}"
+        return tokenizer_check.reason(spec, cache_dir)
 
     @classmethod
     def native_precision(cls, spec, device: str) -> Optional[str]:

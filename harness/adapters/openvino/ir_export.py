@@ -3,6 +3,7 @@ NNCF weight compression for the quantization axis, each artefact built once into
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 from typing import Optional
@@ -57,17 +58,23 @@ def cached(target: Path, build) -> Path:
 
 
 def export(model, out: Path) -> None:
+    """The checkpoint's IR, with its tokenizer's IRs beside it as a deployment loads them. A tokenizer the
+    converter cannot take leaves the IR without them, kept all the same (cached under its key, so no later
+    point exports again): the load's tokenizer step (``text.tokenizer_dir``) then fails the point, with the
+    failure remembered here where a run remembers failed steps (``harness.errors.remembering``)."""
     from optimum.intel import OVModelForCausalLM
 
-    from harness.errors import step
+    from harness.errors import StepFailed, step
 
-    with step(model.hf_dir, "IR export (optimum-intel)"):
+    with step(model.hf_dir, "IR export (optimum-intel)", once=True):
         exported = OVModelForCausalLM.from_pretrained(str(model.hf_dir), export=True, compile=False, load_in_8bit=False)
         exported.save_pretrained(str(out))
-    convert_tokenizer(model.hf_dir, out)
+    with contextlib.suppress(StepFailed):  # said when the load reaches the tokenizer (above)
+        convert_tokenizer(model.hf_dir, out)
 
 
 TOKENIZER_FILES = ("openvino_tokenizer.xml", "openvino_detokenizer.xml")
+TOKENIZER_STEP = "tokenizer conversion (openvino_tokenizers)"
 
 
 def convert_tokenizer(hf_dir: Path, out: Path, tokenizer=None) -> None:
@@ -82,7 +89,8 @@ def convert_tokenizer(hf_dir: Path, out: Path, tokenizer=None) -> None:
 
     # named by the tokenizer's file where the checkpoint has one: the file the converter could not take
     where = Path(hf_dir) / "tokenizer.json" if (Path(hf_dir) / "tokenizer.json").is_file() else hf_dir
-    with step(where, "tokenizer conversion (openvino_tokenizers)"):  # e.g. "Check 'i < m_inputs.size()' failed"
+    # e.g. "Check 'i < m_inputs.size()' failed"; remembered for the checkpoint's own tokenizer (not a given one)
+    with step(where, TOKENIZER_STEP, once=tokenizer is None):
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(hf_dir))
         ov_tokenizer, ov_detokenizer = convert(tokenizer, with_detokenizer=True)
     for model, name in zip((ov_tokenizer, ov_detokenizer), TOKENIZER_FILES):

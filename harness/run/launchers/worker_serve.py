@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import pickle
 import resource
@@ -100,11 +101,14 @@ def _import_engine(adapter: str) -> None:
 def serve(work: Path, reply_fd: int) -> int:
     start = time.perf_counter()
     setup: WorkerSetup = pickle.loads((work / SETUP).read_bytes())
-    from harness.io import write_json_atomic
     from harness.run import steps
     from harness.run.steps.caches import Caches
 
     _register_in_process_adapters(setup.in_process_adapters)
+    if setup.canary is not None:  # the launch edges' canary child starts while the engine imports
+        from harness.measure import canary_child
+
+        canary_child.start()
     _import_engine(setup.adapter)
     reply = os.fdopen(reply_fd, "w", buffering=1)
     reply.write(f"ready {time.perf_counter() - start:.6f}\n")
@@ -131,7 +135,9 @@ def serve(work: Path, reply_fd: int) -> int:
                 log=messages.append,
             )
             record.log = list(messages)
-            write_json_atomic(work / f"record-{index}.json", record.to_dict(), indent=None)
+            # No flush to disk: the parent reads it only after ``done``, and a worker that dies while
+            # writing never answers (the parent's copy in the results is written atomically, synced).
+            (work / f"record-{index}.json").write_text(json.dumps(record.to_dict(), allow_nan=False))
             reply.write(f"done {index}\n")
     finally:
         caches.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.errors import HarnessError, StepFailed, WriteFailed
+from harness.errors import HarnessError, StepFailed, WriteFailed, remembering
 from harness.measure import canary, launch_stats
 from harness.models import sources
 from harness.records import metric_names
@@ -63,7 +63,9 @@ def execute(
     record = new_record(caches, scenario, point)
     clock = Clock()
     try:
-        with sources.notes_to(log):  # a removed build leftover is said where the point's lines go
+        # a removed build leftover is said where the point's lines go; a step that failed for an earlier point
+        # of the same file fails this one without running again; the builds' time is the split's conversion
+        with sources.notes_to(log), remembering(caches.failures), sources.builds_timed(clock.built):
             _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)
@@ -97,29 +99,48 @@ def resume_command(settings: RunSettings, scenario: Scenario) -> str:
 
 class Clock:
     """Where a point's wall time goes (``record.time_split``): each step's span by name; the timed
-    rounds' own durations split the timing step into warm-up, measured inference and the rest."""
+    rounds' own durations split the timing step into warm-up, measured inference and the rest; the
+    artefacts built meanwhile (``built``: a model's conversion, an IR export, a tokenizer conversion, a GGUF
+    conversion or quantization, failed ones included) are the conversion, taken out of the span they ran in."""
 
     def __init__(self):
         self.start, self.spans = time.perf_counter(), {}
+        self.built_s, self._open, self._built_in = 0.0, [], {}
 
     @contextmanager
     def __call__(self, name: str):
         start = time.perf_counter()
+        self._open.append(name)
         try:
             yield
         finally:
+            self._open.remove(name)
             self.spans[name] = self.spans.get(name, 0.0) + time.perf_counter() - start
+
+    def built(self, seconds: float) -> None:
+        self.built_s += seconds
+        for name in self._open:
+            self._built_in[name] = self._built_in.get(name, 0.0) + seconds
+
+    def _span(self, name: str) -> float:
+        return max(0.0, self.spans.get(name, 0.0) - self._built_in.get(name, 0.0))
+
+    def add(self, name: str, seconds: float) -> None:
+        """A span timed elsewhere (the canary's edges, inside the timing step)."""
+        self.spans[name] = self.spans.get(name, 0.0) + seconds
 
     def split(self, record: Record) -> TimeSplit:
         total = time.perf_counter() - self.start
         samples = record.samples
         parts = {
-            "conversion_s": record.metrics.get("convert_s") or 0.0,
-            "load_s": self.spans.get("load", 0.0),
+            "conversion_s": self.built_s,
+            "resolve_s": self._span("resolve"),  # the model's conversion happens inside it
+            "load_s": self._span("load"),
             "warmup_s": sum(samples.warmup_s),
+            "canary_s": self.spans.get("canary", 0.0),
             "timed_s": sum(r.e2e_s for r in samples.rounds),
-            "gate_s": self.spans.get("gate", 0.0),
-            "accuracy_s": self.spans.get("accuracy", 0.0),
+            "gate_s": self._span("gate"),
+            "accuracy_s": self._span("accuracy"),
         }
         return TimeSplit(**parts, other_s=max(0.0, total - sum(parts.values())))
 
@@ -135,13 +156,15 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     probes.reset_peak_rss()  # a persistent worker's earlier points do not count towards this one's peak
     first_use = not ctx.caches.has_model(scenario)
     ctx.on_phase(f"{point.id}: {'converting/resolving the model' if first_use else 'resolving'}")
-    resolved = resolve.resolve(ctx, scenario, point)
+    with clock("resolve"):
+        resolved = resolve.resolve(ctx, scenario, point)
     apply(record, resolved.contribution)
     gate_reference = accuracy_reference = None
+    references_before = ctx.caches.references_s
     if ctx.first_launch:  # references before the device loads
         if scenario.gate is not None:  # computing one can take minutes: say so before, not after
             ctx.on_phase(f"{point.id}: gate reference (computed once, then reused)")
-        with clock("gate"), clock("reference"):
+        with clock("gate"):
             gate_reference = check_correctness.gate_reference(ctx, scenario, resolved.model, point)
         with clock("accuracy"):
             accuracy_reference = check_accuracy.accuracy_reference(ctx, scenario, resolved.model)
@@ -154,6 +177,7 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
     try:
         if ctx.timing:
             timed = timing.time(ctx, resolved, adapter, on_round)
+            clock.add("canary", timed.canary_s)
             apply(record, timed.contribution)
             apply(record, speculative_timing.side_by_side(ctx, resolved, adapter, timed))
             apply(record, probes.device_memory(adapter))
@@ -184,7 +208,8 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
                 apply(record, check_speculative(ctx, resolved, adapter, gate_reference, record.correctness))
             if record.correctness is not None and record.correctness.reference is not None:
-                record.correctness.reference.obtained_s = round(clock.spans.get("reference", 0.0), 3)
+                # every stored reference this point got (gate, same weights, dequantized model, stop prompts)
+                record.correctness.reference.obtained_s = round(ctx.caches.references_s - references_before, 3)
         if scenario.accuracy is not None and ctx.timing and ctx.first_launch:  # `harness verify`: the gate alone
             with clock("accuracy"):
                 apply(record, check_accuracy.check_accuracy(resolved, adapter, accuracy_reference, record.point_id))

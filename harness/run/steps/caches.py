@@ -5,6 +5,7 @@ and (in a persistent worker) the last point's engine. Caches only: the run's set
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -29,7 +30,12 @@ class Caches:
     _models: dict[str, sources.ResolvedModel] = field(default_factory=dict, repr=False)
     # by the stored file's path, which digests the model's content: two models of one name, two entries
     _references: dict[Path, Any] = field(default_factory=dict, repr=False)
-    _reference_failures: dict[str, StepFailed] = field(default_factory=dict, repr=False)
+    # The preparation steps that failed in this process, by (file, step): the same step of the same file is not
+    # run again for another point, which fails with the first failure (harness.errors.step(once=True)).
+    failures: dict[tuple[str, str], StepFailed] = field(default_factory=dict, repr=False)
+    # Seconds spent getting stored references (every kind: gate, same-weights, dequantized model, stop
+    # prompts), all points together; a point's share is the difference across it (``steps.execute``).
+    references_s: float = 0.0
     _environment: Optional[dict] = field(default=None, repr=False)
     _meter: Any = field(default=None, repr=False)
 
@@ -69,18 +75,15 @@ class Caches:
         cached = self._models[key]
         return sources.ResolvedModel(**{**cached.__dict__, "convert_s": 0.0})
 
-    def reference(self, path: Path, compute: Callable[[], Any], failure_key: Optional[str] = None) -> Any:
-        """The reference at ``path``, computed once. A failed computation is not retried for the other points
-        of the run that share ``failure_key`` (the model): each fails with the first error."""
-        failed = self._reference_failures.get(failure_key or str(path))
-        if failed is not None:
-            raise failed
+    def reference(self, path: Path, compute: Callable[[], Any]) -> Any:
+        """The reference at ``path``, computed once. (A computation that fails is remembered by its step,
+        ``failures``: the other points of the model fail with the first error, not computing it again.)"""
         if path not in self._references:
+            start = time.perf_counter()
             try:
                 self._references[path] = compute()
-            except StepFailed as exc:  # transformers cannot run it (a skip, for one length, is not remembered)
-                self._reference_failures[failure_key or str(path)] = exc
-                raise
+            finally:
+                self.references_s += time.perf_counter() - start
         return self._references[path]
 
     def close(self) -> None:

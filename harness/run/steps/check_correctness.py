@@ -61,7 +61,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
     def compute():
         from harness.errors import step
 
-        with step(model.hf_dir, "HF reference (transformers)"):
+        with step(model.hf_dir, "HF reference (transformers)", once=True):  # a failure: not retried per point
             reference, path, reused = store.get_or_compute(
                 model, pairs, settings, refresh=ctx.settings.refresh_reference
             )
@@ -72,7 +72,7 @@ def gate_reference(ctx: LaunchContext, scenario, model, point=None, selection=No
         )
         return reference
 
-    return ctx.caches.reference(store.path_for(model, pairs, settings), compute, failure_key=model.checksum)
+    return ctx.caches.reference(store.path_for(model, pairs, settings), compute)
 
 
 def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference) -> Contribution:
@@ -120,9 +120,7 @@ def check_correctness(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adap
         found = diagnose(resolved, adapter, reference, result)
         part.diagnosis = found
         if found.departs_at is not None:
-            part.report += (
-                f"\ndiagnosis: activations depart from HF at {found.departs_at} ({found.phase}, prompt {found.prompt})"
-            )
+            part.report += f"\ndiagnosis: activations depart from HF at {found.where()}"
     return Contribution(metrics={"gate_s": (now_ns() - start) / 1e9}, updates={"correctness": part})
 
 

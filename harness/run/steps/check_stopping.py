@@ -73,4 +73,12 @@ def check_stopping(
         update["verdict"] = "fail"
         update["reasons"] = [*correctness.reasons, *failed]
         update["report"] = "\n".join(filter(None, [correctness.report, *failed]))
+        from harness.correctness import check_diagnosis, text_path
+        from harness.models import prompts
+
+        engine_ids = text_path.input_ids_of(adapter, reference, prompts.chat_template(resolved.model.hf_dir))
+        found, line = check_diagnosis.of_failed_checks(correctness.diagnosis, ["stopping"], engine_ids, reference)
+        update["diagnosis"] = found
+        if line:
+            update["report"] += f"\n{line}"
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})

@@ -1,6 +1,7 @@
 """The engine's own text path and batch invariance (``harness.correctness.text_path``, ``.batch``), after the
 gate on the same loaded engine: ``correctness.text_path`` records which checks ran and how they came out
-(or why each could not run); a failed check fails the point, and its input ids are diagnosed."""
+(or why each could not run); a failed check fails the point, and the diagnosis names its input ids or the
+failed checks (``harness.correctness.check_diagnosis``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Optional
 from harness.adapters.base import Adapter
 from harness.models import prompts
 from harness.records.correctness import FAIL, NOT_JUDGED, TEXT_PATH, Correctness
-from harness.records.gate_diagnosis import Diagnosis
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
@@ -30,8 +30,7 @@ def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
 def check_text_path(
     ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
 ) -> Contribution:
-    from harness.correctness import batch, text_path, vocabulary
-    from harness.correctness.diagnosis import compare_input_ids
+    from harness.correctness import batch, check_diagnosis, text_path, vocabulary
 
     if correctness is None or reference is None or correctness.skipped:
         return Contribution()
@@ -55,20 +54,9 @@ def check_text_path(
         update["reasons"] = [*([] if unjudged else correctness.reasons), *failed]
         update["notes"] = [*correctness.reasons, *correctness.notes] if unjudged else correctness.notes
         update["report"] = "\n".join(filter(None, [correctness.report, *failed, text_path.format_report(path)]))
-        if correctness.diagnosis is None:  # the gate passed: only the input path can be at fault
-            engine_ids = text_path.input_ids_of(adapter, reference, template)
-            differing = [compare_input_ids(engine_ids, reference, i) for i in range(len(reference.prompts))]
-            bad = next((ids for ids in differing if ids.agree is False), None)
-            found = (
-                Diagnosis(prompt=bad.prompt, departs_at="input ids", input_ids=bad)
-                if bad is not None
-                else Diagnosis(
-                    not_run="the gate passed and the engine's input ids agree with the reference's on every "
-                    "gate prompt: the fault lies in what the text checks name (chat template, detokenizer, batch)",
-                    input_ids=differing[0] if differing else None,
-                )
-            )
-            update["diagnosis"] = found
-            if found.departs_at:
-                update["report"] += f"\ndiagnosis: input ids depart from the reference's (prompt {found.prompt})"
+        engine_ids = text_path.input_ids_of(adapter, reference, template)
+        found, line = check_diagnosis.of_failed_checks(correctness.diagnosis, path.failed(), engine_ids, reference)
+        update["diagnosis"] = found
+        if line:
+            update["report"] += f"\n{line}"
     return Contribution(updates={"correctness": correctness.model_copy(update=update)})

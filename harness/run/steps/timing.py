@@ -25,6 +25,7 @@ class Timed:
     cycles: tuple[Optional[float], Optional[str]] = (None, None)  # (cycles, why not measured)
     machine: dict = field(default_factory=dict)  # machine_state over the timed rounds
     canary: Optional[CanaryReading] = None  # the machine-speed canary at the window's edges
+    canary_s: float = 0.0  # the wall time its two readings took
     speculation: list = field(default_factory=list)  # each timed round's VerifySteps, where it speculated
 
 
@@ -71,7 +72,7 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
                     yield
             finally:
                 windows["machine"] = machine
-        windows["canary"] = edges.result()
+        windows["canary"], windows["canary_s"] = edges.result(), edges.seconds
 
     @contextlib.contextmanager
     def meter_window():
@@ -112,5 +113,6 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
         windows.get("cycles", (None, None)),
         machine=machine,
         canary=windows.get("canary"),
+        canary_s=windows.get("canary_s", 0.0),
         speculation=verify_steps[len(warmups) :],
     )
