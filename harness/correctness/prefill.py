@@ -62,6 +62,8 @@ def stepwise_rows(engine, prompt_ids: Sequence[int], wanted: int, top_m: int) ->
 
 def floor_kls(engine, ref: PromptReference) -> list[float]:
     """The floor engine's KL at each of the reference's prefill positions (one forward)."""
+    if not ref.prefill_top_ids:  # none stored; ``score(ids, 0)`` would return every position's logits
+        return []
     rows = engine.score(ref.prompt_ids, len(ref.prefill_top_ids))
     return [
         coarse_kl(i, lp, log_softmax(row)) for i, lp, row in zip(ref.prefill_top_ids, ref.prefill_top_logprobs, rows)

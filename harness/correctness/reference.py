@@ -62,11 +62,15 @@ class ReferenceSettings:
     tokens: int = _gate_default("tokens")
     top_m: int = 64  # ids kept per position: >= the gate's k, and enough mass for the KL
     dtype: str = _gate_default("reference_dtype")
-    floor_dtype: str = "fp32"
+    # None: no noise floor and no second engine, for a reference read only for its tokens and top-M (the stop
+    # prompts', ``harness.run.steps.check_stopping``)
+    floor_dtype: Optional[str] = "fp32"
     device: str = "cpu"
     threads: Optional[int] = None
     length: Optional[int] = None  # positions of the long prompts (harness.correctness.lengths); None: none
-    prefill_positions: int = PREFILL_POSITIONS  # last prompt positions per prompt (harness.correctness.prefill)
+    prefill_positions: int = (
+        PREFILL_POSITIONS  # last prompt positions per prompt (harness.correctness.prefill); 0: none
+    )
 
 
 def tokenizer_sha256(hf_dir: Path) -> str:
@@ -183,7 +187,8 @@ def hf_engine(model, dtype: str, threads: Optional[int], device: str = "cpu"):
 
 
 def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
-    """Run HF transformers greedily in ``settings.dtype``; calibrate the noise floor against fp32."""
+    """Run HF transformers greedily in ``settings.dtype``; calibrate the noise floor against fp32 (none where
+    ``settings.floor_dtype`` is None)."""
     start = time.perf_counter()
     tokenizer = model.tokenizer()
     stop = eos_ids(model, tokenizer)
@@ -196,16 +201,13 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
                 tops, lps = forced_steps(engine, ids, tokens, settings.top_m)
             else:
                 tokens, tops, lps = greedy_steps(engine, ids, settings.tokens, stop, settings.top_m)
-            rows = prefill.reference_rows(engine, ids, settings.prefill_positions, settings.top_m)
+            rows = (
+                prefill.reference_rows(engine, ids, settings.prefill_positions, settings.top_m)
+                if settings.prefill_positions
+                else ([], [])
+            )
             references.append(PromptReference(kind, text, list(ids), tokens, tops, lps, *rows))
         described = engine.describe()
-
-    per_prompt, prefill_floors = [], []
-    with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
-        for ref in references:
-            device = iter_forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
-            per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
-            prefill_floors.append(prefill.floor_kls(floor_engine, ref))
 
     import harness
 
@@ -218,16 +220,31 @@ def compute(model, pairs, prompt_ids, settings: ReferenceSettings) -> Reference:
             "torch": described.extra["torch_version"],
             "device_name": described.device_name,
         },
-        noise_floor={
-            "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
-            "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
-            "phases": phase_floors(per_prompt, prefill_floors),
-            "buckets": positions.floors(per_prompt, [len(ref.prompt_ids) for ref in references]),
-            "positions": position_floors(per_prompt),
-            "prefill_positions": position_floors(prefill_floors),
-            "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
-        },
+        noise_floor=noise_floor(model, references, settings),
         prompts=references,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         compute_s=time.perf_counter() - start,
     )
+
+
+def noise_floor(model, references: list[PromptReference], settings: ReferenceSettings) -> dict:
+    """The teacher-forced KL between the reference and the same model in ``settings.floor_dtype``: overall, per
+    phase, per position bucket and per position; only the method where there is no floor dtype."""
+    if settings.floor_dtype is None:
+        return {"method": "none: a reference read only for its tokens and top-M"}
+    per_prompt, prefill_floors = [], []
+    with hf_engine(model, settings.floor_dtype, settings.threads, settings.device) as floor_engine:
+        for ref in references:
+            device = iter_forced_logprobs(floor_engine, ref.prompt_ids, ref.tokens)
+            per_prompt.append([coarse_kl(i, lp, d) for i, lp, d in zip(ref.top_ids, ref.top_logprobs, device)])
+            prefill_floors.append(prefill.floor_kls(floor_engine, ref))
+
+    return {
+        "kl_mean": float(np.mean([np.mean(kls) for kls in per_prompt])),
+        "per_prompt": [float(np.mean(kls)) for kls in per_prompt],
+        "phases": phase_floors(per_prompt, prefill_floors),
+        "buckets": positions.floors(per_prompt, [len(ref.prompt_ids) for ref in references]),
+        "positions": position_floors(per_prompt),
+        "prefill_positions": position_floors(prefill_floors),
+        "method": f"teacher-forced KL(HF {settings.dtype} || HF {settings.floor_dtype})",
+    }

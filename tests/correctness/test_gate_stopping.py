@@ -13,6 +13,7 @@ import pytest
 from harness import cli
 from harness.correctness import stopping
 from harness.correctness.stored_reference import PromptReference
+from harness.models import prompts
 from harness.records import store
 from tests.conftest import registered
 from tests.faults import HFAdapter
@@ -42,7 +43,7 @@ def stopping_model(chat_model, tmp_path_factory):
     """tiny-llama-chat whose EOS is the third token its reference generates for the first stop prompt."""
     from harness.correctness.logprobs import greedy_steps
     from harness.correctness.reference import encode, hf_engine
-    from harness.models import prompts, sources
+    from harness.models import sources
     from harness.scenario.schema import ModelSpec
 
     model = sources.resolve(ModelSpec(source=str(chat_model)))
@@ -78,7 +79,13 @@ def test_an_engine_that_ignores_eos_fails_and_the_clean_engine_passes_through_ha
     write_scenario, tmp_path, stopping_model, stop_faults
 ):
     path = write_scenario(SCENARIO.replace("MODEL", str(stopping_model)))
-    assert cli.main(["verify", str(path), "--results", str(tmp_path)]) == 1
+    references = tmp_path / "references"
+    assert cli.main(["verify", str(path), "--results", str(tmp_path), "--reference-dir", str(references)]) == 1
+    (stops,) = [r for r in _stored(references) if r.prompts[0].kind == prompts.DIALOGUE]
+    # What the stopping check reads (greedy tokens, top-M) and nothing it does not: no fp32 noise floor, no
+    # prefill positions, each a second pass over every stop prompt.
+    assert stops.settings["floor_dtype"] is None and "kl_mean" not in stops.noise_floor
+    assert all(p.tokens and p.top_ids and not p.prefill_top_ids for p in stops.prompts)
     records = {record.point_id: record.correctness for _, record in store.iter_records(tmp_path / "scenario")}
     clean, ignores, suppresses = (records[f"{a}-cpu-bf16"] for a in ("hf", "hf-ignores-eos", "hf-suppresses-eos"))
     assert clean.stopping.stopping >= 1, clean.stopping  # the reference stops early on at least one prompt
@@ -96,6 +103,13 @@ def test_an_engine_that_ignores_eos_fails_and_the_clean_engine_passes_through_ha
         line = max(2 * p.reference_tokens + 4 for p in early)
         print(f"{broken.stopping.prompts[0]}: {[(p.reference_tokens, p.device_tokens) for p in early]}, line {line}")
         assert min(p.device_tokens for p in early) >= 3 * line, early  # 3x the band's upper edge, 2x + 4
+
+
+def _stored(references):
+    """Every reference stored under ``references``."""
+    from harness.correctness.stored_reference import read
+
+    return [read(path, "stored reference") for path in sorted(references.glob("*/*.json"))]
 
 
 def ref(tokens, top=None):

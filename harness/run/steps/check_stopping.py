@@ -13,20 +13,26 @@ from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
 
 
-def stop_reference(ctx: LaunchContext, resolved: ResolvedPoint, reference):
-    """The shipped stop prompts' reference, at the gate's settings without long prompts."""
+def stop_settings(reference):
+    """The stop prompts' reference settings: the gate reference's (``reference``) without long prompts, and
+    without the noise floor and prefill positions, which the stopping check never reads (its greedy tokens and
+    their top-M are all it judges by): one engine load and one greedy pass per prompt, no fp32 pass."""
     from dataclasses import replace
 
-    from harness.correctness.reference import ReferenceSettings, ReferenceStore
+    from harness.correctness.reference import ReferenceSettings
+
+    fields = ReferenceSettings.__dataclass_fields__
+    gate = ReferenceSettings(**{k: v for k, v in reference.settings.items() if k in fields})
+    return replace(gate, length=None, floor_dtype=None, prefill_positions=0)
+
+
+def stop_reference(ctx: LaunchContext, resolved: ResolvedPoint, reference):
+    """The shipped stop prompts' reference (``stop_settings``)."""
+    from harness.correctness.reference import ReferenceStore
     from harness.models import prompts
 
     pairs = prompts.stop_prompts()
-    settings = replace(
-        ReferenceSettings(
-            **{k: v for k, v in reference.settings.items() if k in ReferenceSettings.__dataclass_fields__}
-        ),
-        length=None,
-    )
+    settings = stop_settings(reference)
     store = ReferenceStore(ctx.settings.reference_store)
     path = store.path_for(resolved.model, pairs, settings)
 
