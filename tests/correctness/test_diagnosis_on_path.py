@@ -18,6 +18,7 @@ from harness.scenario.gate_section import Gate
 from harness.scenario.sweep import Point
 from tests import faults
 from tests.conftest import registered
+from tests.correctness.test_gate_timed_path import TIMED  # the chunked static path that fault lives on
 
 STATIC_CHUNKED = dict(max_seq_len=96, moe_chunk_size=4)
 
@@ -87,18 +88,6 @@ def test_a_padded_prefill_read_at_its_padded_end_departs_at_the_logits_it_return
         broken.close()
     assert found.departs_at == "logits" and found.ran > len(tokens), found.components
     assert found.where() == f"logits (prefill on dynamic cache, padded to {found.ran} positions)"
-
-
-TIMED = """
-model: tiny-llama
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-gate: {tokens: 16, prompts: 2, length: short}
-sweep:
-  adapter: [hf, hf-chunkfault]
-  max_seq_len: [96]
-  moe_chunk_size: [4]
-"""
 
 
 @pytest.fixture
