@@ -77,13 +77,20 @@ def _precision_in_id(data: dict) -> dict:
     (``openvino-CPU-bf16`` -> ``openvino-CPU-f32`` on a CPU without bf16). Such a record gets the new id as it
     loads (``_ran`` reads what ran from its engine part), so older results and baselines keep matching the
     points of a new run. Idempotent."""
-    engine, point = data.get("engine") or {}, data.get("point") or {}
-    pid, ran = data.get("point_id"), _ran(engine.get("extra") or {}, point)
+    # any part may have the wrong shape here: the schema's validation, after this, names it
+    engine, point = _part(data, "engine"), _part(data, "point")
+    pid, ran = data.get("point_id"), _ran(_part(engine, "extra"), point)
     if ran is None or not isinstance(pid, str) or point.get("quantization", "none") != "none":
         return data
-    dtype = ((data.get("settings") or {}).get("model") or {}).get("dtype") or "bf16"
+    dtype = _part(_part(data, "settings"), "model").get("dtype") or "bf16"
     renamed = precision.id_with_precision(pid, str(point.get("adapter")), str(point.get("device")), dtype, ran)
     return data if renamed == pid else {**data, "point_id": renamed}
+
+
+def _part(data: dict, key: str) -> dict:
+    """``data[key]`` where it is an object, else empty."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _ran(extra: dict, point: dict) -> Optional[str]:
