@@ -77,8 +77,6 @@ class Runner(PointRunner):
         if progress and not bar_shown and lines is None:  # no \r frames in a log: a line per phase and launch
             lines = PhaseLines(lambda text: print(text, file=sys.stderr, flush=True))
 
-        if work:
-            self._calibrate_canary()  # once per run, before any point: the machine's speed now
         results_dir = self.settings.results_dir
         if results_dir is not None:  # before any work, not after the first point ran
             for scenario, point in work:
@@ -95,6 +93,8 @@ class Runner(PointRunner):
         )
         if results_dir is not None:  # room for the records of the points to run, before any runs
             store.check_free_space(results_dir, len(order))
+        if order:  # once per run, after the checks that refuse it, before any point: the machine's speed now
+            self._calibrate_canary()
         launched: dict[int, list[Record]] = {i: [] for i in order}
         stopped: set[int] = set()  # points the spent budget ended: no launch more
         planned = len(done) + sum(self.planned_launches(*work[i]) for i in order)

@@ -146,8 +146,11 @@ FAKE_SCENARIO = tiny(prompts=["x"], generation={"max_new_tokens": 2}, sweep={"ma
 
 def _no_point_may_run(monkeypatch):
     from harness.run import steps
+    from harness.run.steps.caches import Caches
 
     monkeypatch.setattr(steps, "execute", lambda *a, **k: pytest.fail("a point ran"))
+    # a refusal comes before the canary's calibration: its seconds and its busy-machine line are for a run
+    monkeypatch.setattr(Caches, "calibrate_canary", lambda *a, **k: pytest.fail("the canary calibrated"))
 
 
 def _disk_with(monkeypatch, free: int) -> None:
