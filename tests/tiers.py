@@ -162,7 +162,11 @@ TABLE: dict[str, Tier] = {
     "correctness/test_gate_prefill.py": A,
     "correctness/test_gate_stopping.py": Tier(
         "acceptance",
-        {"test_stops_are_judged_against_the_reference": "unit", "test_an_early_stop_at_a_near_tie_passes": "unit"},
+        {
+            "test_stops_are_judged_against_the_reference": "unit",
+            "test_an_early_stop_at_a_near_tie_passes": "unit",
+            "test_a_stop_prompt_whose_reference_never_ends_is_not_run_and_recorded_as_such": "unit",
+        },
     ),
     "correctness/test_speculative_engines.py": A,
     "correctness/test_speculative_gate.py": A,

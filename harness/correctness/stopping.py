@@ -12,6 +12,10 @@ greedy, and its stop is judged against the reference's greedy continuation:
   does must still lie in the text path's length band around the reference's length
   (``harness.correctness.text_path.LENGTH_BAND``).
 
+A stop prompt whose reference does not end within the budget (the default Gemma 3 270M ends none) is not run
+through the engine: it could judge only an early stop, which the gate's prompts judge; ``StopCheck.unended``
+lists it, so nothing reads as a stop judged that was not.
+
 Pure over a loaded adapter and references; the run step (``harness.run.steps.check_stopping``) records it.
 """
 
@@ -89,6 +93,11 @@ def check(
         for index, ref in enumerate(refs):
             if on_own_text(ref.kind):
                 continue
+            if source == "stop" and _body(ref.tokens, stop)[1] is None:
+                # a stop prompt is there to end: one whose reference runs to the budget would judge only "did not
+                # stop early", which the gate's prompts judge (their generation is the text path's, shared)
+                result.unended.append(index)
+                continue
             try:
                 device = adapter.generate_until_stop(ref.prompt_ids, budget)
             except Unsupported as exc:  # a limit of this point (a static cache's size), said per prompt
@@ -98,9 +107,15 @@ def check(
             result.prompts.append(found)
             if found.reference_stops and found.reference_tokens <= STOP_SHARE * budget:
                 result.stopping += 1
+    if result.unended:
+        result.notes.append(
+            f"stop prompt(s) {result.unended} not run: the reference does not end within the {budget}-token budget "
+            "on them, so no late stop or stop token gone past could be judged"
+        )
     if not result.prompts:
         return StopCheck(
-            skipped=f"no prompt could run through {adapter.name}'s own stopping: {'; '.join(result.notes)}"
+            skipped=f"no prompt could run through {adapter.name}'s own stopping: {'; '.join(result.notes)}",
+            unended=result.unended,
         )
     if not result.stopping:
         result.notes.append(

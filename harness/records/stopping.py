@@ -1,6 +1,7 @@
 """Record part of the stopping check (``harness.correctness.stopping``): each gate prompt run through the engine's
-own stopping (``Adapter.generate_until_stop``), its length and stop against the reference's. ``verdict``
-(pass | fail), or ``skipped`` with why it could not run."""
+own stopping (``Adapter.generate_until_stop``), its length and stop against the reference's; ``unended``, the
+shipped stop prompts not run because their reference does not end within the budget. ``verdict`` (pass | fail),
+or ``skipped`` with why it could not run."""
 
 from __future__ import annotations
 
@@ -28,9 +29,17 @@ class StopCheck(Part):
     stopping: int = 0  # prompts whose reference stops within half the budget: the early-stop cases judged
     length_band: Optional[tuple[float, float, int]] = None
     prompts: list[StopPrompt] = Field(default_factory=list)
+    # Stop prompts (indices) whose reference does not end within the budget: not run through the engine, not
+    # judged (only "did not stop early" could be, which the gate's prompts judge); empty in older records.
+    unended: list[int] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:
         if self.skipped:
             return "skipped"
-        return f"{self.verdict} ({self.stopping} of {len(self.prompts)} prompts stop early)"
+        found = f"{self.verdict} ({self.stopping} of {len(self.prompts)} prompts stop early"
+        if self.unended:
+            found += (
+                f"; {len(self.unended)} stop prompts not run: their reference does not end within {self.budget} tokens"
+            )
+        return found + ")"

@@ -137,3 +137,31 @@ def test_stops_are_judged_against_the_reference(device, reference, why):  # (uni
 def test_an_early_stop_at_a_near_tie_passes():  # (unit)
     reference = ref([5, 6, 7, 7, 7, 7, 7, 7], top=[[5, 9], [6, 2], *[[7, 9]] * 6])  # the stop is 2nd at position 1
     assert stopping.judge([5, 2], reference, [2], 8, 5).why is None
+
+
+class Replays:
+    """An engine's own stopping that replays given generations, and counts the prompts run through it."""
+
+    name, supports_stopping = "replays", True
+
+    def __init__(self, out):
+        self.out, self.ran = out, []
+
+    def generate_until_stop(self, prompt_ids, max_new_tokens):
+        self.ran.append(list(prompt_ids))
+        return self.out
+
+
+def test_a_stop_prompt_whose_reference_never_ends_is_not_run_and_recorded_as_such():  # (unit)
+    """A stop prompt is there to end: where the reference runs to the budget (the default model's on all four),
+    it is listed in ``unended``, not run, not counted as a stop judged; the gate's own prompts still run."""
+    gate = [ref([5, 6, 7, 7, 7, 7, 7, 7])]  # never ends either, but a gate prompt: its early stop is judged
+    ends, runs_on = ref([5, 2]), PromptReference("dialogue", "s", [3, 4], [5] * 8, [[5, 9]] * 8, [[0.0, -1.0]] * 8)
+    engine = Replays([5, 6, 7, 7, 7, 7, 7, 7])
+    found = stopping.check(engine, gate, [runs_on, ends, runs_on], [2], 8, 5)
+    assert found.unended == [0, 2] and [(p.source, p.prompt) for p in found.prompts] == [("gate", 0), ("stop", 1)]
+    assert engine.ran == [[1, 2], [1, 2]]  # the gate prompt and the stop prompt that ends, nothing else
+    assert found.verdict == "fail" and "did not stop" in found.prompts[1].why  # the stop prompt that ends: judged
+    assert "2 stop prompts not run" in found.summary() and any("[0, 2] not run" in n for n in found.notes)
+    nothing = stopping.check(Replays([5]), [], [runs_on], [2], 8, 5)  # only unended stop prompts: nothing judged
+    assert nothing.skipped and nothing.verdict is None and nothing.unended == [0], nothing
