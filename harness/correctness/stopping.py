@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 
 from harness.correctness import ties
 from harness.correctness.lengths import on_own_text
+from harness.correctness.own_stopping import OwnStopping
 from harness.correctness.stored_reference import PromptReference
 from harness.errors import Unsupported
 from harness.records.stopping import StopCheck, StopPrompt
@@ -80,7 +81,9 @@ def check(
     stop: Sequence[int],
     budget: int,
     k: int,
+    own: Optional[OwnStopping] = None,
 ) -> StopCheck:
+    """``own``: the launch's generations through the engine's own stopping, shared with the text path."""
     from harness.correctness.text_path import LENGTH_BAND
 
     if not adapter.supports_stopping:
@@ -88,7 +91,7 @@ def check(
             skipped=f"{adapter.name} exposes no generation that stops by itself (Adapter.generate_until_stop): "
             "its timed generate runs to a forced length"
         )
-    result = StopCheck(budget=budget, length_band=LENGTH_BAND)
+    result, own = StopCheck(budget=budget, length_band=LENGTH_BAND), own or OwnStopping(adapter)
     for source, refs in (("gate", gate_prompts), ("stop", stop_prompts)):
         for index, ref in enumerate(refs):
             if on_own_text(ref.kind):
@@ -99,7 +102,7 @@ def check(
                 result.unended.append(index)
                 continue
             try:
-                device = adapter.generate_until_stop(ref.prompt_ids, budget)
+                device = own(ref.prompt_ids, budget)
             except Unsupported as exc:  # a limit of this point (a static cache's size), said per prompt
                 result.notes.append(f"{source} prompt {index} not run: {exc}")
                 continue

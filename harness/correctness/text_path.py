@@ -26,6 +26,7 @@ from typing import Callable, Optional, Sequence
 
 from harness.correctness import ties
 from harness.correctness.lengths import on_own_text
+from harness.correctness.own_stopping import OwnStopping
 from harness.correctness.stored_reference import Reference
 from harness.records.text_path import (
     ChatMismatch,
@@ -142,14 +143,17 @@ def input_ids_of(adapter, reference: Reference, template: Optional[str]) -> Opti
     )
 
 
-def _greedy(adapter, prompt_ids: list[int], n: int, stop: Sequence[int]) -> list[int]:
+def _greedy(
+    adapter, prompt_ids: list[int], n: int, stop: Sequence[int], own: Optional[OwnStopping] = None
+) -> list[int]:
     """The engine's greedy continuation, cut after the first stop id: its own stopping
-    (``generate_until_stop``) where it has one, never a length the engine would not produce by itself; else
-    its timed ``generate`` (a forced length, cut here), else its step-wise logits."""
+    (``generate_until_stop``, through ``own`` where the launch shares it) where it has one, never a length the
+    engine would not produce by itself; else its timed ``generate`` (a forced length, cut here), else its
+    step-wise logits."""
     from harness.correctness.logprobs import greedy_steps
 
     if adapter.supports_stopping:
-        out = list(adapter.generate_until_stop(prompt_ids, n))
+        out = (own or OwnStopping(adapter))(prompt_ids, n)
     elif (trace := adapter.generate([prompt_ids], n)).output_ids is not None:
         out = list(trace.output_ids[0])
     elif adapter.supports_logits:
@@ -165,7 +169,9 @@ def in_band(device: int, reference: int, band: tuple[float, float, int] = LENGTH
     return low * reference - slack <= device <= high * reference + slack
 
 
-def free_text(adapter, reference: Reference, tokenizer, template: Optional[str], k: int) -> FreeText:
+def free_text(
+    adapter, reference: Reference, tokenizer, template: Optional[str], k: int, own: Optional[OwnStopping] = None
+) -> FreeText:
     if not adapter.supports_tokenize:
         return FreeText(
             skipped=f"{adapter.name} exposes no tokenizer of its own (Adapter.tokenize): its text path is the harness's, which the gate ran"
@@ -179,7 +185,7 @@ def free_text(adapter, reference: Reference, tokenizer, template: Optional[str],
         ids = engine_prompt_ids(adapter, ref.kind, ref.text, template)
         if ids != ref.prompt_ids:
             result.prompt_ids_differ.append(index)
-        device = _greedy(adapter, ids, reference.settings["tokens"], stop)
+        device = _greedy(adapter, ids, reference.settings["tokens"], stop, own)
         body = [t for t in device if t not in stop]
         ref_body = [t for t in ref.tokens if t not in stop]
         result.lengths.append((len(body), len(ref_body)))

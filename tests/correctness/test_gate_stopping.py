@@ -12,6 +12,7 @@ import pytest
 
 from harness import cli
 from harness.correctness import stopping
+from harness.correctness.own_stopping import OwnStopping
 from harness.correctness.stored_reference import PromptReference
 from harness.models import prompts
 from harness.records import store
@@ -154,13 +155,17 @@ class Replays:
 
 def test_a_stop_prompt_whose_reference_never_ends_is_not_run_and_recorded_as_such():  # (unit)
     """A stop prompt is there to end: where the reference runs to the budget (the default model's on all four),
-    it is listed in ``unended``, not run, not counted as a stop judged; the gate's own prompts still run."""
+    it is listed in ``unended``, not run, not counted as a stop judged; the gate's own prompts still run, through
+    the launch's generations that the text path made (``OwnStopping``), not a second time."""
     gate = [ref([5, 6, 7, 7, 7, 7, 7, 7])]  # never ends either, but a gate prompt: its early stop is judged
-    ends, runs_on = ref([5, 2]), PromptReference("dialogue", "s", [3, 4], [5] * 8, [[5, 9]] * 8, [[0.0, -1.0]] * 8)
+    ends = PromptReference("dialogue", "e", [3], [5, 2], [[5, 9], [2, 9]], [[0.0, -1.0]] * 2)
+    runs_on = PromptReference("dialogue", "s", [4], [5] * 8, [[5, 9]] * 8, [[0.0, -1.0]] * 8)
     engine = Replays([5, 6, 7, 7, 7, 7, 7, 7])
-    found = stopping.check(engine, gate, [runs_on, ends, runs_on], [2], 8, 5)
+    own = OwnStopping(engine)
+    assert own([1, 2], 8) == engine.out  # the text path's free-running text of the gate prompt, first
+    found = stopping.check(engine, gate, [runs_on, ends, runs_on], [2], 8, 5, own)
     assert found.unended == [0, 2] and [(p.source, p.prompt) for p in found.prompts] == [("gate", 0), ("stop", 1)]
-    assert engine.ran == [[1, 2], [1, 2]]  # the gate prompt and the stop prompt that ends, nothing else
+    assert engine.ran == [[1, 2], [3]]  # the gate prompt once, the stop prompt that ends; nothing else
     assert found.verdict == "fail" and "did not stop" in found.prompts[1].why  # the stop prompt that ends: judged
     assert "2 stop prompts not run" in found.summary() and any("[0, 2] not run" in n for n in found.notes)
     nothing = stopping.check(Replays([5]), [], [runs_on], [2], 8, 5)  # only unended stop prompts: nothing judged

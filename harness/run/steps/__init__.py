@@ -200,12 +200,15 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
                 )
             ]
         if gate_reference is not None:
+            from harness.correctness.own_stopping import OwnStopping
+
+            own = OwnStopping(adapter)  # the gate prompts' generations, shared by the text path and stopping
             with clock("gate"):
                 apply(record, check_correctness.check_correctness(ctx, resolved, adapter, gate_reference))
                 apply(record, check_same_weights(ctx, resolved, adapter, gate_reference, record.correctness))
-                apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_text_path(ctx, resolved, adapter, gate_reference, record.correctness, own))
                 apply(record, check_beams(ctx, resolved, adapter, gate_reference, record.correctness))
-                apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness))
+                apply(record, check_stopping(ctx, resolved, adapter, gate_reference, record.correctness, own))
                 apply(record, check_speculative(ctx, resolved, adapter, gate_reference, record.correctness))
             if record.correctness is not None and record.correctness.reference is not None:
                 # every stored reference this point got (gate, same weights, dequantized model, stop prompts)

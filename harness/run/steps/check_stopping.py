@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.adapters.base import Adapter
+from harness.correctness.own_stopping import OwnStopping
 from harness.records.correctness import Correctness
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
@@ -47,8 +48,14 @@ def stop_reference(ctx: LaunchContext, resolved: ResolvedPoint, reference):
 
 
 def check_stopping(
-    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
+    ctx: LaunchContext,
+    resolved: ResolvedPoint,
+    adapter: Adapter,
+    reference,
+    correctness: Optional[Correctness],
+    own: Optional[OwnStopping] = None,
 ) -> Contribution:
+    """``own``: the launch's generations through the engine's own stopping, shared with the text path."""
     from harness.correctness import stopping
 
     if correctness is None or reference is None or correctness.skipped:
@@ -64,6 +71,7 @@ def check_stopping(
             reference.settings["eos_ids"],
             reference.settings["tokens"],
             spec.k,
+            own,
         )
     else:
         found = stopping.check(adapter, [], [], [], 0, spec.k)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.adapters.base import Adapter
+from harness.correctness.own_stopping import OwnStopping
 from harness.models import prompts
 from harness.records.correctness import FAIL, NOT_JUDGED, TEXT_PATH, Correctness
 from harness.records.text_path import TextPath
@@ -28,8 +29,14 @@ def batch_prompts(resolved: ResolvedPoint) -> list[list[int]]:
 
 
 def check_text_path(
-    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, reference, correctness: Optional[Correctness]
+    ctx: LaunchContext,
+    resolved: ResolvedPoint,
+    adapter: Adapter,
+    reference,
+    correctness: Optional[Correctness],
+    own: Optional[OwnStopping] = None,
 ) -> Contribution:
+    """``own``: the launch's generations through the engine's own stopping, shared with the stopping check."""
     from harness.correctness import batch, check_diagnosis, text_path, vocabulary
 
     if correctness is None or reference is None or correctness.skipped:
@@ -42,7 +49,7 @@ def check_text_path(
     path = TextPath(
         tokenizer=text_path.tokenizer_agreement(adapter, tokenizer, texts, arbiter, metadata),
         chat_template=text_path.chat_template(adapter, template, tokenizer),
-        free_text=text_path.free_text(adapter, reference, tokenizer, template, resolved.scenario.gate.k),
+        free_text=text_path.free_text(adapter, reference, tokenizer, template, resolved.scenario.gate.k, own),
         batch=batch.check(adapter, batch_prompts(resolved), correctness.noise_floor),
     )
     update: dict = {"text_path": path}
