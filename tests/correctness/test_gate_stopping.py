@@ -91,6 +91,10 @@ def test_an_engine_that_ignores_eos_fails_and_the_clean_engine_passes_through_ha
     clean, ignores, suppresses = (records[f"{a}-cpu-bf16"] for a in ("hf", "hf-ignores-eos", "hf-suppresses-eos"))
     assert clean.stopping.stopping >= 1, clean.stopping  # the reference stops early on at least one prompt
     assert clean.verdict == "pass" and clean.stopping.verdict == "pass", clean.reasons
+    # a stop prompt whose reference runs to the budget is listed as not run, never recorded as a stop judged
+    ran = {p.prompt for p in clean.stopping.prompts if p.source == "stop"}
+    assert 0 in ran and ran | set(clean.stopping.unended) == set(range(len(prompts.stop_prompts()))), clean.stopping
+    assert all(p.reference_stops for p in clean.stopping.prompts if p.source == "stop"), clean.stopping
     for broken in (ignores, suppresses):  # every greedy check passes them: only the stops differ
         assert broken.verdict == "fail" and broken.stopping.verdict == "fail", broken.stopping
         assert all(r.startswith("stopping:") for r in broken.reasons), broken.reasons
