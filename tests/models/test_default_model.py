@@ -101,10 +101,12 @@ def test_readme_main_command_on_the_default_model(tmp_path, capsys, reference_di
             # converted from the reference's, split runs of spaces otherwise), nothing reported beside it.
             assert text.tokenizer.verdict == "pass" and not text.tokenizer.disagreements, path
             assert not any("tokenizer" in note for note in record.correctness.notes), path
-        # Gemma ends none of the stop prompts within the budget: listed as not run, none recorded as a stop judged
+        # A stop prompt whose reference runs to the budget (Gemma's, on all four) is listed as not run, never
+        # recorded as a stop judged.
         stops = record.correctness.stopping
-        assert stops.verdict == "pass" and not any(p.source == "stop" for p in stops.prompts), stops
-        assert stops.unended == [0, 1, 2, 3] and any("not run" in note for note in stops.notes), stops
+        ran = {p.prompt for p in stops.prompts if p.source == "stop"}
+        assert stops.verdict == "pass" and ran | set(stops.unended) == set(range(len(prompts.stop_prompts()))), stops
+        assert all(p.reference_stops for p in stops.prompts if p.source == "stop"), stops
     (row,) = [r for r in rows if r.point_id == "hf-cpu-bf16"]
     assert row.status == "ok" and row.model == "gemma3-270m" and row.generated_tokens == 32
     assert row.ttft_ms > 0 and row.tpot_ms > 0 and row.throughput_tokens_per_s > 0
