@@ -1,5 +1,6 @@
-"""The correctness gate's verdict words and the rules a verdict can fail by: what every gate part's ``verdict``
-and ``Correctness.failed_by`` hold (the parts: ``harness.records.correctness``), below every part that uses them."""
+"""The correctness gate's verdict words and the rules a verdict can fail by: what the gate parts' ``verdict``
+and ``Correctness.failed_by`` hold. A module of their own, below the parts (``harness.records.correctness``,
+``.own_weights``), so that each part takes them without importing another."""
 
 from __future__ import annotations
 
