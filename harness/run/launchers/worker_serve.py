@@ -115,10 +115,10 @@ def serve(work: Path, reply_fd: int) -> int:
 
     parsing = worker_prefetch.start(setup.first, setup.settings.cache_dir)
     _import_engine(setup.adapter)
+    if parsing is not None:
+        parsing.join()  # part of the worker's start (its imports), and nothing of it overlaps a measurement
     reply = os.fdopen(reply_fd, "w", buffering=1)
     reply.write(f"ready {time.perf_counter() - start:.6f}\n")
-    if parsing is not None:
-        parsing.join()  # before any point: nothing of it overlaps a measurement
     messages: list[str] = []
     caches = Caches(keep_engines=setup.keep_engines, canary=setup.canary)
     phase = work / "phase"  # read by the parent's progress bar
