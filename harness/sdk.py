@@ -40,7 +40,8 @@ from harness.adapters.speculation import VerifySteps
 from harness.adapters.trace import GenerationTrace, greedy_trace, now_ns
 from harness.errors import Unsupported
 from harness.io import safe_name
-from harness.models.sources import ResolvedModel, build_once, cache_dir
+from harness.models.cache_build import build_once
+from harness.models.sources import ResolvedModel, cache_dir
 from harness.records.engine import EngineInfo
 from harness.scenario.speculative import Speculation
 from harness.scenario.speculative import parse as speculation_of

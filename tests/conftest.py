@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy  # noqa: F401 - imported before any pytester inline run, which cannot re-import numpy
 import pytest
 import scipy.stats  # noqa: F401 - likewise: launch statistics load numpy.fft through it
+from hypothesis import settings
 
 from harness.models import sources
 from harness.models.gguf_convert import GEMMA_CHAT_TEMPLATE
@@ -23,6 +24,10 @@ pytest_plugins = ["pytester"]
 os.environ.setdefault("HARNESS_CACHE_DIR", str(sources.cache_dir()))
 # The suite's own runs never append to the CI job's page (tests that check it set their own file).
 os.environ.pop("GITHUB_STEP_SUMMARY", None)
+# Hypothesis: no per-example deadline in any test. Its default (200 ms) times the machine, not the property:
+# on a loaded 2-core CI machine a slow example fails a correct test. Each test still sets its example budget.
+settings.register_profile("harness", deadline=None)
+settings.load_profile("harness")
 
 
 @pytest.fixture(scope="session")

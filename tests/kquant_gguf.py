@@ -55,7 +55,7 @@ def quantized(hf_dir: Path, ftype: str, cache: Path) -> Path:
 
     from harness.adapters.llamacpp import LlamaCppAdapter
     from harness.models import sources
-    from harness.models.sources import build_once
+    from harness.models.cache_build import build_once
     from harness.scenario.schema import ModelSpec
 
     model = sources.resolve(ModelSpec(source=str(hf_dir)), cache)

@@ -67,6 +67,7 @@ TABLE: dict[str, Tier] = {
         "unit", {"test_an_architecture_the_converter_does_not_know_is_refused_in_one_line": "engine"}
     ),
     "adapters/test_openvino.py": E,
+    "adapters/test_openvino_pipeline_properties.py": U,
     "adapters/test_openvino_compile_probe.py": Tier(
         "unit",
         {

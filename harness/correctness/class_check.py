@@ -26,7 +26,8 @@ from harness.correctness import expected_flips, token_classes
 from harness.correctness.kl import MIN_FLOOR, paired_floor, tier
 from harness.correctness.stored_reference import Reference
 from harness.correctness.ties import TIE_MARGIN  # the reference's top-1 over its second: at or below, a near tie
-from harness.records.correctness import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS, Correctness
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS
 from harness.records.token_classes import ClassCheck, ClassStat, FlipRate
 from harness.scenario.gate_section import GateSettings
 

@@ -29,7 +29,8 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from harness.correctness.stored_reference import Reference
-from harness.records.correctness import Correctness, DequantizedModel
+from harness.records.correctness import Correctness
+from harness.records.own_weights import DequantizedModel
 
 if TYPE_CHECKING:
     from harness.adapters.trusted_twin import ActivationRounding, Twin

@@ -33,7 +33,8 @@ from harness.correctness.outcome import NotRun, decide, failed_rules
 from harness.correctness.stepwise import forced_top1, free_running, teacher_forced
 from harness.correctness.stored_reference import Reference
 from harness.errors import Unsupported
-from harness.records.correctness import NOT_JUDGED, Correctness, PromptResult
+from harness.records.correctness import Correctness, PromptResult
+from harness.records.gate_verdicts import NOT_JUDGED
 from harness.scenario.gate_section import GateSettings
 
 

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness import paired_kl
-from harness.records.correctness import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
+from harness.records.kl_tier import GatePhase, GatePhases, KLDistribution, KLSpread, PairedTest
 from harness.scenario.gate_section import GateSettings
 
 MIN_FLOOR = 1e-5  # a floor of ~0 (identical precision) must not make every difference a failure

@@ -11,7 +11,8 @@ from typing import Optional
 from harness.correctness import positions
 from harness.correctness.lengths import is_long
 from harness.correctness.stored_reference import Reference
-from harness.records.correctness import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS, TOP_K, Correctness
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import DRIFT, DRIFT_RULE, FAIL, KL_TIER, NOT_JUDGED, PASS, TOP_K
 
 
 def decide(fails: list[str], drifts: list[str], unjudged: Optional[str], fail_on_drift: bool) -> tuple[str, list[str]]:

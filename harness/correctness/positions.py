@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from harness.correctness.kl import MIN_FLOOR, tier
-from harness.records.correctness import PositionBucket
+from harness.records.kl_tier import PositionBucket
 
 FIRST_EDGES = (0, 64, 256, 512)
 MIN_POSITIONS = 16  # a bucket judged on fewer positions would judge its noise

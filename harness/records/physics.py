@@ -18,7 +18,7 @@ The rules, per field:
   are medians of the ok launches' medians, so they lie within those launches' range; an interval's low is
   at most its high (a t interval's low may be negative: it is a bound on a mean, not a duration).
 - The gate's divergences (``kl_*``, ``noise_floor``, per-position KL) are >= 0; agreement rates lie in
-  [0, 1]; verdict words are typed on the parts themselves (``harness.records.correctness.Verdict``).
+  [0, 1]; verdict words are typed on the parts themselves (``harness.records.gate_verdicts.Verdict``).
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.records.accuracy import Accuracy
 from harness.records.base import Number, Part
-from harness.records.correctness import (
-    NOT_JUDGED,
-    Correctness,
-)
+from harness.records.correctness import Correctness
 from harness.records.engine import EngineInfo
+from harness.records.gate_verdicts import NOT_JUDGED
 from harness.records.metrics import LAUNCH
 from harness.records.migration import SCHEMA_VERSION, migrate
 from harness.records.samples import (

@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 
 from harness.records import metric_names
 from harness.records.columns import has_interval, ok_launches, precision_columns, warnings
-from harness.records.correctness import NOT_JUDGED
+from harness.records.gate_verdicts import NOT_JUDGED
 from harness.records.record import Record
 from harness.records.verdict import account
 from harness.report.readable import number, plus_minus, times_floor

@@ -6,7 +6,7 @@ import pandas as pd
 
 from harness.records import metric_names, metrics
 from harness.records.columns import TIME_PREFIX, TIME_SPLIT
-from harness.records.correctness import VERDICTS
+from harness.records.gate_verdicts import VERDICTS
 from harness.scenario.sweep import ID_ORDER
 
 VERDICT_ORDER = {word: rank for rank, word in enumerate(VERDICTS)}  # worst first

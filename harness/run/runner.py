@@ -167,19 +167,21 @@ class Runner(PointRunner):
         merged with the launches it has, written and returned in the same order (``harness gate --confirm``)."""
         from harness.run import planning
 
+        pairs = []  # every record's scenario and point first: a refusal comes before the canary calibrates
+        for record in records:
+            if not record.scenario_path:
+                raise HarnessError(
+                    f"{record.scenario}::{record.point_id}: the record names no scenario file to rerun (scenario_path)"
+                )
+            scenario = planning.load(Path(record.scenario_path))
+            point = next((p for p in expand(scenario) if p.id == record.point_id), None)
+            if point is None:
+                raise HarnessError(f"{record.scenario_path}: no point {record.point_id} in the scenario any more")
+            pairs.append((scenario, point))
         self._calibrate_canary()
         out = []
         try:
-            for record in records:
-                if not record.scenario_path:
-                    raise HarnessError(
-                        f"{record.scenario}::{record.point_id}: the record names no scenario file "
-                        "to rerun (scenario_path)"
-                    )
-                scenario = planning.load(Path(record.scenario_path))
-                point = next((p for p in expand(scenario) if p.id == record.point_id), None)
-                if point is None:
-                    raise HarnessError(f"{record.scenario_path}: no point {record.point_id} in the scenario any more")
+            for record, (scenario, point) in zip(records, pairs):
                 merged = [record]
                 for _ in range(launches):
                     self.launcher.close()

@@ -7,7 +7,8 @@ import pytest
 pytest.importorskip("openvino_genai", reason="the openvino extra is not installed: pip install 'harness[openvino]'")
 
 from harness.adapters.base import LoadSettings  # noqa: E402
-from harness.adapters.openvino import EMULATED_NPU, OpenVINOAdapter, TruncatedGeneration  # noqa: E402
+from harness.adapters.openvino import OpenVINOAdapter, TruncatedGeneration  # noqa: E402
+from harness.adapters.openvino.steps import EMULATED_NPU  # noqa: E402
 from harness.correctness import gate
 from harness.correctness.reference import ReferenceSettings, ReferenceStore  # noqa: E402
 from harness.models import prompts

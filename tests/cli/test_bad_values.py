@@ -419,9 +419,12 @@ def test_a_sweep_of_millions_of_points_is_refused_in_under_a_second(write_scenar
         """,
         "huge.yaml",
     )
-    start = time.perf_counter()
+    refused_in_one_line(["check", str(path)], capsys)  # untimed: the first call in a process pays its imports
+    # CPU time, not wall time: a loaded machine (other tests, other jobs) stretches the wall clock, never
+    # this process's CPU seconds; expanding the million points would cost many of them.
+    start = time.process_time()
     line = refused_in_one_line(["check", str(path)], capsys)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert (
         f"{path}:2: sweep: the sweep expands to 1,000,000 points (100 prompt_len x 100 beam_width x 100 batch_size)"
         in line

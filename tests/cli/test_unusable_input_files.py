@@ -15,10 +15,14 @@ import pytest
 from harness.io import MAX_JSON_BYTES
 from tests.records import record
 
+# A hostile file is refused at once: a minute is a hang. A run that times a real engine (torch's import, the
+# model's load, the canary) takes longer on a loaded CI machine, and is given the time a run needs there.
+RUN_TIMEOUT_S = 300
 
-def harness(*args, cwd=None) -> subprocess.CompletedProcess:
+
+def harness(*args, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "harness.cli", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def one_line_exit_2(done: subprocess.CompletedProcess, *needles: str) -> None:
@@ -127,7 +131,8 @@ def test_a_record_that_cannot_be_written_mid_sweep_is_one_line_with_the_resume_c
         "measurement: {warmup_rounds: 0, min_rounds: 1}\nsweep: {adapter: [hf], max_seq_len: [32, 64]}\n"
     )
     (tmp_path / "r" / "s" / "hf-cpu-bf16-seq64.json").mkdir(parents=True)  # a directory where a record goes
-    done = harness("run", scenario, "--results", tmp_path / "r", "--isolation", "none", "--no-progress", "--no-energy")
+    argv = ["run", scenario, "--results", tmp_path / "r", "--isolation", "none", "--no-progress", "--no-energy"]
+    done = harness(*argv, timeout=RUN_TIMEOUT_S)  # its first point runs
     one_line_exit_2(done, "hf-cpu-bf16-seq64.json: Is a directory", "1 of 2 point(s) have records", "--resume")
     assert "s::hf-cpu-bf16-seq32  ok" in done.stdout  # the summary of what was recorded still prints
     assert json.loads((tmp_path / "r" / "s" / "hf-cpu-bf16-seq32.json").read_text())["status"] == "ok"

@@ -10,7 +10,8 @@ import pytest
 from harness.correctness import gate, kl
 from harness.correctness import same_weights as sw
 from harness.correctness.stored_reference import PromptReference, Reference
-from harness.records.correctness import GatePhase, PromptResult
+from harness.records.correctness import PromptResult
+from harness.records.kl_tier import GatePhase
 from harness.scenario.gate_section import Gate
 
 # --- KL tiers and phases --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 from harness.errors import ModelError
 from harness.models import source_check, sources
+from harness.models.cache_build import build_once
 from harness.scenario.schema import ModelSpec
 
 
@@ -18,7 +19,7 @@ def test_build_once_builds_atomically_and_only_once(tmp_path):
         raise RuntimeError("converter died")
 
     with pytest.raises(RuntimeError):
-        sources.build_once(target, crash, "done")
+        build_once(target, crash, "done")
     # nothing half-built is left (the lock file beside it stays, as the references' do)
     assert not target.exists() and [p.name for p in tmp_path.iterdir()] == ["artefact.lock"]
 
@@ -26,8 +27,8 @@ def test_build_once_builds_atomically_and_only_once(tmp_path):
         calls.append(out)
         (out / "done").write_text("ok")
 
-    assert sources.build_once(target, build, "done") is True
-    assert sources.build_once(target, build, "done") is False
+    assert build_once(target, build, "done") is True
+    assert build_once(target, build, "done") is False
     assert len(calls) == 1 and (target / "done").read_text() == "ok"
 
 
@@ -46,7 +47,7 @@ def test_a_killed_build_s_leftovers_are_removed_with_a_note_never_used(tmp_path,
         (out / "config.json").write_text("{}")
         (out / "done").write_text("ok")
 
-    assert sources.build_once(target, build, "done") is True
+    assert build_once(target, build, "done") is True
     assert (target / "config.json").read_text() == "{}" and (target / "done").exists()
     assert not killed.exists() and not older.exists() and other.exists()
     err = capsys.readouterr().err

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from harness.errors import ScenarioErrors, UsageError
 from harness.records import metrics as catalogue
 from harness.records import store
-from harness.records.correctness import VERDICTS
+from harness.records.gate_verdicts import VERDICTS
 from harness.records.record import Record
 from harness.regression.thresholds import parse_thresholds
 from harness.scenario import file as scenario_file

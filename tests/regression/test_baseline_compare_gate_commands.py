@@ -212,3 +212,17 @@ def test_present_only_judges_a_shards_points_and_still_fails_their_regressions(s
     assert "1 point(s) compared" in capsys.readouterr().out
     slow = write_run(saved / "slow-shard", seed=50, drop_point=POINTS[0], slow_point=POINTS[1])
     assert harness_gate(saved, slow, "--present-only") == 1
+
+
+def test_confirm_refuses_a_record_naming_no_scenario_before_the_canary_calibrates(saved, capsys, monkeypatch):
+    """A flagged point whose record names no scenario file cannot be rerun: one ERROR line, before the canary's
+    calibration (its seconds, and on a busy machine its line on stderr, belong to reruns that happen)."""
+    from harness.run.steps.caches import Caches
+
+    monkeypatch.setattr(Caches, "calibrate_canary", lambda *a, **k: pytest.fail("the canary calibrated"))
+    capsys.readouterr()
+    assert harness_gate(saved, write_run(saved / "night2", seed=50, slow_point=POINTS[1]), "--confirm", "1") == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ERROR "), err
+    assert f"demo::{POINTS[1]}: the record names no scenario file to rerun (scenario_path)" in lines[0]

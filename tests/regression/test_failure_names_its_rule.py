@@ -8,7 +8,8 @@ from harness.cli.app import main
 from harness.correctness import gate
 from harness.correctness.stored_reference import PromptReference, Reference
 from harness.records import store
-from harness.records.correctness import DRIFT_RULE, KL_TIER, TOP_K, PromptResult
+from harness.records.correctness import PromptResult
+from harness.records.gate_verdicts import DRIFT_RULE, KL_TIER, TOP_K
 from harness.scenario.gate_section import Gate
 from tests.records import record
 

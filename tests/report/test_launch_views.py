@@ -270,7 +270,9 @@ def test_the_report_with_launches_loads_in_chromium_with_every_plot(launched_rep
 def test_phases_distribution_and_same_weights_reach_columns_and_the_verify_line():
     from harness.cli.output import verdict_line
     from harness.records.columns import flatten
-    from harness.records.correctness import Correctness, GatePhase, GatePhases, KLDistribution, KLSpread, SameWeights
+    from harness.records.correctness import Correctness
+    from harness.records.kl_tier import GatePhase, GatePhases, KLDistribution, KLSpread
+    from harness.records.own_weights import SameWeights
     from harness.records.record import Record
 
     gate = Correctness(

@@ -171,7 +171,8 @@ class CoreMLAdapter(Adapter):
         import json
 
         from harness.io import safe_name
-        from harness.models.sources import build_once, cache_dir
+        from harness.models.cache_build import build_once
+        from harness.models.sources import cache_dir
 
         family = json.loads((Path(model.hf_dir) / "config.json").read_text()).get("model_type")
         from harness.adapters.coreml.static import FAMILIES

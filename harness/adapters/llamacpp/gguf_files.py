@@ -28,7 +28,7 @@ class GgufFiles:
             return Path(model.gguf_path)
         from harness.adapters.llamacpp import converter
         from harness.io import safe_name
-        from harness.models.sources import build_once
+        from harness.models.cache_build import build_once
 
         # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
         target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
@@ -39,7 +39,7 @@ class GgufFiles:
         import llama_cpp
 
         from harness.adapters.llamacpp import gguf_export
-        from harness.models.sources import build_once
+        from harness.models.cache_build import build_once
 
         ftype_name, short = FTYPES[quantization]
         if not gguf_export.is_full_precision(source):

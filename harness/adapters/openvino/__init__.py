@@ -4,7 +4,8 @@
   converts its tokenizer; NNCF compresses weights for the quantization axis. Each artefact is cached
   by (model checksum, quantization, OpenVINO version), so a sweep converts once.
 - CPU/GPU run GenAI's dynamic ``LLMPipeline``. ``NPU`` runs its static pipeline, sized by
-  ``max_seq_len`` (MIN_RESPONSE_LEN = max_new_tokens, MAX_PROMPT_LEN = max_seq_len - max_new_tokens);
+  ``max_seq_len`` (MIN_RESPONSE_LEN = max_new_tokens, MAX_PROMPT_LEN = max_seq_len - max_new_tokens; every
+  pipeline's properties: ``harness.adapters.openvino.pipeline_properties``);
   ``NPU-emulated`` runs that same static pipeline through OpenVINO's NPU plugin emulated on CPU
   (NPUW_DEVICES=CPU): a test of the code path, never an NPU timing (records say ``emulated``).
 - The gate reads full logits from the same IR, compiled for the point's device with the plugin
@@ -23,16 +24,14 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
-from harness.adapters.openvino import compile_probe, ir_export, speculative, twin
+from harness.adapters.openvino import compile_probe, ir_export, pipeline_properties, speculative, twin
 from harness.adapters.openvino.description import Description
 from harness.adapters.openvino.ir_export import NNCF_MODES
-from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps  # noqa: F401 - EMULATED_NPU re-exported
+from harness.adapters.openvino.steps import EMULATED_NPU, IRSteps
 from harness.adapters.openvino.steps import STATIC as _STATIC
 from harness.adapters.openvino.text import GenAITextPath
 from harness.adapters.trace import GenerationTrace, now_ns
 from harness.errors import Unsupported
-
-_PIPELINE_ONLY = ("scheduler_config", "MAX_PROMPT_LEN", "MIN_RESPONSE_LEN")  # GenAI properties, not the plugin's
 
 
 class TruncatedGeneration(RuntimeError):
@@ -147,35 +146,12 @@ class OpenVINOAdapter(IRSteps, GenAITextPath, Description, Adapter):  # step-wis
         compile_cache = cache / "openvino" / "compiled"
         compile_cache.mkdir(parents=True, exist_ok=True)
         blobs_before = set(compile_cache.iterdir())
-        config: dict = {"CACHE_DIR": str(compile_cache)}
-        if settings.threads and point.device in ("CPU", EMULATED_NPU):
-            config["INFERENCE_NUM_THREADS"] = settings.threads
-        device = point.device
-        if point.device not in _STATIC:
-            # GenAI's default scheduler keeps the previous prompt's KV blocks (prefix caching): a repeated
-            # round would time a cache hit instead of a prefill. A plain SchedulerConfig has it off.
-            scheduler = openvino_genai.SchedulerConfig()
-            if point.moe_chunk_size:  # split-fuse prefills a prompt in slices of this many tokens
-                scheduler.max_num_batched_tokens = point.moe_chunk_size
-                scheduler.dynamic_split_fuse = True
-            self.prefill_chunk = scheduler.max_num_batched_tokens if scheduler.dynamic_split_fuse else None
-            config["scheduler_config"] = scheduler
-        elif point.moe_chunk_size:
-            raise PointSkipped(
-                f"GenAI's static {point.device} pipeline prefills whole prompts here; "
-                f"moe_chunk_size={point.moe_chunk_size} needs a dynamic device (CPU, GPU)"
-            )
-        if point.device in _STATIC:
-            self.min_response = settings.max_new_tokens
-            self.max_prompt = point.max_seq_len - settings.max_new_tokens
-            config.update(MAX_PROMPT_LEN=self.max_prompt, MIN_RESPONSE_LEN=self.min_response)
-            if point.device == EMULATED_NPU:
-                device = "NPU"
-                config.update(NPUW_DEVICES="CPU", NPUW_ONLINE_PIPELINE="NONE")
-                config.pop("CACHE_DIR")  # the NPU plugin's cache is keyed by a device that is not here
+        properties = pipeline_properties.properties(openvino_genai, point, settings, compile_cache)
+        config, device = properties.config, properties.device
+        self.prefill_chunk = properties.prefill_chunk
+        self.max_prompt, self.min_response = properties.max_prompt, properties.min_response
         # The plugin properties the pipeline compiles with: the gate's step-wise request compiles with them too.
-        self.plugin_device = device
-        self.plugin_config = {k: v for k, v in config.items() if k not in _PIPELINE_ONLY}
+        self.plugin_device, self.plugin_config = device, properties.plugin
         if compile_probe.at_risk(device, self.plugin_config, ir_export.inference_precision(device)):
             crash = compile_probe.crash_reason(self.ir_dir / "openvino_model.xml", device, self.plugin_config)
             if crash:

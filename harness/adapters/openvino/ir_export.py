@@ -51,7 +51,7 @@ def _weight_types(xml: Path) -> dict[str, int]:
 
 
 def cached(target: Path, build) -> Path:
-    from harness.models.sources import build_once
+    from harness.models.cache_build import build_once
 
     build_once(target, build, "openvino_model.xml")
     return target

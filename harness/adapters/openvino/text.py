@@ -21,7 +21,7 @@ def tokenizer_dir(ir_dir: Path, model, cache: Path) -> tuple[Optional[Path], str
 
     from harness.adapters.openvino.ir_export import TOKENIZER_FILES, convert_tokenizer
     from harness.io import safe_name
-    from harness.models.sources import build_once
+    from harness.models.cache_build import build_once
 
     version = openvino_tokenizers.__version__.split("-")[0]
     if all((ir_dir / name).exists() for name in TOKENIZER_FILES):

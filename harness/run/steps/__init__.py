@@ -21,7 +21,7 @@ from typing import Callable, Optional
 from harness.adapters.base import Adapter, LoadSettings, PointSkipped
 from harness.errors import HarnessError, StepFailed, WriteFailed, remembering
 from harness.measure import canary, launch_stats
-from harness.models import sources
+from harness.models import cache_build
 from harness.records import metric_names
 from harness.records.engine import EngineInfo
 from harness.records.record import Failure, Record
@@ -65,7 +65,7 @@ def execute(
     try:
         # a removed build leftover is said where the point's lines go; a step that failed for an earlier point
         # of the same file fails this one without running again; the builds' time is the split's conversion
-        with sources.notes_to(log), remembering(caches.failures), sources.builds_timed(clock.built):
+        with cache_build.notes_to(log), remembering(caches.failures), cache_build.builds_timed(clock.built):
             _steps(ctx, scenario, point, record, on_round, clock)
     except (Skip, PointSkipped) as skip:
         record.status, record.reason = "skipped", str(skip)

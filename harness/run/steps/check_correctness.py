@@ -7,7 +7,8 @@ from harness.adapters.base import Adapter
 from harness.adapters.trace import now_ns
 from harness.correctness.outcome import NotRun, format_failures
 from harness.models import prompts
-from harness.records.correctness import DRIFT, FAIL, Correctness, GatePath, ReferenceInfo
+from harness.records.correctness import Correctness, GatePath, ReferenceInfo
+from harness.records.gate_verdicts import DRIFT, FAIL
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint

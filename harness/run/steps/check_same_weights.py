@@ -9,7 +9,8 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.correctness.outcome import NotRun, format_failures
-from harness.records.correctness import FAIL, NOT_JUDGED, SAME_WEIGHTS, Correctness
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import FAIL, NOT_JUDGED, SAME_WEIGHTS
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint
@@ -26,7 +27,7 @@ def check_same_weights(
     verdict becomes ``same_weights.combine`` of the four."""
     from harness.correctness import dequantized
     from harness.correctness import same_weights as sw
-    from harness.records.correctness import SameWeights
+    from harness.records.own_weights import SameWeights
 
     if correctness is None:
         return Contribution()
@@ -103,7 +104,7 @@ def dequantized_model(
     (``harness.correctness.dequantized_model``), or None where the twin has no weights reader."""
     from harness.correctness import dequantized_model as dm
     from harness.correctness import gate
-    from harness.records.correctness import DequantizedModel
+    from harness.records.own_weights import DequantizedModel
 
     model_twin = dm.twin_of(resolved.model, twin, resolved.scenario.measurement.threads)
     if model_twin is None or audit is None:

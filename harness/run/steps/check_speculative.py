@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.adapters.base import Adapter
-from harness.records.correctness import FAIL, NOT_JUDGED, Correctness
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import FAIL, NOT_JUDGED
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
 from harness.run.steps.resolve import ResolvedPoint

@@ -9,7 +9,8 @@ from typing import Optional
 
 from harness.adapters.base import Adapter
 from harness.models import prompts
-from harness.records.correctness import FAIL, NOT_JUDGED, TEXT_PATH, Correctness
+from harness.records.correctness import Correctness
+from harness.records.gate_verdicts import FAIL, NOT_JUDGED, TEXT_PATH
 from harness.records.text_path import TextPath
 from harness.run.steps.contribution import Contribution
 from harness.run.steps.launch_context import LaunchContext
