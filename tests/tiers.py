@@ -60,6 +60,7 @@ TABLE: dict[str, Tier] = {
     "adapters/test_architecture_matrix.py": Tier("engine", {"test_the_docs_table_is_the_matrix_the_tests_run": "unit"}),
     "adapters/test_llamacpp.py": Tier("engine", slow=("test_an_already_quantized_gguf_is_not_quantized_again",)),
     "adapters/test_checkpoints_an_engine_cannot_take.py": A,
+    "adapters/test_gguf_header.py": U,
     "adapters/test_given_gguf.py": A,
     "adapters/test_given_ir.py": A,
     "adapters/test_llamacpp_converter.py": Tier(
@@ -364,6 +365,7 @@ TABLE: dict[str, Tier] = {
         },
     ),
     "run/test_point_imports.py": A,
+    "run/test_worker_prefetch.py": U,
     "run/test_workers.py": E,
     "scenario/test_adapter_options.py": Tier(
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}

@@ -7,6 +7,7 @@ adapter module never imports its engine (engines load inside ``Adapter.load``).
 from __future__ import annotations
 
 import difflib
+import functools
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,10 @@ def unregister_adapter(name: str) -> None:
     _registered.pop(name, None)
 
 
+@functools.cache
 def _entry_points() -> dict:
+    """Scanned once per process: reading every installed distribution's metadata costs tens of ms, and a
+    point asks several times. A package installed while a process runs is seen by the next process."""
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 

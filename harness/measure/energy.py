@@ -9,11 +9,14 @@ offload proxy: less host CPU for the same work means more of it ran on the accel
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import resource
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
+
+from harness.measure import energy_presence
 
 if TYPE_CHECKING:
     import subprocess
@@ -39,17 +42,23 @@ def _cpu_times() -> tuple[float, float]:
 
 
 class EnergyMeter:
-    """Opens Zeus once per process; ``begin``/``end`` bracket a window outside any timed region."""
+    """Opens Zeus once per process, where it could read anything (``energy_presence``); ``begin``/``end`` bracket a window outside any timed region."""
 
     def __init__(self):
         self.unavailable: dict[str, str] = {}
         self.monitor = None
-        try:
-            import zeus  # noqa: F401
-        except ImportError:
+        self._open: dict[str, tuple[float, float, float]] = {}
+        if importlib.util.find_spec("zeus") is None:
             for source in SOURCES:
                 self.unavailable[source] = "zeus is not installed: pip install zeus"
             return
+        nothing = energy_presence.nothing_to_read()  # Zeus's import costs seconds: not where it reads nothing
+        if nothing is not None:
+            self.unavailable.update(nothing)
+            return
+        self._open_zeus()
+
+    def _open_zeus(self) -> None:
         from zeus.device.cpu import rapl
         from zeus.monitor import ZeusMonitor
 
@@ -64,10 +73,9 @@ class EnergyMeter:
         elif not any(self.monitor.cpus.supports_get_dram_energy_consumption(i) for i in self.monitor.cpu_indices):
             self.unavailable["dram"] = "RAPL exposes no dram zone on this CPU"
         if not self.monitor.gpu_indices:
-            self.unavailable["gpu"] = "no GPU visible to Zeus (NVML / AMDSMI)"
+            self.unavailable["gpu"] = energy_presence.NO_GPU
         if not self.monitor.soc_is_present:
-            self.unavailable["soc"] = "no Apple SoC energy counters"
-        self._open: dict[str, tuple[float, float, float]] = {}
+            self.unavailable["soc"] = energy_presence.NO_SOC
 
     @property
     def measures_anything(self) -> bool:
@@ -75,7 +83,6 @@ class EnergyMeter:
 
     def begin(self, name: str) -> None:
         user, system = _cpu_times()
-        self._open = getattr(self, "_open", {})
         self._open[name] = (time.perf_counter(), user, system)
         if self.monitor is not None:
             self.monitor.begin_window(name, sync_execution=False)

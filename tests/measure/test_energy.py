@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.measure import energy, roofline
+from harness.measure import energy, energy_presence, roofline
 from tests.tiny_scenario import tiny
 
 UJ_PER_READ = {"package-0": 500_000, "dram": 125_000}  # each read finds the counter 0.5 J / 0.125 J on
@@ -47,6 +49,7 @@ def fake_rapl(tmp_path, monkeypatch):
     from zeus.device.cpu import rapl
 
     monkeypatch.setattr(rapl, "RAPL_DIR", str(tmp_path / "powercap" / "intel-rapl"))
+    monkeypatch.setattr(energy_presence, "RAPL_DIRS", (rapl.RAPL_DIR, str(tmp_path / "absent")))
     monkeypatch.setattr(zeus_cpu, "_cpus", None)  # Zeus caches the CPU set per process
     rapl.rapl_is_available.cache_clear()  # and whether RAPL exists (an earlier meter in this process saw none)
     tree = FakeRapl(tmp_path / "powercap" / "intel-rapl")
@@ -70,6 +73,7 @@ def no_rapl(tmp_path, monkeypatch):
 
     monkeypatch.setattr(rapl, "RAPL_DIR", str(tmp_path / "absent"))
     monkeypatch.setattr(rapl, "CONTAINER_RAPL_DIR", str(tmp_path / "absent-too"))
+    monkeypatch.setattr(energy_presence, "RAPL_DIRS", (rapl.RAPL_DIR, rapl.CONTAINER_RAPL_DIR))
     monkeypatch.setattr(zeus_cpu, "_cpus", None)
     rapl.rapl_is_available.cache_clear()
     yield
@@ -103,6 +107,52 @@ def test_without_rapl_energy_is_null_never_zero(no_rapl):
     figures = energy.metrics(window, tokens=5, prefill=None, prompt_tokens=0)
     assert figures["energy_j"] is None and figures["energy_per_token_mj"] is None
     assert figures["cpu_user_s"] + figures["cpu_system_s"] > 0
+
+
+def test_the_rapl_paths_checked_before_zeus_are_zeus_own():
+    from zeus.device.cpu import rapl
+
+    assert energy_presence.RAPL_DIRS == (rapl.RAPL_DIR, rapl.CONTAINER_RAPL_DIR)
+
+
+NOTHING_HERE = """
+import json, sys
+from harness.measure import energy, energy_presence
+energy_presence.RAPL_DIRS = (%r, %r)
+energy_presence.nvml_present = energy_presence.amdsmi_present = energy_presence.soc_present = lambda: False
+meter = energy.EnergyMeter()
+meter.begin("w")
+window = meter.end("w")
+print(json.dumps({"unavailable": meter.unavailable, "energy": window.energy_j,
+                  "imported": [m for m in ("zeus", "sklearn") if m in sys.modules]}))
+"""
+
+
+def test_a_machine_with_nothing_to_read_never_imports_zeus(tmp_path):
+    absent = (str(tmp_path / "intel-rapl"), str(tmp_path / "zeus_sys"))
+    done = subprocess.run([sys.executable, "-c", NOTHING_HERE % absent], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["imported"] == []
+    assert found["energy"] == dict.fromkeys(energy.SOURCES)
+    assert found["unavailable"] == {
+        "cpu_package": f"no RAPL interface ({absent[0]} is absent)",
+        "dram": f"no RAPL interface ({absent[0]} is absent)",
+        "gpu": "no GPU visible to Zeus (NVML / AMDSMI)",
+        "soc": "no Apple SoC energy counters",
+    }
+
+
+def test_without_zeus_the_reasons_are_those_zeus_gives(no_rapl, monkeypatch):
+    """Where this machine has no GPU or SoC for Zeus, the meter's reasons without Zeus are Zeus's own."""
+    if energy_presence.nvml_present() or energy_presence.amdsmi_present() or energy_presence.soc_present():
+        pytest.skip("Zeus can read a GPU or SoC here")
+    without = energy.EnergyMeter()
+    assert without.monitor is None
+    through_zeus = energy.EnergyMeter.__new__(energy.EnergyMeter)
+    through_zeus.unavailable, through_zeus._open = {}, {}
+    through_zeus._open_zeus()
+    assert through_zeus.unavailable == without.unavailable
 
 
 SCENARIO = """

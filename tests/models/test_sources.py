@@ -126,3 +126,12 @@ def test_a_chat_template_edited_in_place_changes_the_checksum_the_caches_are_key
     after = verify("after")
     assert after != before
     assert sources.resolve(ModelSpec(source=str(model))).checksum == after
+
+
+def test_resolve_built_answers_only_from_the_cache(tmp_path, tiny_llama, cache_dir):
+    """A worker's early look at its model (``worker_prefetch``) builds nothing: a build's time and notes
+    belong to the point that needs it."""
+    assert sources.resolve_built(ModelSpec(source="tiny-llama"), tmp_path) is None
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+    built = sources.resolve_built(ModelSpec(source="tiny-llama"), cache_dir)
+    assert (built.hf_dir, built.checksum, built.convert_s) == (tiny_llama.hf_dir, tiny_llama.checksum, 0.0)

@@ -94,6 +94,21 @@ def test_run_refuses_a_gate_k_beyond_the_vocabulary_before_any_point(tmp_path, c
     assert not list((tmp_path / "r").rglob("*.json"))  # no point ran
 
 
+def test_the_vocabulary_check_reads_the_config_not_the_tokenizer(tmp_path, capsys, tiny_llama, monkeypatch):
+    """The run's own process parses no tokenizer.json for its checks (Gemma's takes ~2 s; each worker parses
+    its own): the gate's top-k ranks the logits, whose width the checkpoint's config gives."""
+    from harness.models import sources
+
+    def parsed(model):
+        raise AssertionError(f"{model.hf_dir}/tokenizer.json was parsed")
+
+    monkeypatch.setattr(sources.ResolvedModel, "tokenizer", parsed)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(BASE + "gate: {k: 100000000}\n")
+    assert cli.main(["run", str(path), "--results", str(tmp_path / "r"), "--no-progress"]) == 2
+    assert "gate.k: 100000000 is more than the model's vocabulary" in capsys.readouterr().err
+
+
 def test_run_refuses_an_unknown_accuracy_task_before_any_point(tmp_path, capsys, tiny_llama):
     pytest.importorskip("lm_eval")
     path = tmp_path / "scenario.yaml"

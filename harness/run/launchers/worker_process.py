@@ -27,14 +27,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from harness.run import lifecycle
 from harness.run.launchers import worker_records
 from harness.run.launchers.worker_serve import SETUP, Job, WorkerSetup
 from harness.run.steps.caches import Caches
 from harness.run.steps.launch_context import quiet
+
+if TYPE_CHECKING:
+    from harness.scenario.schema import Scenario
 
 
 class WorkerProcess:
@@ -60,10 +64,11 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self) -> None:
+    def start(self, first: Optional[Scenario] = None) -> None:
+        """Start the worker; ``first``: the scenario of its first job, whose tokenizer it parses while it imports."""
         _sweep_once()
         self.work = Path(tempfile.mkdtemp(prefix=lifecycle.work_prefix()))
-        (self.work / SETUP).write_bytes(pickle.dumps(self.setup))
+        (self.work / SETUP).write_bytes(pickle.dumps(replace(self.setup, first=first)))
         self.output_path = self.work / "output.log"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and Path(p).is_dir()))
         watch_read, self._watch = os.pipe()
@@ -122,7 +127,7 @@ class WorkerProcess:
         started = now_iso()
         if not self.alive:
             self.close()
-            self.start()
+            self.start(scenario)
         self.jobs += 1
         index, first = self.jobs, self.jobs == 1
         (self.work / f"job-{index}.pickle").write_bytes(

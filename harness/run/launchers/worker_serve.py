@@ -26,6 +26,7 @@ from harness.run.settings import RunSettings
 
 if TYPE_CHECKING:
     from harness.records.samples import CanaryCalibration
+    from harness.scenario.schema import Scenario
 
 SETUP = "setup.pickle"
 
@@ -41,6 +42,7 @@ class WorkerSetup:
     adapter: str
     keep_engines: bool
     in_process_adapters: dict[str, str] = field(default_factory=dict)
+    first: Optional[Scenario] = None  # the first job's scenario: its tokenizer is parsed during the import
 
     @classmethod
     def of(cls, settings: RunSettings, canary, adapter: str, keep_engines: bool) -> WorkerSetup:
@@ -109,7 +111,12 @@ def serve(work: Path, reply_fd: int) -> int:
         from harness.measure import canary_child
 
         canary_child.start()
+    from harness.run.launchers import worker_prefetch
+
+    parsing = worker_prefetch.start(setup.first, setup.settings.cache_dir)
     _import_engine(setup.adapter)
+    if parsing is not None:
+        parsing.join()  # part of the worker's start (its imports), and nothing of it overlaps a measurement
     reply = os.fdopen(reply_fd, "w", buffering=1)
     reply.write(f"ready {time.perf_counter() - start:.6f}\n")
     messages: list[str] = []
