@@ -9,6 +9,7 @@ cheaply; wherever one is unsure, Zeus is asked as before.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import platform
 import sys
@@ -49,7 +50,7 @@ def amdsmi_present() -> bool:
     """The amdsmi package imports (it finds libamd_smi.so); Zeus then tries to initialise it."""
     try:
         with contextlib.redirect_stdout(None):  # amdsmi prints when its library is missing
-            import amdsmi  # noqa: F401
+            importlib.import_module("amdsmi")
     except (ImportError, OSError, AttributeError, KeyError):  # the failures Zeus reads as "unavailable"
         return False
     return True

@@ -11,6 +11,7 @@ nothing of it overlaps a measurement.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -33,7 +34,7 @@ def start(scenario: Optional[Scenario], cache_dir: Optional[Path]) -> Optional[t
     if scenario is None:
         return None
     with contextlib.suppress(ImportError):  # here, not in the thread beside the engine's own imports
-        import tokenizers  # noqa: F401
+        importlib.import_module("tokenizers")
     thread = threading.Thread(target=_parse, args=(scenario, cache_dir), name="harness-tokenizer", daemon=True)
     thread.start()
     return thread
