@@ -131,6 +131,8 @@ TABLE: dict[str, Tier] = {
             "test_a_bf16_run_rounds_every_weight_and_activation": "unit",
             "test_an_f32_run_with_dynamic_quantization_rounds_each_compressed_matmuls_input_to_int8_groups": "engine",
             "test_the_bf16_model_rounds_weights_and_the_tensors_between_ops": "engine",
+            "test_a_bf16_run_with_dynamic_quantization_rounds_in_bf16_then_each_compressed_matmuls_input_to_int8_groups": "unit",
+            "test_a_matmul_that_quantizes_its_input_takes_it_in_bf16_then_int8_and_keeps_its_stored_weight": "engine",
         },
     ),
     "correctness/test_diagnosis.py": E,

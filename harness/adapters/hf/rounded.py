@@ -47,15 +47,18 @@ def _between_ops(model) -> list:
     ]
 
 
-def _round_throughout(model, rounding: ActivationRounding) -> None:
-    """A lower-precision engine's weights (every Linear's and embedding's matrix as its kernels read it) and
-    activations (each Linear's input, and each op's output, ``_between_ops``)."""
+def _round_throughout(model, rounding: ActivationRounding, as_stored: set[int]) -> None:
+    """A lower-precision engine's weights (every Linear's and embedding's matrix as its kernels read it, but
+    those in ``as_stored``, by ``data_ptr``) and activations (each Linear's input, and each op's output,
+    ``_between_ops``)."""
     import torch
 
     if rounding.weights is not None:
         with torch.no_grad():
             for module in model.modules():
-                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and (
+                    module.weight.data_ptr() not in as_stored
+                ):
                     module.weight.copy_(rounding.weights(module.weight))
     if rounding.activations is not None:
         for module in _between_ops(model):
@@ -90,16 +93,18 @@ def install(model, stored: dict, rounding: ActivationRounding) -> int:
 
     parameters = dict(model.named_parameters(remove_duplicate=False))
     stored_type = {parameters[name].data_ptr(): t.stored_type for name, t in stored.items() if name in parameters}
-    rounded = 0
+    quantized = {}  # Linear -> the rounding of its input
     for module in model.modules():
-        if not isinstance(module, torch.nn.Linear):
-            continue
-        kind = stored_type.get(module.weight.data_ptr())
+        kind = stored_type.get(module.weight.data_ptr()) if isinstance(module, torch.nn.Linear) else None
         round_input = rounding.inputs(kind) if kind is not None else None
         if round_input is not None:
-            module.register_forward_pre_hook(_round_input(round_input))
-            rounded += 1
+            quantized[module] = round_input
+    # The precision's own rounding first (pre-hooks run in the order registered): an engine that quantizes a
+    # matmul's input quantizes the tensor it holds at its precision, and multiplies it with the weight as
+    # stored (integers and their scales), not the weight at its precision (OpenVINO at bf16 on AMD Zen 4).
+    _round_throughout(model, rounding, {module.weight.data_ptr() for module in quantized})
+    for module, round_input in quantized.items():
+        module.register_forward_pre_hook(_round_input(round_input))
     if rounding.attention is not None:
         model.set_attn_implementation(_attention(rounding.attention))
-    _round_throughout(model, rounding)
-    return rounded
+    return len(quantized)

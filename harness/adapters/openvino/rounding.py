@@ -14,8 +14,11 @@ What a clean CPU point can round, and what this model makes of it:
 - ``DYNAMIC_QUANTIZATION_GROUP_SIZE`` g > 0 asks the plugin to quantize each compressed matmul's input
   to 8 bits per group of g; whether it does shows in the kernel each FullyConnected ran (the runtime
   model's ``primitiveType``): a kernel named for the inference precision (``brgemm_avx2_f32`` on an
-  AVX2-only CPU, ``brgemm_avx512_bf16`` at bf16) takes inputs at that precision, so nothing more is
-  rounded. A quantizing kernel (``..._i8``) is not modelled (report-only);
+  AVX2-only CPU, ``brgemm_avx512_bf16`` at bf16) may still quantize them: on a CPU with int8 dot products
+  an f32 kernel does, and so does a bf16 one on an AVX512-bf16 CPU without AMX (AMD Zen 4), while AMX's bf16
+  kernel does not. No name says so, so ``quantizes_inputs`` measures it, and the model then rounds each
+  compressed matmul's input to int8 groups after the precision's own rounding (the plugin quantizes the
+  bf16 tensor it holds). A quantizing kernel (``..._i8``) is not modelled (report-only);
 - the KV cache (each attention node's ``kv_cache_precision``): f16 or bf16 K and V, modelled with Q at
   the same rounding as llama.cpp's; u8 (per-token asymmetric) is not modelled.
 
@@ -166,8 +169,6 @@ def model_of(device: str, settings: Optional[Settings]) -> ActivationRounding | 
     dynamic = bool(settings.dynamic_group) and settings.quantized_inputs
     if settings.dynamic_group and settings.quantized_inputs is None:
         return "no OpenVINO rounding model: whether dynamic quantization ran was not measured"
-    if dynamic and settings.precision != "f32":
-        return f"no OpenVINO rounding model for dynamic quantization at INFERENCE_PRECISION_HINT {settings.precision}"
     if len(settings.kv_cache) != 1 or next(iter(settings.kv_cache)) not in _CACHE:
         return f"no OpenVINO rounding model for KV cache precision {', '.join(sorted(settings.kv_cache)) or 'unread'}"
     cache = next(iter(settings.kv_cache))
@@ -186,6 +187,12 @@ def model_of(device: str, settings: Optional[Settings]) -> ActivationRounding | 
             f"every op in {settings.precision}: weights, each matmul's input and output, the embeddings', norms' "
             f"and decoder layers' outputs; Q, K and V in {settings.precision}"
             + (f" then {cache} (the KV cache)" if cache not in ("f32", settings.precision) else "")
+            + (
+                f"; each compressed matmul's {settings.precision} input then as symmetric int8 per group of "
+                f"{settings.dynamic_group} (f32 scale)"
+                if dynamic
+                else ""
+            )
         )
     return ActivationRounding(
         method=f"{VERSION} ({settings.words()}): {rounds}",
