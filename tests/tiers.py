@@ -234,6 +234,7 @@ TABLE: dict[str, Tier] = {
     "measure/test_rounds.py": U,
     "measure/test_variance_components.py": U,
     "models/test_default_model.py": Tier("acceptance", slow=("*",)),
+    "models/test_gguf_tensors_read_in_place.py": U,
     "models/test_hostile_model_files.py": Tier(
         "acceptance", {"test_the_well_formed_gguf_these_are_built_from_passes": "unit"}
     ),

@@ -43,6 +43,17 @@ class BadHeader(ValueError):
 
 
 @dataclass(frozen=True)
+class TensorInfo:
+    """One tensor as the header places it, checked against the file: its data lies inside it."""
+
+    name: str
+    dims: tuple[int, ...]  # ggml order: the fastest-varying dimension first
+    kind: int  # ggml type
+    start: int  # the first byte of its data in the file
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class Header:
     version: int
     tensors: int
@@ -50,6 +61,7 @@ class Header:
     architecture: str | None
     data_offset: int  # where the tensor data section starts
     vocabulary: int | None = None  # how many entries tokenizer.ggml.tokens holds (None: no vocabulary)
+    tensor_infos: tuple[TensorInfo, ...] = ()
 
 
 class _Walk:
@@ -163,7 +175,7 @@ def _walk(view, path: Path) -> Header:
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
         raise walk.fail(f"general.alignment is {alignment!r}; expected a power of two")
     sizes = _quant_sizes()
-    infos: dict[str, tuple[int, int]] = {}  # name -> (offset, bytes)
+    infos: dict[str, tuple[tuple[int, ...], int, int, int]] = {}  # name -> (dims, type, offset, bytes)
     for _ in range(tensors):
         name = walk.text("tensor name")
         where = f"tensor {name!r}"
@@ -185,9 +197,9 @@ def _walk(view, path: Path) -> Header:
             raise walk.fail(f"{where}: first dimension {dims[0]} is not a multiple of its type's block of {block}")
         if offset % alignment:
             raise walk.fail(f"{where}: offset {offset:,} is not a multiple of the alignment {alignment}")
-        infos[name] = (offset, elements // block * block_bytes)
+        infos[name] = (tuple(dims), kind, offset, elements // block * block_bytes)
     data_offset = -(-walk.pos // alignment) * alignment
-    for name, (offset, nbytes) in infos.items():
+    for name, (_, _, offset, nbytes) in infos.items():
         end = data_offset + offset + nbytes
         if end > walk.size:
             raise walk.fail(
@@ -195,7 +207,11 @@ def _walk(view, path: Path) -> Header:
             )
     arch = metadata.get("general.architecture")
     name = arch.decode("utf-8", "replace") if isinstance(arch, bytes) else None
-    return Header(version, tensors, keys, name, data_offset, vocabulary)
+    placed = tuple(
+        TensorInfo(tensor, dims, kind, data_offset + offset, nbytes)
+        for tensor, (dims, kind, offset, nbytes) in infos.items()
+    )
+    return Header(version, tensors, keys, name, data_offset, vocabulary, placed)
 
 
 def _read(path: Path) -> Header:
