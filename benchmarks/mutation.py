@@ -93,11 +93,21 @@ _DECIDED = "check's verdicts.decide gives every test a verdict before a line is 
 _FULL_FALSY = "topk_pairs tests `if full:`: None reads as False"
 _FULL_IDS = "with full=True topk_pairs ranks the whole row and never reads the ids"
 _FLOAT64 = "stored log-probabilities are Python floats (float64 already) and astype(None) is float64"
+_GREEDY = (
+    "free_running runs only on prompts whose reference is greedy (not on_own_text), where the reference token is "
+    "ref_ids[0] at every step, so ref_token given, None or left out is the same"
+)
+_REASONED = (
+    "in practice: every not-judged record the harness writes has a reason (decide gives its unjudged reason); "
+    "only a hand-made record with none reaches the fallback"
+)
 EQUIVALENT: dict[str, str] = {
     "harness.correctness.stepwise.x__miss__mutmut_5": _FULL_FALSY,
-    "harness.correctness.stepwise.x_free_running__mutmut_52": _FULL_FALSY,
-    "harness.correctness.stepwise.x_free_running__mutmut_58": _FULL_IDS,
-    "harness.correctness.stepwise.x_teacher_forced__mutmut_69": _FULL_IDS,
+    "harness.correctness.stepwise.x_free_running__mutmut_58": _FULL_FALSY,
+    "harness.correctness.stepwise.x_free_running__mutmut_64": _FULL_IDS,
+    "harness.correctness.stepwise.x_teacher_forced__mutmut_77": _FULL_IDS,
+    "harness.correctness.stepwise.x_free_running__mutmut_27": _GREEDY,
+    "harness.correctness.stepwise.x_free_running__mutmut_33": _GREEDY,
     "harness.correctness.stepwise.x_free_running__mutmut_12": "top_ids orders its k ids largest first, ties toward "
     "the lower id, for any k: the first of the top 2 is the top 1",
     "harness.correctness.stepwise.x_teacher_forced__mutmut_48": _FLOAT64,
@@ -110,7 +120,7 @@ EQUIVALENT: dict[str, str] = {
     "harness.correctness.kl.x_judge__mutmut_6": "a tier without its paired test is skipped whatever its ratio",
     "harness.correctness.kl.x_paired_floor__mutmut_35": "the list is cut to len(d) after it: 2 more or fewer "
     "decode floors past the end change nothing",
-    "harness.correctness.gate.x__conclude__mutmut_58": "without per-position KLs (top-1 mode) overall_test counts 0 "
+    "harness.correctness.gate.x__conclude__mutmut_64": "without per-position KLs (top-1 mode) overall_test counts 0 "
     "positions, under min_positions (a positive int): None either way",
     "harness.correctness.positions.x_bucket_of__mutmut_10": _DOUBLING,
     "harness.correctness.positions.x_bucket_of__mutmut_11": _DOUBLING,
@@ -195,7 +205,9 @@ EQUIVALENT: dict[str, str] = {
     "metric without a direction, whose findings check() never reports",
     "harness.history.changepoints.x_last_level__mutmut_10": _DTYPE,
     "harness.history.changepoints.x_last_level__mutmut_12": _DTYPE,
-    "harness.regression.launch_findings.x_decide__mutmut_24": "lone is read only when there are tests, never its value for none",
+    "harness.regression.check.x_check__mutmut_91": _REASONED,
+    "harness.regression.check.x_check__mutmut_92": _REASONED,
+    "harness.regression.launch_findings.x_decide__mutmut_34": "lone is read only when there are tests, never its value for none",
     "harness.history.series_check.x_findings__mutmut_36": "with MIN_SIZE = 2 the range holds the one night count either way",
     "harness.history.series_check.x_findings__mutmut_46": "held's direction differs only for an improving last change, and the "
     "step it then lets recent_step find is an improvement too, which check() drops as not open",

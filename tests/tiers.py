@@ -282,6 +282,7 @@ TABLE: dict[str, Tier] = {
     "regression/test_check.py": U,
     "regression/test_failure_names_its_rule.py": U,
     "regression/test_check_statistics.py": U,
+    "regression/test_check_correctness_sides.py": U,
     "regression/test_check_texts.py": U,
     "regression/test_confirm_reruns.py": A,
     "regression/test_detectable_change.py": U,

@@ -154,6 +154,17 @@ def test_a_long_prompts_top_k_miss_is_a_note_and_a_short_prompts_miss_a_failure(
     assert (short.verdict, short.reasons) == ("fail", ["teacher-forced top-3 check failed on prompt(s) [3]"])
 
 
+def test_a_long_prompts_prefill_top_k_miss_is_a_note_and_a_short_prompts_a_failure():
+    reference = _long_reference({"kl_mean": 1e-3})
+    settings = Gate(k=3).settings(quantized=False)
+    long_one = PromptResult(prompt=0, kind="long-prefill", forced_ok=True, prefill_ok=False)
+    reported = gate._conclude([long_one], reference, settings, "forced")
+    assert (reported.verdict, reported.reasons) == ("pass", []) and "long prompt(s) [0]" in reported.notes[0]
+    short = PromptResult(prompt=1, kind="plain", forced_ok=True, prefill_ok=False)
+    failed = gate._conclude([long_one, short], reference, settings, "forced")
+    assert (failed.verdict, failed.reasons) == ("fail", ["prefill top-3 check failed on prompt(s) [1]"])
+
+
 def test_a_bucket_of_exactly_min_positions_is_judged_on_the_overall_floor_where_none_is_stored():
     floor = {"kl_mean": 1e-3, "buckets": [{"start": 0, "end": 63, "kl_mean": 2e-3, "positions": 48}]}
     kls = [2e-3] * 48 + [8e-3] * positions.MIN_POSITIONS  # positions 16-63, then 64-79

@@ -124,6 +124,13 @@ def test_a_teacher_forced_miss_is_judged_against_the_top_k_not_the_stored_top_m(
     assert failure == divergence(3, 0, 3, 5, pairs(REF[0], [3, 4]), pairs(device_row, [5, 4]), False, why)
 
 
+def test_every_teacher_forced_miss_is_counted_and_only_the_first_is_kept_with_its_details():
+    device_row = logits([5, 4, 3, 6])
+    result = stepwise.teacher_forced(Recording([device_row, device_row, REF[2]]), 3, prompt_reference(REF), 2)
+    assert result.forced_violations == 2 and result.forced_first_violation == 0 and not result.forced_ok
+    assert [failure.position for failure in result.failures] == [0]
+
+
 def test_an_engine_with_only_its_chosen_token_gets_the_ids_and_a_full_failure_record():
     class ChosenOnly:
         def teacher_forced_top1(self, prompt_ids, tokens):
