@@ -29,14 +29,30 @@ def test_a_side_without_a_gate_is_no_verdict_change():
 
 def test_a_verdict_that_changed_is_one_verdict_change():
     outcome = _check([record(seed=0)], [record(seed=1, verdict="drift")])
-    assert [(c.point_id, c.before, c.after) for c in outcome.verdict_changes] == [("hf-cpu-bf16", "pass", "drift")]
+    changes = [(c.scenario, c.point_id, c.before, c.after) for c in outcome.verdict_changes]
+    assert changes == [("demo", "hf-cpu-bf16", "pass", "drift")]
 
 
 def test_a_gate_that_could_not_judge_is_not_judged_with_every_reason():
     new = record(seed=1)
     correctness = new.correctness.model_copy(update={"verdict": NOT_JUDGED, "reasons": ["too few positions", "x"]})
     outcome = _check([record(seed=0)], [new.model_copy(update={"correctness": correctness})])
-    assert [(f.kind, f.message) for f in outcome.not_judged] == [("not judged", "correctness: too few positions; x")]
+    found = [(f.scenario, f.point_id, f.kind, f.message) for f in outcome.not_judged]
+    assert found == [("demo", "hf-cpu-bf16", "not judged", "correctness: too few positions; x")]
+
+
+def test_a_known_failure_is_told_with_its_failure_and_one_now_not_judged_is_fixed_and_not_judged():
+    from harness.records.record import KnownFailure
+
+    expected = KnownFailure(reason="bug 7", strict=False)
+    failing = record(seed=1, verdict="fail").model_copy(update={"known_failure": expected})
+    (told,) = _check([record(seed=0)], [failing]).known
+    assert told.message == "gate: reference token 17 not in device top-5 at prompt 0 position 3 (expected: bug 7)"
+    unjudged = record(seed=1)
+    correctness = unjudged.correctness.model_copy(update={"verdict": NOT_JUDGED, "reasons": ["too few positions"]})
+    unjudged = unjudged.model_copy(update={"correctness": correctness, "known_failure": expected})
+    outcome = _check([record(seed=0)], [unjudged])
+    assert [f.kind for f in outcome.fixed] == ["fixed"] and [f.kind for f in outcome.not_judged] == ["not judged"]
 
 
 @pytest.mark.parametrize("verify_side", ["new", "baseline"])

@@ -11,7 +11,7 @@ from harness.records.record import Record
 from harness.records.samples import Samples
 from harness.regression import mann_whitney, significance
 from harness.regression.check import check, metric_test
-from harness.regression.launch_test import launches_needed
+from harness.regression.launch_test import Case, launches_needed
 from harness.regression.mann_whitney import MannWhitney
 from harness.regression.outcome import Finding, MetricTest, RegressionOutcome
 from harness.regression.settings import RegressionSettings
@@ -185,3 +185,12 @@ def test_one_launch_a_side_is_judged_by_the_spread_rule_and_recorded():
     for old, new in ((50.0, None), (None, 60.0), (0.0, 60.0)):
         quiet = check([_one_launch(old, [])], [_one_launch(new, [])], RegressionSettings([TPOT]))
         assert quiet.findings == [] and quiet.beyond_limit == [] and quiet.single_launch == []
+
+
+def test_one_mann_whitney_comparison_is_a_batch_of_one_in_its_direction():
+    test = MannWhitney()
+    base, new = [10.0, 10.2, 9.9, 10.1], [11.0, 11.3, 11.1, 11.2]
+    for higher_is_better in (False, True):
+        assert test.compare(base, new, higher_is_better) == test.compare_many([Case(base, new, higher_is_better)])[0]
+    slower, faster = test.compare(base, new, False), test.compare(base, new, True)
+    assert slower.worse_p < 0.05 < slower.better_p and faster.better_p < 0.05 < faster.worse_p
