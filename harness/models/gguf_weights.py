@@ -57,16 +57,20 @@ class TensorInPlace:
 
 # types gguf-py's reader gives as typed values; the others (quantized, BF16) as bytes per row
 _ITEM = {
-    **{"F16": np.float16, "F32": np.float32, "F64": np.float64},
-    **{"I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64},
+    "F16": np.float16,
+    "F32": np.float32,
+    "F64": np.float64,
+    "I8": np.int8,
+    "I16": np.int16,
+    "I32": np.int32,
+    "I64": np.int64,
 }
 
 
 def tensors_in_place(gguf_path: Path) -> tuple[str | None, dict[str, TensorInPlace]]:
     """The architecture and tensors of a GGUF, placed by the header walk that checked them against the file
     (``harness.models.gguf_header``). Not gguf-py's ``GGUFReader``: it parses every metadata value into numpy
-    views, seconds for a 262k-entry vocabulary that no weight needs (Gemma 3 270M's Q4_K_M GGUF: 7.5 s, against
-    0.02 s here; 2-core AMD EPYC, quiet)."""
+    views, seconds for a 262k-entry vocabulary that no weight needs (``benchmarks/gguf_weights_read.py``)."""
     from gguf import GGMLQuantizationType
     from gguf.quants import quant_shape_to_byte_shape
 
