@@ -157,6 +157,7 @@ def combine(records: Sequence[Record]) -> Record:
                 update=dict(
                     rounds=rounds,
                     warmup_s=[w for r in records for w in r.samples.warmup_s],
+                    warmup_tokens=[n for r in records for n in r.samples.warmup_tokens],
                     rounds_ms=_rounds_ms(records),
                     launches=launches,
                     intervals=intervals(launches, rounds),

@@ -54,22 +54,26 @@ class Stopping:
 
 
 def run_rounds(
-    generate: Callable[[int], GenerationTrace],
+    generate: Callable[[int, int], GenerationTrace],
     n_prompts: int,
     stopping: Stopping,
     expected_tokens: int,
     on_round: Optional[Callable[[int], None]] = None,
     around_timed=contextlib.nullcontext,
+    warmup_tokens: Optional[int] = None,
 ) -> tuple[list[float], list[Round]]:
     """Warm up, then time rounds (cycling through prompts) until both min_rounds and min_time_s are met.
+    ``generate(prompt index, new tokens)`` runs one generation; a warm-up round asks for ``warmup_tokens``
+    (default: ``expected_tokens``, what a timed round asks for).
 
     Returns (warm-up durations in seconds, timed rounds). A round that generated a different number of
     tokens than asked is an error: silent truncation must never pass as a faster run.
     """
+    warmup_tokens = expected_tokens if warmup_tokens is None else warmup_tokens
     warmups = []
     for i in range(stopping.warmup_rounds):
-        trace = generate(i % n_prompts)
-        _check_length(trace, expected_tokens)
+        trace = generate(i % n_prompts, warmup_tokens)
+        _check_length(trace, warmup_tokens)
         warmups.append((trace.token_ns[-1] - trace.start_ns) / 1e9)
     rounds: list[Round] = []
     with around_timed():  # e.g. an energy window: opened before the first round, closed after the last
@@ -78,7 +82,7 @@ def run_rounds(
             len(rounds) < stopping.min_rounds or time.perf_counter() - began < stopping.min_time_s
         ):
             index = len(rounds) % n_prompts
-            trace = generate(index)
+            trace = generate(index, expected_tokens)
             _check_length(trace, expected_tokens)
             rounds.append(Round.from_trace(trace, index))
             if on_round:

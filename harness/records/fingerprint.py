@@ -37,7 +37,10 @@ def fingerprint(record: Record) -> dict[str, Optional[str]]:
     workload = {part: settings[part] for part in ("prompts", "generation", "measurement") if part in settings}
     if isinstance(workload.get("measurement"), dict):  # launches and stopping rules change the count, not the work
         kept = ("warmup_rounds", "min_rounds", "min_time_s")  # threads: a field of its own
-        workload["measurement"] = {k: v for k, v in workload["measurement"].items() if k in kept}
+        measurement = workload["measurement"]
+        workload["measurement"] = {k: v for k, v in measurement.items() if k in kept}
+        if measurement.get("warmup_new_tokens") is not None:  # unset: as records before the field
+            workload["measurement"]["warmup_new_tokens"] = measurement["warmup_new_tokens"]
     return {
         "cpu_model": _text(env.get("cpu_model")),
         "logical_cpus": _text(env.get("logical_cpus")),

@@ -232,7 +232,7 @@ CATALOGUE: tuple[Metric, ...] = (
     _m("peak_rss_mb", "MiB", LOWER, "peak RSS", "peak resident memory of the process", alias="peak_rss", source=OS),
     _m("convert_s", "s", LOWER, "conversion", "model conversion (first point of a model only)", source=HOST),
     _m("load_s", "s", LOWER, "load", "adapter.load", source=HOST),
-    _m("first_call_s", "s", LOWER, "first call", "the first warm-up generation", source=HOST),
+    _m("first_call_s", "s", LOWER, "first call", "a freshly loaded engine's first warm-up generation", source=HOST),
     _m("gate_s", "s", LOWER, "correctness gate", source=HOST),
     _m("accuracy_s", "s", LOWER, "task accuracy", source=HOST),
     _m(

@@ -107,6 +107,7 @@ class Interval(Part):
 class Samples(Part):
     rounds: list[RoundSample] = Field(default_factory=list)
     warmup_s: list[float] = Field(default_factory=list)
+    warmup_tokens: list[int] = Field(default_factory=list)  # new tokens of each warm-up round (empty in older records)
     rounds_ms: Optional[dict[str, list[float]]] = None  # records carried in pytest-benchmark JSON keep only these
     launches: list[Launch] = Field(default_factory=list)
     intervals: dict[str, Interval] = Field(default_factory=dict)  # metric name -> over launches

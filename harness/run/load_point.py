@@ -110,7 +110,7 @@ def load_point(
     settings = RunSettings(cache_dir=Path(cache_dir) if cache_dir else None, allow_remote_code=bool(trust_remote_code))
     try:
         resolved = resolve.resolve(LaunchContext(settings), chosen_scenario, chosen)
-        engine, _ = resolve.load(resolved)
+        engine = resolve.load(resolved).adapter
     except (Skip, PointSkipped) as skip:
         raise UsageError(f"{chosen.id}: {skip}") from None
     tokenizer = resolved.tokenizer

@@ -19,6 +19,12 @@ from harness.scenario.fields import MAX_LAUNCHES, MAX_THREADS, Strict
 
 class Measurement(Strict):
     warmup_rounds: NonNegativeInt = Field(1, description="untimed runs before measuring")
+    warmup_new_tokens: Optional[PositiveInt] = Field(
+        None,
+        description="new tokens each warm-up round generates (at most max_new_tokens); default: max_new_tokens on "
+        "a freshly loaded engine, 2 on an engine kept loaded from the previous point (its prefill at this "
+        "point's prompt and a decode step)",
+    )
     min_rounds: PositiveInt = Field(3, description="measure at least this many rounds ...")
     min_time_s: NonNegativeFloat = Field(0.0, description="... and at least this long")
     max_rounds: PositiveInt = Field(1000, description="hard stop, whatever min_time_s says")

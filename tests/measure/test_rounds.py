@@ -54,9 +54,9 @@ def test_single_token_generation_has_no_decode_figures():
 def test_run_rounds_warms_up_then_cycles_prompts_until_min_rounds():
     calls = []
 
-    def generate(index):
+    def generate(index, new_tokens):
         calls.append(index)
-        return trace(1, [1, 1])
+        return trace(1, [1] * (new_tokens - 1))
 
     warmups, rounds = run_rounds(
         generate, n_prompts=2, stopping=Stopping(warmup_rounds=2, min_rounds=3), expected_tokens=3
@@ -71,15 +71,28 @@ def test_run_rounds_keeps_going_until_min_time(monkeypatch):
 
     clock = iter(range(0, 1000))  # each perf_counter() call advances one second
     monkeypatch.setattr(measure.time, "perf_counter", lambda: float(next(clock)))
-    _, rounds = run_rounds(lambda i: trace(1, [1]), 1, Stopping(warmup_rounds=0, min_rounds=1, min_time_s=5), 2)
+    _, rounds = run_rounds(lambda i, n: trace(1, [1]), 1, Stopping(warmup_rounds=0, min_rounds=1, min_time_s=5), 2)
     assert len(rounds) == 5
 
 
 def test_run_rounds_stops_at_max_rounds():
-    _, rounds = run_rounds(lambda i: trace(1, [1]), 1, Stopping(0, 1, 1e9, max_rounds=4), 2)
+    _, rounds = run_rounds(lambda i, n: trace(1, [1]), 1, Stopping(0, 1, 1e9, max_rounds=4), 2)
     assert len(rounds) == 4
 
 
 def test_fewer_tokens_than_asked_is_an_error_not_a_faster_run():
     with pytest.raises(RuntimeError, match="generated 2 tokens, 5 were asked for"):
-        run_rounds(lambda i: trace(1, [1]), 1, Stopping(0, 1), expected_tokens=5)
+        run_rounds(lambda i, n: trace(1, [1]), 1, Stopping(0, 1), expected_tokens=5)
+
+
+def test_a_warm_up_round_asks_for_its_own_length_and_is_checked_against_it():
+    asked = []
+
+    def generate(index, new_tokens):
+        asked.append(new_tokens)
+        return trace(1, [1] * (new_tokens - 1))
+
+    warmups, rounds = run_rounds(generate, 1, Stopping(warmup_rounds=2, min_rounds=1), 5, warmup_tokens=2)
+    assert asked == [2, 2, 5] and len(warmups) == 2 and rounds[0].n_generated == 5
+    with pytest.raises(RuntimeError, match="generated 5 tokens, 2 were asked for"):  # a warm-up that ignored it
+        run_rounds(lambda i, n: trace(1, [1] * 4), 1, Stopping(warmup_rounds=1, min_rounds=1), 5, warmup_tokens=2)

@@ -90,3 +90,25 @@ def test_record_holds_config_metrics_samples_and_environment(write_scenario, tmp
     assert record.environment["harness_version"] and record.environment["python"]
     assert set(record.outputs) == {"0", "1"}
     assert store.read(tmp_path / "scenario" / "hf-cpu-bf16.json") == record
+
+
+def test_warmup_new_tokens_sets_each_warm_up_rounds_length_and_the_record_says_it(
+    write_scenario, tmp_path, fake_adapters
+):
+    from harness.records.fingerprint import fingerprint
+
+    records = run_all(
+        write_scenario,
+        tmp_path,
+        tiny(
+            prompts=None,
+            generation={"max_new_tokens": 6},
+            measurement={"warmup_rounds": 2, "min_rounds": 2, "warmup_new_tokens": 3},
+            sweep={"adapter": ["fake"]},
+        ),
+    )
+    record = records["fake-cpu-bf16"]
+    assert record.status == "ok", record.reason
+    assert record.samples.warmup_tokens == [3, 3]  # a fresh engine, yet the scenario's length
+    assert record.metrics["generated_tokens"] == 6 and record.metrics["first_call_s"] > 0
+    assert '"warmup_new_tokens": 3' in fingerprint(record)["workload"]  # a different workload from the default's

@@ -105,10 +105,20 @@ def test_a_worker_reuses_an_engine_only_where_the_adapter_says_so(
     reused_points = [r for r in reused.values() if "load_s" in r.unavailable]
     assert len(reused_points) == 2 and all("engine reused" in r.unavailable["load_s"] for r in reused_points)
     assert all(r.metrics.get("load_s") is not None for r in reused.values() if r.point["adapter"] == "fake")
+    order = [pid for pid, r in reused.items() if r.point["adapter"] == "fake-reusable"]  # the group, in order
     for pid, record in reused.items():  # reuse measures what a fresh load measures
         twin = fresh[pid]
         assert record.outputs == twin.outputs
-        assert len(record.samples.warmup_s) == len(twin.samples.warmup_s) == 2  # the same warm-up
+        assert len(record.samples.warmup_s) == len(twin.samples.warmup_s) == 2  # as many warm-up rounds
+        assert twin.samples.warmup_tokens == [5, 5]  # a fresh engine warms up at the timed rounds' length
+        if "load_s" in record.unavailable:  # a kept engine: each warm-up its prefill and a decode step
+            assert record.samples.warmup_tokens == [2, 2]
+            loader = order[0]  # the group's first point loaded the engine (not the point just before)
+            assert record.unavailable["load_s"].startswith(f"engine reused: loaded once for {loader},")
+            assert record.metrics["first_call_s"] is None
+            assert record.unavailable["first_call_s"] == f"engine reused: its first call was {loader}'s"
+        else:
+            assert record.samples.warmup_tokens == [5, 5] and record.metrics["first_call_s"] > 0
         assert len(record.samples.rounds) == len(twin.samples.rounds)
         assert record.metrics["generated_tokens"] == twin.metrics["generated_tokens"]
     later = [r for r in reused.values() if r.point["adapter"] == "fake-reusable" and "load_s" in r.unavailable]

@@ -170,13 +170,14 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
             accuracy_reference = check_accuracy.accuracy_reference(ctx, scenario, resolved.model)
     ctx.on_phase(f"{point.id}: loading {point.adapter} on {point.device}")
     with clock("load"):
-        adapter, loaded = resolve.load(resolved, ctx.caches)
-    apply(record, loaded)
+        loaded = resolve.load(resolved, ctx.caches)
+    adapter = loaded.adapter
+    apply(record, loaded.contribution)
     adapter.reset_device_memory_peak()  # a reused engine or a persistent worker: this point's peak only
     healthy = False
     try:
         if ctx.timing:
-            timed = timing.time(ctx, resolved, adapter, on_round)
+            timed = timing.time(ctx, resolved, adapter, on_round, kept_from=loaded.kept_from)
             clock.add("canary", timed.canary_s)
             apply(record, timed.contribution)
             apply(record, speculative_timing.side_by_side(ctx, resolved, adapter, timed))
@@ -220,6 +221,6 @@ def _steps(ctx: LaunchContext, scenario: Scenario, point: Point, record: Record,
         apply(record, Contribution(updates={"engine": engine_info(adapter, resolved.settings)}))
         healthy = True
     finally:
-        resolve.release(ctx.caches, resolved, adapter, healthy)
+        resolve.release(ctx.caches, resolved, loaded, healthy)
     apply(record, probes.process(resolved))
     record.units = metric_names.units(record.metrics)

@@ -100,13 +100,25 @@ class KeptEngine:
     """An engine a persistent worker keeps loaded after a point, for the next point it can serve."""
 
     adapter: Adapter
-    point: Point
+    point: Point  # the last point it served
     model_key: str
     settings: LoadSettings
+    loaded_for: str  # the point it was loaded for, whose record has the load figures and its first call
 
 
-def load(resolved: ResolvedPoint, caches: Optional[Caches] = None) -> tuple[Adapter, Contribution]:
-    """The loaded engine and the load's figures (load time, the adapter's export/compile timings).
+@dataclass(frozen=True)
+class Loaded:
+    """A point's loaded engine, the load's figures (load time, the adapter's export/compile timings) and, for
+    an engine kept from an earlier point, the id of the point it was loaded for (whose record has the load
+    figures and the first call; the engine is warm)."""
+
+    adapter: Adapter
+    contribution: Contribution
+    kept_from: Optional[str] = None
+
+
+def load(resolved: ResolvedPoint, caches: Optional[Caches] = None) -> Loaded:
+    """The point's loaded engine (``Loaded``).
 
     The engine ``caches`` kept from the previous point serves this one when the adapter says it can
     (``Adapter.can_serve``) for the same model and load settings; otherwise it is closed first."""
@@ -119,26 +131,30 @@ def load(resolved: ResolvedPoint, caches: Optional[Caches] = None) -> tuple[Adap
             and type(kept.adapter) is resolved.adapter_cls
             and kept.adapter.can_serve(kept.point, resolved.point, resolved.settings)
         ):
-            return kept.adapter, Contribution(
-                metrics={"load_s": None},
-                unavailable={
-                    "load_s": f"engine reused: loaded once for {kept.point.id}, whose record has the load figures"
-                },
+            reused = f"engine reused: loaded once for {kept.loaded_for}, whose record has the load figures"
+            return Loaded(
+                kept.adapter,
+                Contribution(metrics={"load_s": None}, unavailable={"load_s": reused}),
+                kept_from=kept.loaded_for,
             )
         kept.adapter.close()
     adapter = resolved.adapter_cls()
     start = now_ns()
     adapter.load(resolved.model, resolved.point, resolved.settings)
     load_s = (now_ns() - start) / 1e9
-    return adapter, Contribution(metrics={**adapter.load_figures(), "load_s": load_s})
+    return Loaded(adapter, Contribution(metrics={**adapter.load_figures(), "load_s": load_s}))
 
 
-def release(caches: Caches, resolved: ResolvedPoint, adapter: Adapter, healthy: bool) -> None:
+def release(caches: Caches, resolved: ResolvedPoint, loaded: Loaded, healthy: bool) -> None:
     """After a point: keep the engine for the next point when the caches keep engines and the point
     ended well (an engine that raised may be in any state), else close it."""
     if caches.keep_engines and healthy:
         caches.kept_engine = KeptEngine(
-            adapter, resolved.point, sources.spec_key(resolved.scenario.model), resolved.settings
+            loaded.adapter,
+            resolved.point,
+            sources.spec_key(resolved.scenario.model),
+            resolved.settings,
+            loaded_for=loaded.kept_from or resolved.point.id,
         )
     else:
-        adapter.close()
+        loaded.adapter.close()

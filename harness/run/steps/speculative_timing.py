@@ -22,9 +22,9 @@ def side_by_side(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, 
     m = resolved.scenario.measurement
     max_new = resolved.scenario.generation.max_new_tokens
 
-    def generate(index: int):
+    def generate(index: int, new_tokens: int):
         ctx.on_phase(f"{point.id}: timing without speculation")
-        trace = adapter.generate_plain([resolved.prompt_ids[index]], max_new)
+        trace = adapter.generate_plain([resolved.prompt_ids[index]], new_tokens)
         finite.check_timestamps(trace)
         return trace
 

@@ -29,7 +29,25 @@ class Timed:
     speculation: list = field(default_factory=list)  # each timed round's VerifySteps, where it speculated
 
 
-def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round=None) -> Timed:
+# A warm-up round on an engine kept loaded from the previous point: its prefill at this point's prompt and one
+# decode step (llama-bench warms up on the prompt and one token; optimum-benchmark on two new tokens). The
+# engine ran its full-length warm-up and rounds for the earlier point.
+KEPT_ENGINE_WARMUP_TOKENS = 2
+
+
+def warmup_tokens(max_new: int, asked: Optional[int], kept_from: Optional[str]) -> int:
+    """New tokens each warm-up round generates: the scenario's ``warmup_new_tokens`` when given, else
+    ``KEPT_ENGINE_WARMUP_TOKENS`` on an engine kept from an earlier point (``kept_from``), else the timed rounds' length;
+    never more than the timed rounds'."""
+    if asked is not None:
+        return min(asked, max_new)
+    return min(KEPT_ENGINE_WARMUP_TOKENS, max_new) if kept_from is not None else max_new
+
+
+def time(
+    ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round=None, kept_from: Optional[str] = None
+) -> Timed:
+    """Warm up, then time the rounds. ``kept_from``: the point the reused engine was loaded for (warm-ups short)."""
     scenario, point, prompt_ids = resolved.scenario, resolved.point, resolved.prompt_ids
     max_new = scenario.generation.max_new_tokens
     outputs: dict[int, list[int]] = {}
@@ -37,10 +55,11 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
     verify_steps: list = []  # per generation (warm-ups first), where the point speculates
 
     m = scenario.measurement
+    warmup_new = warmup_tokens(max_new, m.warmup_new_tokens, kept_from)
     calls = [0]
     rounds_note = f"{m.min_rounds}+" if m.min_time_s > 0 else str(m.min_rounds)
 
-    def generate(index: int):
+    def generate(index: int, new_tokens: int):
         calls[0] += 1  # shown before the engine's clock starts, so the display costs the round nothing
         done = calls[0] - m.warmup_rounds
         ctx.on_phase(
@@ -48,9 +67,9 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
             if done <= 0
             else f"{point.id}: timing round {done}/{rounds_note}"
         )
-        trace = adapter.generate([prompt_ids[index]] * point.batch_size, max_new)
+        trace = adapter.generate([prompt_ids[index]] * point.batch_size, new_tokens)
         finite.check_timestamps(trace)
-        if trace.output_ids:
+        if trace.output_ids and new_tokens == max_new:  # a shorter warm-up's text is not the point's output
             outputs[index] = trace.output_ids[0]
         engine_figures.append(trace.engine_metrics)
         if trace.speculation is not None:
@@ -90,17 +109,27 @@ def time(ctx: LaunchContext, resolved: ResolvedPoint, adapter: Adapter, on_round
             windows["generation"] = meter.end("generation")
             windows["cycles"] = (cycles.end(), cycles.reason)
 
-    warmups, rounds = run_rounds(generate, len(prompt_ids), stopping, max_new, on_round, energy_window)
+    warmups, rounds = run_rounds(
+        generate, len(prompt_ids), stopping, max_new, on_round, energy_window, warmup_tokens=warmup_new
+    )
     figures = {
         **summarize(rounds),
         **summarize_engine(engine_figures[len(warmups) :]),
-        "first_call_s": warmups[0] if warmups else None,
+        "first_call_s": warmups[0] if warmups and kept_from is None else None,
     }
+    unavailable = {}
+    if kept_from is not None and warmups:
+        unavailable["first_call_s"] = f"engine reused: its first call was {kept_from}'s"
     machine = windows["machine"].result().to_dict() if "machine" in windows else {}
     contribution = Contribution(
         metrics=figures,
+        unavailable=unavailable,
         updates={
-            "samples": Samples(rounds=[r.to_dict() for r in rounds], warmup_s=warmups),
+            "samples": Samples(
+                rounds=[r.to_dict() for r in rounds],
+                warmup_s=warmups,
+                warmup_tokens=[warmup_new] * len(warmups),
+            ),
             "outputs": {str(i): resolved.tokenizer.decode(ids) for i, ids in sorted(outputs.items())},
             "prompt_lengths": [len(p) for p in prompt_ids],
         },
