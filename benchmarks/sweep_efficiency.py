@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,9 +62,10 @@ include:
 ENGINES = ("hf", "openvino", "llamacpp")
 
 
-def scenario_text(rounds: int, engines: tuple[str, ...]) -> str:
-    """The sweep above with ``rounds`` timed rounds, keeping the points of ``engines``."""
-    lines = SWEEP.replace("min_rounds: 2", f"min_rounds: {rounds}").splitlines()
+def scenario_text(rounds: int, engines: tuple[str, ...], new_tokens: int = 16) -> str:
+    """The sweep above with ``rounds`` timed rounds of ``new_tokens``, keeping the points of ``engines``."""
+    text = SWEEP.replace("min_rounds: 2", f"min_rounds: {rounds}")
+    lines = text.replace("max_new_tokens: 16", f"max_new_tokens: {new_tokens}").splitlines()
     kept = [line for line in lines if "{adapter:" not in line or any(f"adapter: {e}," in line for e in engines)]
     if "hf" not in engines:  # the sweep's own points are hf's: leave only the included ones
         kept = [line.replace("adapter: [hf]", f"adapter: [{engines[0]}]") for line in kept]
@@ -71,9 +73,18 @@ def scenario_text(rounds: int, engines: tuple[str, ...]) -> str:
 
 
 def sweep(
-    cache: Path, results: Path, isolation: str, rounds: int = 2, engines=ENGINES, recalibrate: bool = False
-) -> tuple[float, float, int, dict]:
-    loaded = planning.loads(scenario_text(rounds, tuple(engines)), "<sweep-efficiency>", "sweep_efficiency")
+    cache: Path,
+    results: Path,
+    isolation: str,
+    rounds: int = 2,
+    engines=ENGINES,
+    recalibrate: bool = False,
+    new_tokens: int = 16,
+) -> tuple[float, float, int, dict, list]:
+    """(wall s, measured inference s, points ok, time split summed over points, first-round ratios): a
+    point's first timed round's end-to-end time over the median of its later ones (what its warm-up left)."""
+    text = scenario_text(rounds, tuple(engines), new_tokens)
+    loaded = planning.loads(text, "<sweep-efficiency>", "sweep_efficiency")
     settings = RunSettings(
         results_dir=results, cache_dir=cache, isolation=isolation, energy=False, recalibrate=recalibrate
     )
@@ -86,10 +97,15 @@ def sweep(
     for record in records:
         for name, seconds in (record.time_split.model_dump() if record.time_split else {}).items():
             split[name] = split.get(name, 0.0) + seconds
-    return wall, inference, sum(r.status == "ok" for r in records), split
+    first_round = [
+        rec.samples.rounds[0].e2e_s / statistics.median(r.e2e_s for r in rec.samples.rounds[1:])
+        for rec in records
+        if rec.status == "ok" and len(rec.samples.rounds) > 1
+    ]
+    return wall, inference, sum(r.status == "ok" for r in records), split, first_round
 
 
-def one_sweep(tree: Path, cache: Path, results: Path, isolation: str, rounds: int, engines) -> tuple:
+def one_sweep(tree: Path, cache: Path, results: Path, isolation: str, rounds: int, engines, new_tokens: int) -> tuple:
     """A warm, reused sweep with the harness of ``tree`` (a checkout), in a fresh interpreter."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     argv = [
@@ -100,6 +116,7 @@ def one_sweep(tree: Path, cache: Path, results: Path, isolation: str, rounds: in
         str(results),
         isolation,
         str(rounds),
+        str(new_tokens),
         *engines,
     ]
     # run outside both trees: `python -m` (workers, the canary) puts the working directory first on the path
@@ -118,36 +135,45 @@ def against(args) -> None:
         tmp = Path(tmp)
         cache = Path(args.cache) if args.cache else tmp / "cache"
         if not args.cache:
-            sweep(cache, tmp / "cold", isolation, args.rounds, args.engines)
+            sweep(cache, tmp / "cold", isolation, args.rounds, args.engines, new_tokens=args.new_tokens)
+        shape = (isolation, args.rounds, args.engines, args.new_tokens)
         for name, tree in trees.items():  # each stores its calibration (its canary code is its own key)
-            one_sweep(tree, cache, tmp / f"unmeasured-{name}", isolation, args.rounds, args.engines)
+            one_sweep(tree, cache, tmp / f"unmeasured-{name}", *shape)
         runs = {name: [] for name in trees}
         for pair in range(args.pairs):
             for name, tree in trees.items():
-                runs[name].append(one_sweep(tree, cache, tmp / f"{name}-{pair}", isolation, args.rounds, args.engines))
-    print(f"| harness | sweep | points ok | wall s | measured inference s | inference share |  ({isolation})")
-    print("|---|---|---|---|---|---|")
+                runs[name].append(one_sweep(tree, cache, tmp / f"{name}-{pair}", *shape))
+    print(
+        f"| harness | sweep | points ok | wall s | measured inference s | inference share | first round / later |"
+        f"  ({isolation}, {args.rounds} rounds of {args.new_tokens} tokens)"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, done in runs.items():
-        for pair, (wall, inference, ok, _) in enumerate(done):
-            print(f"| {name} | {pair + 1} | {ok} | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
-    names = list(dict.fromkeys(n for done in runs.values() for (*_, split) in done for n in split))
+        for pair, (wall, inference, ok, _, first) in enumerate(done):
+            ratio = f"{statistics.median(first):.3f}" if first else "-"
+            print(f"| {name} | {pair + 1} | {ok} | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} | {ratio} |")
+    names = list(dict.fromkeys(n for done in runs.values() for (*_, split, _) in done for n in split))
     print("\nwhere the time went (seconds, summed over points; mean of the sweeps):")
     print("| harness | " + " | ".join(n.removesuffix("_s") for n in names) + " |")
     print("|---|" + "---|" * len(names))
     for name, done in runs.items():
-        means = [sum(split.get(n, 0.0) for *_, split in done) / len(done) for n in names]
+        means = [sum(split.get(n, 0.0) for *_, split, _ in done) / len(done) for n in names]
         print(f"| {name} | " + " | ".join(f"{value:.1f}" for value in means) + " |")
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--one"]:  # one_sweep's child: the sweep's figures as one JSON line
-        cache, results, isolation, rounds, *engines = sys.argv[2:]
-        print(json.dumps(sweep(Path(cache), Path(results), isolation, int(rounds), engines)))
+        cache, results, isolation, rounds, new_tokens, *engines = sys.argv[2:]
+        figures = sweep(Path(cache), Path(results), isolation, int(rounds), engines, new_tokens=int(new_tokens))
+        print(json.dumps(figures))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--isolation", nargs="+", choices=("worker", "point", "none"), default=["worker", "point"])
     parser.add_argument(
         "--rounds", type=int, default=2, help="timed rounds per point (the sweep above: 2, after 1 warm-up round)"
+    )
+    parser.add_argument(
+        "--new-tokens", type=int, default=16, help="tokens each round generates (the sweep above: 16; a scenario's default: 32)"
     )
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines' points to keep")
     parser.add_argument("--against", metavar="DIR", help="another checkout of the harness to compare with")
@@ -171,10 +197,11 @@ def main() -> None:
                     args.rounds,
                     args.engines,
                     recalibrate=name != "warm, reused",
+                    new_tokens=args.new_tokens,
                 )
     print("| isolation | run | points ok | wall s | measured inference s | inference share |")
     print("|---|---|---|---|---|---|")
-    for (isolation, name), (wall, inference, ok, _) in runs.items():
+    for (isolation, name), (wall, inference, ok, *_) in runs.items():
         print(f"| {isolation} | {name} | {ok}/{points} | {wall:.1f} | {inference:.1f} | {inference / wall:.1%} |")
     for isolation in args.isolation:
         cold, before, after = (runs[isolation, name] for name in ("cold", *warm))

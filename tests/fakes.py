@@ -180,7 +180,14 @@ class ReusableAdapter(FakeAdapter):
         return EngineInfo(name="fake", version="0", extra={"load": self.load_id, "calls": self.calls})
 
 
-WORKERS = (PickyAdapter, ReusableAdapter)
+class SlowImportAdapter(FakeAdapter):
+    """A fake whose engine import takes seconds or kills its process (``tests.fake_engine_import``)."""
+
+    name = "fake-slow-import"
+    engine_modules = ("tests.fake_engine_import",)
+
+
+WORKERS = (PickyAdapter, ReusableAdapter, SlowImportAdapter)
 
 
 _DEVICE_PEAK_MB = [0.0]  # like CUDA's allocator statistics: one peak per process, until reset

@@ -104,6 +104,7 @@ class Runner(PointRunner):
                 finished = len(done)  # launches, counted here too: a disabled bar counts nothing
                 pending = order
                 while pending:
+                    self.launcher.expect([work[i] for i in pending])
                     for i in pending:
                         scenario, point = work[i]
                         bar.set_postfix_str(f"{scenario.name}::{point.id}")

@@ -250,3 +250,53 @@ def test_a_worker_is_started_with_the_run_settings_whole():
     assert received == setup and received.settings == settings and received.settings.limits.memory_limit_mb == 2048
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.energy = True  # type: ignore[misc]
+
+
+def test_the_next_groups_worker_starts_beside_this_ones_and_is_ready_before_any_point_runs(
+    write_scenario, tmp_path, worker_adapters, monkeypatch
+):
+    from datetime import datetime
+
+    imported = tmp_path / "imported"  # when the second group's engine import finished (wall clock)
+    monkeypatch.setenv("HARNESS_TEST_ENGINE_IMPORT", f"sleep:1.5:{imported}")
+    loaded = planning.load(
+        write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"adapter": ["fake", "fake-slow-import"]}))
+    )
+    phases: list[str] = []
+    runner = Runner(RunSettings(results_dir=tmp_path / "results", isolation="worker", energy=False))
+    first, second = runner.run([loaded], progress=False, on_phase=phases.append)
+    assert (first.point["adapter"], first.status, second.point["adapter"], second.status) == (
+        "fake",
+        "ok",
+        "fake-slow-import",
+        "ok",
+    ), (first.reason, second.reason)
+    assert runner.launcher.started == 2  # one worker per group, the second started early, not twice
+    # Its 1.5 s import ended before the first group's point began: nothing measured overlapped it.
+    assert float(imported.read_text()) <= datetime.fromisoformat(first.started_at).timestamp()
+    assert (
+        f"{first.point_id}: starting its worker, and the fake-slow-import worker of the next group beside it" in phases
+    )
+    assert second.time_split.imports_s >= 0 and second.time_split.process_start_s >= 0
+
+
+def test_a_next_groups_worker_that_dies_while_starting_fails_only_its_own_points(
+    write_scenario, tmp_path, worker_adapters, monkeypatch
+):
+    monkeypatch.setenv("HARNESS_TEST_ENGINE_IMPORT", "abort")  # every fake-slow-import worker dies importing
+    loaded = planning.load(
+        write_scenario(
+            tiny(
+                generation={"max_new_tokens": 3}, sweep={"adapter": ["fake", "fake-slow-import"], "batch_size": [1, 2]}
+            )
+        )
+    )
+    runner = Runner(RunSettings(results_dir=tmp_path / "results", isolation="worker", energy=False))
+    records = runner.run([loaded], progress=False)
+    by_adapter = {}
+    for record in records:
+        by_adapter.setdefault(record.point["adapter"], []).append(record)
+    assert [r.status for r in by_adapter["fake"]] == ["ok", "ok"]
+    dead = by_adapter["fake-slow-import"]
+    assert [r.status for r in dead] == ["failed", "failed"]
+    assert all("killed by SIGABRT" in r.reason for r in dead), [r.reason for r in dead]

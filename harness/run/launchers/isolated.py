@@ -1,13 +1,20 @@
-"""Launches in isolated worker processes (``worker_process.WorkerProcess``), one worker at a time: the worker
+"""Launches in isolated worker processes (``worker_process.WorkerProcess``), one serving at a time: the worker
 of the current group of points, those that share an engine and a model, so its imports, the resolved model
 and (where the adapter allows, ``Adapter.can_serve``) the loaded engine serve every point of the group.
 
 A point of another group, a launch pass that must start fresh (``close``), or a point that failed (its
 worker is gone or replaced) gets a new worker. ``PointLauncher`` starts one per point.
+
+When a group's worker starts, the next group's starts beside it (``expect`` gives the pass's order), so its
+process start and engine import overlap this one's instead of following the group; no point is sent until
+both are ready (or gone), so no start overlaps a measurement, and the next group's first record counts only
+the wait its worker added. It then waits idle, its engine imported, until its group comes.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from typing import Callable, Optional
 
 from harness.models import sources
@@ -25,6 +32,17 @@ class WorkerLauncher(Launcher):
         self.worker: Optional[WorkerProcess] = None
         self.key: Optional[tuple] = None
         self.started = 0  # workers started, for the isolation benchmark and tests
+        self.groups: list[tuple[tuple, object, str]] = []  # the pass's groups in order: (key, scenario, adapter)
+        self.spare: Optional[WorkerProcess] = None  # the next group's worker, started beside the current one
+        self.spare_key: Optional[tuple] = None
+
+    def expect(self, work: Sequence[tuple]) -> None:
+        """The pass's launches, in order: a group's worker, when it starts, starts the next group's beside it."""
+        self.groups = []
+        for scenario, point in work if self.keeps_worker else ():
+            key = (sources.spec_key(scenario.model), point.adapter)
+            if not self.groups or self.groups[-1][0] != key:
+                self.groups.append((key, scenario, point.adapter))
 
     def launch(
         self,
@@ -38,12 +56,15 @@ class WorkerLauncher(Launcher):
         """The launch's record from the group's worker (a fresh one when the group changed)."""
         key = (sources.spec_key(scenario.model), point.adapter)
         if not self.keeps_worker or key != self.key:
-            self.close()
+            self._end_worker()
+        if self.worker is None and self.spare is not None and self.spare_key == key and self.spare.alive:
+            self.worker, self.key, self.spare, self.spare_key = self.spare, key, None, None
         if self.worker is None:
-            setup = WorkerSetup.of(self.settings, self.caches.canary, point.adapter, keep_engines=self.keeps_worker)
-            self.worker, self.key = WorkerProcess(setup, self.caches, self.log), key
+            self.worker, self.key = self._worker(point.adapter), key
         if not self.worker.alive:
             self.started += 1
+            self.worker.start(scenario)
+            self._start_next(key, lambda text: on_phase(f"{point.id}: {text}"))
         self.worker.on_phase = on_phase
         try:
             return self.worker.run(scenario, point, first_launch)
@@ -52,10 +73,47 @@ class WorkerLauncher(Launcher):
                 self.close()
 
     def close(self) -> None:
-        """End the current worker; the next launch starts a fresh one."""
+        """End the current worker and the next group's; the next launch starts fresh ones."""
+        self._end_worker()
+        if self.spare is not None:
+            self.spare.close()
+        self.spare, self.spare_key = None, None
+
+    def _end_worker(self) -> None:
         if self.worker is not None:
             self.worker.close()
         self.worker, self.key = None, None
+
+    def _worker(self, adapter: str) -> WorkerProcess:
+        setup = WorkerSetup.of(self.settings, self.caches.canary, adapter, keep_engines=self.keeps_worker)
+        return WorkerProcess(setup, self.caches, self.log)
+
+    def _start_next(self, key: tuple, on_phase: Callable[[str], None]) -> None:
+        """Start the worker of the group after ``key``'s beside the one just started, then wait until both are
+        ready (or gone): nothing is measured while a worker starts. The next group's worker records only the
+        wait it added to this one's start."""
+        keys = [group[0] for group in self.groups]
+        if self.spare is not None or key not in keys or keys.index(key) + 1 >= len(keys):
+            return
+        next_key, scenario, adapter = self.groups[keys.index(key) + 1]
+        if next_key == key:
+            return
+        self.spare, self.spare_key = self._worker(adapter), next_key
+        self.started += 1
+        self.spare.start(scenario)
+        on_phase(f"starting its worker, and the {adapter} worker of the next group beside it")
+        began = time.monotonic()
+        timeout = self.settings.limits.timeout_s
+        deadline = None if timeout is None else began + timeout
+        while self.worker.starting(0.05) or self.spare.starting(0.05):
+            if deadline is not None and time.monotonic() > deadline:
+                break
+        if self.spare.ready_at is None:  # gone or not ready in time: its group starts a fresh one and meets it there
+            self.spare.close()
+            self.spare, self.spare_key = None, None
+            return
+        before = max(began, self.worker.ready_at or began)  # the sweep waited for this worker until then
+        self.spare.waited = max(0.0, self.spare.ready_at - before)
 
 
 class PointLauncher(WorkerLauncher):

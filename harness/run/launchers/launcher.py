@@ -5,6 +5,7 @@ isolation mode; ``harness.run.launchers.launcher_for`` chooses the class, in one
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Optional
 
 from harness.run.settings import RunSettings
@@ -44,6 +45,12 @@ class Launcher(ABC):
         """One launch of the point, as its record (a failure in the engine is a record, never an exception).
         ``first_launch``: the correctness gate and accuracy run too; ``on_phase`` hears the point's phase;
         ``on_round`` each timed round (in this process only: a callback cannot cross to a worker)."""
+
+    def expect(self, work: Sequence[tuple[Scenario, Point]]) -> None:
+        """The launch pass's (scenario, point) pairs, in the order they will be launched: a launcher may
+        prepare what later launches need (``isolated.WorkerLauncher`` starts the next group's worker early);
+        by default nothing to prepare."""
+        return None
 
     @abstractmethod
     def close(self) -> None:

@@ -53,6 +53,8 @@ class WorkerProcess:
         self.process: Optional[subprocess.Popen] = None
         self.jobs = 0
         self.startup: Optional[tuple[float, float]] = None  # (process start s, imports s), once ready
+        # Of its start, the seconds the sweep waited for, when it started beside another worker (None: all of it).
+        self.waited: Optional[float] = None
 
     def __enter__(self) -> WorkerProcess:
         return self
@@ -75,7 +77,7 @@ class WorkerProcess:
         self._reply, reply_write = os.pipe()
         self._lines: list[str] = []
         self._pending = b""
-        self.jobs, self.startup, self._ready = 0, None, None
+        self.jobs, self.startup, self.waited, self._ready = 0, None, None, None
         self._spawned = time.monotonic()
         with lifecycle.shielded(), self.output_path.open("ab") as output:  # no signal between start and knowing it
             try:
@@ -153,6 +155,15 @@ class WorkerProcess:
         self._account(record, first, elapsed)
         return record
 
+    @property
+    def ready_at(self) -> Optional[float]:
+        """When it said ready (``time.monotonic``); None while it starts, or when it never did."""
+        return self._ready
+
+    def starting(self, step: float) -> bool:
+        """Whether it is still starting (neither ready nor gone), after reading its answers for up to ``step`` s."""
+        return self.alive and self._ready is None and self._read(step) is None and self._ready is None
+
     def _await(self, line: str, deadline: Optional[float]) -> str:
         """``done`` when the worker answers ``line``; ``died`` or ``timeout`` otherwise. Relays the
         worker's phase to ``on_phase`` twice a second while it waits."""
@@ -164,23 +175,30 @@ class WorkerProcess:
             step = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
             if step <= 0:
                 return "timeout"
-            readable, _, _ = select.select([self._reply], [], [], step)
-            if readable:
-                chunk = os.read(self._reply, 4096)
-                if not chunk:  # the worker closed its end: it is gone
-                    return "died"
-                self._pending += chunk
-                *lines, self._pending = self._pending.split(b"\n")
-                for text in (raw.decode() for raw in lines):
-                    if text.startswith("ready "):
-                        self._ready = time.monotonic()
-                        imports = float(text.split()[1])
-                        self.startup = (max(0.0, self._ready - self._spawned - imports), imports)
-                    else:
-                        self._lines.append(text)
-            elif self.process.poll() is not None:
+            if self._read(step) == "died":
                 return "died"
             relay.poll()
+
+    def _read(self, step: float) -> Optional[str]:
+        """Take what the worker answered within ``step`` seconds (its ``ready``, its ``done`` lines); ``died``
+        when it is gone."""
+        readable, _, _ = select.select([self._reply], [], [], step)
+        if readable:
+            chunk = os.read(self._reply, 4096)
+            if not chunk:  # the worker closed its end: it is gone
+                return "died"
+            self._pending += chunk
+            *lines, self._pending = self._pending.split(b"\n")
+            for text in (raw.decode() for raw in lines):
+                if text.startswith("ready "):
+                    self._ready = time.monotonic()
+                    imports = float(text.split()[1])
+                    self.startup = (max(0.0, self._ready - self._spawned - imports), imports)
+                else:
+                    self._lines.append(text)
+        elif self.process.poll() is not None:
+            return "died"
+        return None
 
     def _record(self, index: int):
         from harness.records import store
@@ -211,7 +229,10 @@ class WorkerProcess:
         return record
 
     def _account(self, record, first: bool, elapsed: float) -> None:
-        worker_records.account(record, self.startup, first, elapsed)
+        startup = self.startup
+        if startup is not None and self.waited is not None:  # started beside another: only the wait it added
+            startup = worker_records.waited_part(startup, self.waited)
+        worker_records.account(record, startup, first, elapsed)
 
 
 class PhaseRelay:

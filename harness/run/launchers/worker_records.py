@@ -56,6 +56,14 @@ def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed
     )
 
 
+def waited_part(startup: tuple[float, float], waited: float) -> tuple[float, float]:
+    """The part of a worker's start (process start s, imports s) that the sweep waited for, ``waited``
+    seconds of it: the process start first, then the imports."""
+    process_start, imports = startup
+    waited = max(0.0, min(waited, process_start + imports))
+    return min(process_start, waited), max(0.0, waited - process_start)
+
+
 def memory_limit(limits: Limits) -> str:
     return f"memory limit {limits.memory_limit_mb} MiB (--memory-limit-mb) reached"
 
