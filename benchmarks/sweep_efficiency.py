@@ -173,7 +173,10 @@ def main() -> None:
         "--rounds", type=int, default=2, help="timed rounds per point (the sweep above: 2, after 1 warm-up round)"
     )
     parser.add_argument(
-        "--new-tokens", type=int, default=16, help="tokens each round generates (the sweep above: 16; a scenario's default: 32)"
+        "--new-tokens",
+        type=int,
+        default=16,
+        help="tokens each round generates (the sweep above: 16; a scenario's default: 32)",
     )
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="engines' points to keep")
     parser.add_argument("--against", metavar="DIR", help="another checkout of the harness to compare with")
