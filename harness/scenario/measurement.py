@@ -21,7 +21,7 @@ class Measurement(Strict):
     warmup_rounds: NonNegativeInt = Field(1, description="untimed runs before measuring")
     warmup_new_tokens: Optional[PositiveInt] = Field(
         None,
-        description="new tokens each warm-up round generates (at most max_new_tokens); default: max_new_tokens on "
+        description="new tokens each warm-up round generates (at most generation.max_new_tokens); default: max_new_tokens on "
         "a freshly loaded engine, 2 on an engine kept loaded from the previous point (its prefill at this "
         "point's prompt and a decode step)",
     )

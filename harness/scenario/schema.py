@@ -281,6 +281,16 @@ class Scenario(Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _warmup_within_generation(self):
+        asked, longest = self.measurement.warmup_new_tokens, self.generation.max_new_tokens
+        if asked is not None and asked > longest:
+            raise ValueError(
+                f"measurement.warmup_new_tokens is {asked}, more than generation.max_new_tokens ({longest}): "
+                "a warm-up round generates at most what a timed round does"
+            )
+        return self
+
     @property
     def explicit_axes(self) -> frozenset[str]:
         """Axes the file names explicitly: these appear in point ids."""

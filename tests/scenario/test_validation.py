@@ -267,3 +267,16 @@ def test_adapter_options_must_name_an_adapter_of_the_sweep(write_scenario):
         """)
     (error,) = errors_of(path)
     assert "adapter_options names 'llamacpp', which no point of this sweep uses" in error
+
+
+def test_a_warm_up_longer_than_a_timed_round_is_refused_naming_both_fields(write_scenario):
+    path = write_scenario("""
+        model: tiny-llama
+        generation: {max_new_tokens: 8}
+        measurement: {warmup_new_tokens: 9}
+        sweep:
+          adapter: [hf]
+        """)
+    (error,) = errors_of(path)
+    assert str(path) in error
+    assert "measurement.warmup_new_tokens is 9, more than generation.max_new_tokens (8)" in error

@@ -105,7 +105,7 @@ class WorkerLauncher(Launcher):
         began = time.monotonic()
         timeout = self.settings.limits.timeout_s
         deadline = None if timeout is None else began + timeout
-        while self.worker.starting(0.05) or self.spare.starting(0.05):
+        while any([worker.starting(0.05) for worker in (self.worker, self.spare)]):  # both read: ready times exact
             if deadline is not None and time.monotonic() > deadline:
                 break
         if self.spare.ready_at is None:  # gone or not ready in time: its group starts a fresh one and meets it there

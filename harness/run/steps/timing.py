@@ -37,10 +37,10 @@ KEPT_ENGINE_WARMUP_TOKENS = 2
 
 def warmup_tokens(max_new: int, asked: Optional[int], kept_from: Optional[str]) -> int:
     """New tokens each warm-up round generates: the scenario's ``warmup_new_tokens`` when given, else
-    ``KEPT_ENGINE_WARMUP_TOKENS`` on an engine kept from an earlier point (``kept_from``), else the timed rounds' length;
-    never more than the timed rounds'."""
-    if asked is not None:
-        return min(asked, max_new)
+    ``KEPT_ENGINE_WARMUP_TOKENS`` on an engine kept from an earlier point (``kept_from``) (at most the timed
+    rounds' length), else the timed rounds' length."""
+    if asked is not None:  # at most max_new: the scenario's loader refuses more
+        return asked
     return min(KEPT_ENGINE_WARMUP_TOKENS, max_new) if kept_from is not None else max_new
 
 
