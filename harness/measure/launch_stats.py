@@ -105,6 +105,14 @@ def rel_half_width(record: Record, metric: str = "tpot_ms") -> Optional[float]:
     return (found.high - found.low) / 2 / abs(found.estimate)
 
 
+def _warmup_tokens(records: Sequence[Record]) -> list[int]:
+    """Each warm-up's length beside ``warmup_s``; empty (not known) when a launch's record is older than the
+    field, rather than a list that no longer lines up."""
+    if any(len(r.samples.warmup_tokens) != len(r.samples.warmup_s) for r in records):
+        return []
+    return [n for r in records for n in r.samples.warmup_tokens]
+
+
 def combine(records: Sequence[Record]) -> Record:
     """One record from a point's launch records, in launch order (records that already hold several
     launches are flattened). Launches are re-indexed 0..n-1 and rounds say which launch timed them;
@@ -157,7 +165,7 @@ def combine(records: Sequence[Record]) -> Record:
                 update=dict(
                     rounds=rounds,
                     warmup_s=[w for r in records for w in r.samples.warmup_s],
-                    warmup_tokens=[n for r in records for n in r.samples.warmup_tokens],
+                    warmup_tokens=_warmup_tokens(records),
                     rounds_ms=_rounds_ms(records),
                     launches=launches,
                     intervals=intervals(launches, rounds),

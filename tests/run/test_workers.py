@@ -252,6 +252,27 @@ def test_a_worker_is_started_with_the_run_settings_whole():
         settings.energy = True  # type: ignore[misc]
 
 
+def living(groups: list[int], wait_s: float = 5.0) -> list[str]:
+    """Processes of these process groups still alive (not zombies: a killed reaper waits for init to reap it),
+    after up to ``wait_s`` seconds for SIGKILL to land."""
+    import time
+    from pathlib import Path
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended meanwhile
+            if fields[0] != "Z" and int(fields[2]) in groups:  # state, then ppid, then the process group
+                found.append(f"{stat.parent.name} ({fields[0]})")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
 def test_the_next_groups_worker_starts_beside_this_ones_and_is_ready_before_any_point_runs(
     write_scenario, tmp_path, worker_adapters, monkeypatch
 ):
@@ -262,6 +283,16 @@ def test_the_next_groups_worker_starts_beside_this_ones_and_is_ready_before_any_
     loaded = planning.load(
         write_scenario(tiny(generation={"max_new_tokens": 3}, sweep={"adapter": ["fake", "fake-slow-import"]}))
     )
+    from harness.run.launchers.worker_process import WorkerProcess
+
+    groups: list[int] = []  # every worker's process group (its leader's pid)
+    real_start = WorkerProcess.start
+
+    def start(self, first=None):
+        real_start(self, first)
+        groups.append(self.process.pid)
+
+    monkeypatch.setattr(WorkerProcess, "start", start)
     phases: list[str] = []
     runner = Runner(RunSettings(results_dir=tmp_path / "results", isolation="worker", energy=False))
     first, second = runner.run([loaded], progress=False, on_phase=phases.append)
@@ -277,7 +308,12 @@ def test_the_next_groups_worker_starts_beside_this_ones_and_is_ready_before_any_
     assert (
         f"{first.point_id}: starting its worker, and the fake-slow-import worker of the next group beside it" in phases
     )
-    assert second.time_split.imports_s >= 0 and second.time_split.process_start_s >= 0
+    # The sweep waited for both starts, at least the 1.5 s import, and the two records hold that wait between
+    # them: the first its own start, the second only what its start added.
+    waited = sum(r.time_split.process_start_s + r.time_split.imports_s for r in (first, second))
+    assert waited >= 1.5, (first.time_split, second.time_split)
+    assert first.time_split.other_s > 0  # the job's hand-over, though its start came before the job was sent
+    assert len(groups) == 2 and not living(groups)  # nothing the sweep started outlives it
 
 
 def test_a_next_groups_worker_that_dies_while_starting_fails_only_its_own_points(
@@ -300,3 +336,32 @@ def test_a_next_groups_worker_that_dies_while_starting_fails_only_its_own_points
     dead = by_adapter["fake-slow-import"]
     assert [r.status for r in dead] == ["failed", "failed"]
     assert all("killed by SIGABRT" in r.reason for r in dead), [r.reason for r in dead]
+
+
+def test_a_next_groups_worker_whose_group_never_comes_ends_with_the_sweep(
+    write_scenario, tmp_path, worker_adapters, monkeypatch
+):
+    from harness.run.budget import parse_budget
+    from harness.run.launchers.worker_process import WorkerProcess
+
+    monkeypatch.setenv("HARNESS_TEST_ENGINE_IMPORT", f"sleep:0.2:{tmp_path / 'imported'}")
+    groups: list[int] = []
+    real_start = WorkerProcess.start
+
+    def start(self, first=None):
+        real_start(self, first)
+        groups.append(self.process.pid)
+
+    monkeypatch.setattr(WorkerProcess, "start", start)
+    scenario = tiny(
+        generation={"max_new_tokens": 3},
+        measurement={"min_time_s": 1.2},  # the first point outlasts the budget: the second group never starts
+        sweep={"adapter": ["fake", "fake-slow-import"]},
+    )
+    settings = RunSettings(
+        results_dir=tmp_path / "results", isolation="worker", energy=False, budget=parse_budget("1s")
+    )
+    first, second = Runner(settings).run([planning.load(write_scenario(scenario))], progress=False)
+    assert (first.status, second.status) == ("ok", "skipped") and "budget 1s spent" in second.reason
+    assert len(groups) == 2  # the second group's worker had started beside the first's
+    assert not living(groups)  # and ended with the sweep, though no point of its group ran

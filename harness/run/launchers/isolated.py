@@ -23,6 +23,10 @@ from harness.run.launchers.worker_process import WorkerProcess
 from harness.run.launchers.worker_serve import WorkerSetup
 from harness.run.steps.launch_context import quiet
 
+# Once a group's worker is ready, how long the next group's may still take to start before it is ended (an
+# engine import takes seconds; a hung one must not hold back this group's points).
+SPARE_GRACE_S = 60.0
+
 
 class WorkerLauncher(Launcher):
     keeps_worker = True  # a worker serves the points of its group, keeping its engine between them
@@ -57,12 +61,17 @@ class WorkerLauncher(Launcher):
         key = (sources.spec_key(scenario.model), point.adapter)
         if not self.keeps_worker or key != self.key:
             self._end_worker()
-        if self.worker is None and self.spare is not None and self.spare_key == key and self.spare.alive:
-            self.worker, self.key, self.spare, self.spare_key = self.spare, key, None, None
+        if self.worker is None and self.spare is not None and self.spare_key == key:
+            if self.spare.alive:  # started beside the previous group's: ready, its engine imported
+                self.worker, self.key = self.spare, key
+            else:  # died while it waited: its group starts a fresh one
+                self.spare.close()
+            self.spare, self.spare_key = None, None
         if self.worker is None:
             self.worker, self.key = self._worker(point.adapter), key
         if not self.worker.alive:
             self.started += 1
+            self.worker.close()  # one that died (its pipes, folder and process group) before a fresh start
             self.worker.start(scenario)
             self._start_next(key, lambda text: on_phase(f"{point.id}: {text}"))
         self.worker.on_phase = on_phase
@@ -73,11 +82,12 @@ class WorkerLauncher(Launcher):
                 self.close()
 
     def close(self) -> None:
-        """End the current worker and the next group's; the next launch starts fresh ones."""
+        """End the current worker and the next group's; the next launch starts fresh ones (and ``expect``
+        gives the next pass's order)."""
         self._end_worker()
         if self.spare is not None:
             self.spare.close()
-        self.spare, self.spare_key = None, None
+        self.spare, self.spare_key, self.groups = None, None, []
 
     def _end_worker(self) -> None:
         if self.worker is not None:
@@ -89,9 +99,10 @@ class WorkerLauncher(Launcher):
         return WorkerProcess(setup, self.caches, self.log)
 
     def _start_next(self, key: tuple, on_phase: Callable[[str], None]) -> None:
-        """Start the worker of the group after ``key``'s beside the one just started, then wait until both are
-        ready (or gone): nothing is measured while a worker starts. The next group's worker records only the
-        wait it added to this one's start."""
+        """Start the worker of the group after ``key``'s beside the one just started and wait until it is ready
+        (or gone) before this one gets a point: nothing is measured while a worker starts. It records only the
+        wait it added to this one's start. One still starting ``SPARE_GRACE_S`` after this one is ready (or at
+        the point time limit) is ended: its group starts a fresh worker, whose failure its points record."""
         keys = [group[0] for group in self.groups]
         if self.spare is not None or key not in keys or keys.index(key) + 1 >= len(keys):
             return
@@ -104,10 +115,15 @@ class WorkerLauncher(Launcher):
         on_phase(f"starting its worker, and the {adapter} worker of the next group beside it")
         began = time.monotonic()
         timeout = self.settings.limits.timeout_s
-        deadline = None if timeout is None else began + timeout
-        while any([worker.starting(0.05) for worker in (self.worker, self.spare)]):  # both read: ready times exact
-            if deadline is not None and time.monotonic() > deadline:
+        limit = None if timeout is None else began + timeout
+        grace = None  # until when the spare may still start, once this group's worker is ready or gone
+        while self.spare.starting(0.0):
+            now = time.monotonic()
+            if grace is None and not self.worker.starting(0.0):
+                grace = now + SPARE_GRACE_S
+            if any(end is not None and now > end for end in (grace, limit)):
                 break
+            WorkerProcess.wait_any([w for w in (self.worker, self.spare) if w.ready_at is None], 0.5)
         if self.spare.ready_at is None:  # gone or not ready in time: its group starts a fresh one and meets it there
             self.spare.close()
             self.spare, self.spare_key = None, None

@@ -137,6 +137,7 @@ class WorkerProcess:
         )
         offset = self.output_path.stat().st_size
         sent = time.monotonic()
+        start_before = first and self._ready is not None  # ready before its first job: its start is not in elapsed
         deadline = None if self.limits.timeout_s is None else sent + self.limits.timeout_s
         try:
             self.process.stdin.write(f"{index}\n".encode())
@@ -152,13 +153,20 @@ class WorkerProcess:
             self.close()
         if record.status in ("failed", "timeout"):
             self.close()  # replaced at the next point: an engine that raised may be in any state
-        self._account(record, first, elapsed)
+        self._account(record, first, elapsed, start_before)
         return record
 
     @property
     def ready_at(self) -> Optional[float]:
         """When it said ready (``time.monotonic``); None while it starts, or when it never did."""
         return self._ready
+
+    @staticmethod
+    def wait_any(workers: list[WorkerProcess], step: float) -> None:
+        """Block until one of ``workers`` has answered (``starting`` or ``run`` then reads it), or ``step`` s."""
+        alive = [worker._reply for worker in workers if worker.alive]
+        if alive:
+            select.select(alive, [], [], step)
 
     def starting(self, step: float) -> bool:
         """Whether it is still starting (neither ready nor gone), after reading its answers for up to ``step`` s."""
@@ -228,11 +236,11 @@ class WorkerProcess:
         record.finished_at = now_iso()
         return record
 
-    def _account(self, record, first: bool, elapsed: float) -> None:
+    def _account(self, record, first: bool, elapsed: float, start_before: bool = False) -> None:
         startup = self.startup
         if startup is not None and self.waited is not None:  # started beside another: only the wait it added
             startup = worker_records.waited_part(startup, self.waited)
-        worker_records.account(record, startup, first, elapsed)
+        worker_records.account(record, startup, first, elapsed, start_in_elapsed=not start_before)
 
 
 class PhaseRelay:

@@ -39,9 +39,12 @@ def lost(record: Record, outcome: str, code: int, limits: Limits, output_path: P
     )
 
 
-def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed: float) -> None:
+def account(
+    record, startup: Optional[tuple[float, float]], first: bool, elapsed: float, start_in_elapsed: bool = True
+) -> None:
     """Add what the worker could not see to the record's time split: its own start (``startup``: process
-    start s, imports s; first point only) and the hand-over of the job and the record."""
+    start s, imports s; first point only) and the hand-over of the job and the record (``elapsed`` less the
+    worker's own split, and less its start when that fell inside ``elapsed``)."""
     from harness.records.samples import TimeSplit
 
     split = record.time_split or TimeSplit()
@@ -50,7 +53,7 @@ def account(record, startup: Optional[tuple[float, float]], first: bool, elapsed
         process_start, imports, handover = elapsed, 0.0, 0.0
     else:
         process_start, imports = startup if first else (0.0, 0.0)
-        handover = max(0.0, elapsed - inside - process_start - imports)
+        handover = max(0.0, elapsed - inside - ((process_start + imports) if start_in_elapsed else 0.0))
     record.time_split = split.model_copy(
         update={"process_start_s": process_start, "imports_s": imports, "other_s": split.other_s + handover}
     )
