@@ -134,6 +134,17 @@ def test_combine_merges_launches_rounds_and_metrics():
     assert Record.from_dict(again.to_dict()) == again
 
 
+def test_combine_keeps_each_warm_ups_length_beside_its_time_or_says_none_when_a_launch_lacks_it():
+    new = [single("p", 50.0, seed=i) for i in range(2)]
+    for made, lengths in zip(new, ([32], [2])):
+        made.samples.warmup_s, made.samples.warmup_tokens = [0.5] * len(lengths), lengths
+    assert combine(new).samples.warmup_tokens == [32, 2]
+    older = single("p", 50.0, seed=3)  # a launch recorded before warm-up lengths were
+    older.samples.warmup_s = [0.5]
+    merged = combine([*new, older])
+    assert merged.samples.warmup_s == [0.5, 0.5, 0.5] and merged.samples.warmup_tokens == []  # not misaligned
+
+
 def test_a_failed_launch_fails_the_point_but_keeps_the_ok_launches():
     parts = [single("p", 50.0, seed=1), single("p", status="failed"), single("p", 52.0, seed=2)]
     parts[0].unavailable = {"energy_j": "no meter"}
