@@ -370,6 +370,7 @@ TABLE: dict[str, Tier] = {
     ),
     "run/test_point_imports.py": A,
     "run/test_worker_prefetch.py": U,
+    "run/test_worker_start_accounting.py": U,
     "run/test_workers.py": E,
     "scenario/test_adapter_options.py": Tier(
         "unit", {"test_a_valid_option_reaches_the_engine_and_the_record_shows_it": "engine"}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Callable, Optional
 
 from harness.models import sources
+from harness.run.launchers import worker_records
 from harness.run.launchers.launcher import Launcher
 from harness.run.launchers.worker_process import WorkerProcess
 from harness.run.launchers.worker_serve import WorkerSetup
@@ -128,8 +129,9 @@ class WorkerLauncher(Launcher):
             self.spare.close()
             self.spare, self.spare_key = None, None
             return
-        before = max(began, self.worker.ready_at or began)  # the sweep waited for this worker until then
-        self.spare.waited = max(0.0, self.spare.ready_at - before)
+        self.spare.waited = worker_records.spare_wait(
+            began, self.worker.ready_at, self.worker.alive, self.spare.ready_at
+        )
 
 
 class PointLauncher(WorkerLauncher):

@@ -59,6 +59,16 @@ def account(
     )
 
 
+def spare_wait(began: float, worker_ready: Optional[float], worker_alive: bool, spare_ready: float) -> float:
+    """Of the next group's worker's start, begun at ``began`` beside this group's, the seconds the sweep waited
+    for it alone: from when this group's worker was ready (``worker_ready``) until it was (``spare_ready``);
+    none while this group's worker was still starting, since the sweep waited for that one anyway; all of it
+    when this group's worker was gone."""
+    if worker_ready is None:
+        return 0.0 if worker_alive else max(0.0, spare_ready - began)
+    return max(0.0, spare_ready - max(began, worker_ready))
+
+
 def waited_part(startup: tuple[float, float], waited: float) -> tuple[float, float]:
     """The part of a worker's start (process start s, imports s) that the sweep waited for, ``waited``
     seconds of it: the process start first, then the imports."""
