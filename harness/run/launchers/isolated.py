@@ -6,9 +6,10 @@ A point of another group, a launch pass that must start fresh (``close``), or a 
 worker is gone or replaced) gets a new worker. ``PointLauncher`` starts one per point.
 
 When a group's worker starts, the next group's starts beside it (``expect`` gives the pass's order), so its
-process start and engine import overlap this one's instead of following the group; no point is sent until
-both are ready (or gone), so no start overlaps a measurement, and the next group's first record counts only
-the wait its worker added. It then waits idle, its engine imported, until its group comes.
+process start and engine import overlap this one's instead of following the group; this group's first point
+is sent only once the next group's worker is ready (or gone), so no start overlaps a measurement, and the next
+group's first record counts only the wait its worker added. It then waits idle, its engine imported, until
+its group comes.
 """
 
 from __future__ import annotations
