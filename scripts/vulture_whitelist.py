@@ -95,6 +95,7 @@ _._not_a_store  # unused method (harness/scenario/schema.py)
 _._model_shorthand  # unused method (harness/scenario/schema.py)
 _._bounded_options  # unused method (harness/scenario/schema.py)
 _._options_for_swept_adapters  # unused method (harness/scenario/schema.py)
+_._warmup_within_generation  # unused method (harness/scenario/schema.py)
 
 # engine and library APIs: names an engine or library reads (lm-eval's LM, tokenizers, GenAI and llama.cpp settings, alembic)
 _.tokenizer_name  # unused property (harness/accuracy/lm_eval_model.py)
