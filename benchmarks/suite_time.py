@@ -2,6 +2,7 @@
 
     python benchmarks/suite_time.py [--tiers unit engine acceptance full] [--json FILE] [-- PYTEST ARGS]
     python benchmarks/suite_time.py --tiers unit full --paths tests/measure   # the script on one folder
+    python benchmarks/suite_time.py --tiers full --emulate-avx2   # an estimate for an AVX2-only CPU
 
 Runs ``pytest tests -m TIER`` for each tier asked (``full``: the whole suite, what CI runs; default
 ``unit full``), one after another, each in a fresh process, and prints per run: wall time, the CPU time
@@ -11,6 +12,15 @@ JUnit XML, from which the tests' own durations are summed per tier (``tests/tier
 one full run gives each tier's share without running it again. The machine: CPU model (``lscpu``), the
 instruction sets the precision paths depend on, and the core count. ``--json`` (default
 ``reports/suite_time.json``) keeps the figures; docs/testing.md quotes the last quiet measurement.
+
+``--emulate-avx2`` estimates the suite on an AVX2-only CPU from a machine with AVX-512: every process pytest
+starts gets torch's kernels capped at AVX2 (``ATEN_CPU_CAPABILITY``) with oneDNN switched off
+(``benchmarks/avx2_emulation/sitecustomize.py``: its bf16 matmuls need AVX-512, so an AVX2 CPU runs torch's own
+bf16 gemm), MKL and OpenBLAS capped at AVX2, and llama.cpp built without AVX-512, VNNI or AMX (the pinned
+llama-cpp-python compiled once into ``<cache>/avx2-emulation/``, about 4 minutes, and put first on
+``PYTHONPATH``). Not emulated: OpenVINO (its CPU plugin reads the CPU itself and has no cap: it keeps bf16
+inference and its AVX-512 kernels, so its tests take the bf16 branch), and the other CPU's clock, caches and
+memory. A lower bound on that CPU's time, not a measurement of it.
 """
 
 from __future__ import annotations
@@ -36,6 +46,12 @@ from harness.records.environment import cpu_flags  # noqa: E402
 from tests.tiers import TABLE  # noqa: E402  (the one table of each test's tier)
 
 TIERS = ("unit", "engine", "acceptance", "full")
+EMULATION = ROOT / "benchmarks" / "avx2_emulation"  # its sitecustomize.py switches torch's oneDNN off
+AVX2_ONLY = (  # llama.cpp's CPU features: AVX2 and what every AVX2 CPU has, nothing newer
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF "
+    "-DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF "
+    "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+)
 
 
 @dataclass
@@ -80,13 +96,57 @@ def read_junit(path: Path) -> tuple[dict[str, int], dict[str, float]]:
     return counts, {tier: round(seconds, 1) for tier, seconds in sorted(per_tier.items())}
 
 
-def run_tier(tier: str, paths: list[str], extra: list[str], junit: Path) -> TierRun:
+def avx2_llamacpp(cache: Path) -> Path:
+    """The pinned llama-cpp-python built for AVX2 only, installed into a folder of its own (built once)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    version = pyproject.split('"llama-cpp-python==', 1)[1].split('"', 1)[0]
+    target = cache / "avx2-emulation" / f"llama-cpp-python-{version}"
+    if (target / "llama_cpp").is_dir():
+        return target
+    print(f"building llama-cpp-python {version} for AVX2 only into {target} (once; about 4 minutes on 2 cores)")
+    partial = target.with_name(target.name + ".part")
+    shutil.rmtree(partial, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as wheels:
+        pip = [sys.executable, "-m", "pip"]
+        build = [*pip, "wheel", "-q", "--no-deps", "--no-cache-dir", f"llama-cpp-python=={version}", "-w", wheels]
+        subprocess.run(build, env={**os.environ, "CMAKE_ARGS": AVX2_ONLY}, check=True)
+        subprocess.run(
+            [*pip, "install", "-q", "--no-deps", "--target", str(partial), *map(str, Path(wheels).glob("*.whl"))],
+            check=True,
+        )
+    partial.rename(target)
+    return target
+
+
+def avx2_environment(cache: Path) -> dict[str, str]:
+    """What every process of an emulated run inherits (see the module's docstring)."""
+    paths = [str(EMULATION), str(avx2_llamacpp(cache)), os.environ.get("PYTHONPATH", "")]
+    return {
+        "PYTHONPATH": os.pathsep.join(path for path in paths if path),
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+    }
+
+
+def emulation_check(env: dict[str, str]) -> str:
+    """What a process of the emulated run sees: torch's kernels and oneDNN, llama.cpp's CPU features."""
+    probe = (
+        "import torch, llama_cpp; "
+        "print(torch.backends.cpu.get_cpu_capability(), 'oneDNN', 'on' if torch.backends.mkldnn.enabled else 'off', "
+        "'llama.cpp', llama_cpp.llama_print_system_info().decode().strip())"
+    )
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, **env})
+    return seen.stdout.strip() or seen.stderr.strip()[-300:]
+
+
+def run_tier(tier: str, paths: list[str], extra: list[str], junit: Path, env: dict[str, str]) -> TierRun:
     command = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
     command += [] if tier == "full" else ["-m", tier]
     load_before = os.getloadavg()[0]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    exit_code = subprocess.run([*command, *extra], cwd=ROOT).returncode
+    exit_code = subprocess.run([*command, *extra], cwd=ROOT, env={**os.environ, **env}).returncode
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
@@ -112,14 +172,22 @@ def main() -> int:
     parser.add_argument("--tiers", nargs="+", choices=TIERS, default=["unit", "full"])
     parser.add_argument("--paths", nargs="+", default=["tests"], help="what pytest collects (a check of the script)")
     parser.add_argument("--json", type=Path, default=ROOT / "reports" / "suite_time.json")
+    parser.add_argument("--emulate-avx2", action="store_true", help="estimate an AVX2-only CPU (see the docstring)")
+    parser.add_argument(
+        "--cache", type=Path, default=Path.home() / ".cache" / "harness", help="where the AVX2 build goes"
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to every pytest run")
     args = parser.parse_args()
     about = machine()
     print(f"machine: {about['cpu']}, {about['cores']} cores, flags {' '.join(about['flags']) or '-'}")
+    env = avx2_environment(args.cache) if args.emulate_avx2 else {}
+    if env:
+        about["emulated"] = f"AVX2 only, OpenVINO not capped: {emulation_check(env)}"
+        print(f"emulated: {about['emulated']}")
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         for tier in args.tiers:
-            run = run_tier(tier, args.paths, args.pytest_args, Path(scratch) / f"{tier}.xml")
+            run = run_tier(tier, args.paths, args.pytest_args, Path(scratch) / f"{tier}.xml", env)
             runs.append(run)
             counted = ", ".join(f"{n} {what}" for what, n in run.counts.items() if n)
             print(

@@ -44,8 +44,12 @@ def test_ruff_format_is_clean():
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
-def test_mypy_is_clean_on_the_typed_core():
-    out = _run(sys.executable, "-m", "mypy", "--no-incremental")
+def test_mypy_is_clean_on_the_typed_core(cache_dir):
+    """Incremental, with its cache outside the checkout (the model cache's folder): mypy re-checks what changed
+    by content hash, so a fresh clone reuses what an earlier run learnt of the unchanged modules and of the
+    installed packages' types (19 s cold, under 1 s from the cache in a fresh clone here), and reports the same
+    errors (an error it found is reported again by the next run)."""
+    out = _run(sys.executable, "-m", "mypy", "--cache-dir", str(cache_dir / "mypy"))
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
 
 
