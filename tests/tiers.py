@@ -322,6 +322,7 @@ TABLE: dict[str, Tier] = {
     "run/test_draft_tokenizer.py": A,
     "run/test_auto_launches.py": A,
     "run/test_run_budget.py": Tier("acceptance", {"test_budgets_are_written_in_seconds_minutes_or_hours": "unit"}),
+    "run/test_gate_records_through_workers.py": A,
     "run/test_interrupted_launches.py": A,
     "run/test_isolation.py": E,
     "run/test_launch_record_on_disk.py": A,

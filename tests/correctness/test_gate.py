@@ -261,7 +261,7 @@ sweep:
 def test_harness_verify_passes_then_reuses_the_reference(write_scenario, tmp_path, capsys, tiny_llama, monkeypatch):
     monkeypatch.chdir(tmp_path)  # without --results, references go to ./results/references
     path = write_scenario(GATED)
-    args = ["verify", str(path)]
+    args = ["verify", str(path), "--isolation", "none"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert "reference: computed in" in out and "PASS   scenario::hf-cpu-bf16: top-5 both" in out
@@ -279,7 +279,7 @@ def test_harness_run_records_the_verdict_and_fails_a_broken_engine(write_scenari
     registry.register_adapter(BrokenHF)
     try:
         path = write_scenario(GATED.replace("adapter: [hf]", "adapter: [hf, hf-broken]"))
-        assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+        assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 1
     finally:
         registry.unregister_adapter("hf-broken")
     out = capsys.readouterr().out

@@ -56,7 +56,7 @@ def test_a_beam_only_fault_fails_the_beam_check_and_clean_beams_pass_through_har
     write_scenario, tmp_path, capsys, beam_adapters
 ):
     path = write_scenario(BEAMS)
-    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 1
     records = {record.point_id: record.correctness for _, record in store.iter_records(tmp_path / "scenario")}
     clean, broken = records["hf-cpu-bf16-beam4"], records["hf-beamfault-cpu-bf16-beam4"]
     fp32, blind = records["hf-fp32-cpu-bf16-beam4"], records["hf-nobeams-cpu-bf16-beam4"]

@@ -64,7 +64,7 @@ def test_a_tail_chunk_fault_at_a_chunk_larger_than_the_short_prompts_fails_throu
     write_scenario, tmp_path, tail_fault
 ):
     path = write_scenario(CHUNKED.replace("LENGTH", "auto"))
-    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 1
     records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
     clean = records["hf-cpu-bf16-chunk64"].correctness
     broken = records["hf-tailfault-cpu-bf16-chunk64"].correctness
@@ -80,7 +80,7 @@ def test_a_tail_chunk_fault_at_a_chunk_larger_than_the_short_prompts_fails_throu
 def test_the_same_fault_passes_the_short_prompts_alone(write_scenario, tmp_path, tail_fault):
     """The gate before chunks brought long prompts: every short prompt is one partial chunk, the fault never runs."""
     path = write_scenario(CHUNKED.replace("LENGTH", "short"))
-    assert cli.main(["verify", str(path), "--results", str(tmp_path)]) == 0
+    assert cli.main(["verify", str(path), "--results", str(tmp_path), "--isolation", "none"]) == 0
     records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
     broken = records["hf-tailfault-cpu-bf16-chunk64"].correctness
     assert broken.verdict == "pass" and broken.kl_ratio < 2, broken.reasons

@@ -43,7 +43,7 @@ def prefill_fault(tiny_llama):
 def run(write_scenario, tmp_path, reference_dir, prefill: str = "k: 5"):
     path = write_scenario(SCENARIO.replace("PREFILL", prefill))
     results = ["--results", str(tmp_path / "results"), "--reference-dir", str(reference_dir)]
-    code = cli.main(["run", str(path), *results, "--no-progress"])
+    code = cli.main(["run", str(path), *results, "--no-progress", "--isolation", "none"])
     records = {r.point["adapter"]: r.correctness for _, r in store.iter_records(tmp_path / "results" / "scenario")}
     return code, records
 
@@ -82,7 +82,7 @@ def test_harness_verify_prints_the_prefill_phase_and_fails_the_fault(
 ):
     path = write_scenario(SCENARIO.replace("PREFILL", "k: 5"))  # the reference of the harness run test above
     results = ["--results", str(tmp_path / "results"), "--reference-dir", str(reference_dir)]
-    assert cli.main(["verify", str(path), *results]) == 1
+    assert cli.main(["verify", str(path), *results, "--isolation", "none"]) == 1
     out = capsys.readouterr().out
     clean = next(line for line in out.splitlines() if line.startswith("PASS   scenario::hf-cpu-bf16:"))
     assert re.search(r"prefill phase [0-9.]+x its floor \(16 positions\)", clean), clean

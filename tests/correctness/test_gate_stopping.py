@@ -81,7 +81,8 @@ def test_an_engine_that_ignores_eos_fails_and_the_clean_engine_passes_through_ha
 ):
     path = write_scenario(SCENARIO.replace("MODEL", str(stopping_model)))
     references = tmp_path / "references"
-    assert cli.main(["verify", str(path), "--results", str(tmp_path), "--reference-dir", str(references)]) == 1
+    argv = ["verify", str(path), "--results", str(tmp_path), "--reference-dir", str(references)]
+    assert cli.main([*argv, "--isolation", "none"]) == 1
     (stops,) = [r for r in _stored(references) if r.prompts[0].kind == prompts.DIALOGUE]
     # What the stopping check reads (greedy tokens, top-M) and nothing it does not: no fp32 noise floor, no
     # prefill positions, each a second pass over every stop prompt.

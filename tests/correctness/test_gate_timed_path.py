@@ -41,7 +41,7 @@ def test_a_fault_only_the_chunked_static_path_runs_fails_through_harness_run(
     write_scenario, tmp_path, capsys, chunk_fault
 ):
     path = write_scenario(TIMED)
-    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 1
     out = capsys.readouterr().out
     records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
     clean = records["hf-cpu-bf16-seq96-chunk4"].correctness
@@ -116,7 +116,7 @@ def test_gate_power_adds_shipped_prompts_until_the_target_rise_is_detectable(wri
 
     results = ["--results", str(tmp_path / "results")]
     path = write_scenario(POWERED.replace("POWER", "5"))
-    assert cli.main(["verify", str(path), *results]) == 0
+    assert cli.main(["verify", str(path), *results, "--isolation", "none"]) == 0
     out = capsys.readouterr().out
     assert "target 5x): a target at or below drift_factor (5x) is never detectable" in out
     assert "gated on cpu (dynamic cache, topk-free+topk-forced+kl)" in out
@@ -126,7 +126,7 @@ def test_gate_power_adds_shipped_prompts_until_the_target_rise_is_detectable(wri
     assert two > 5
     target = 5 * (two / 5) ** 0.6  # needs (1 / 0.6)^2 = 2.8x the positions
     path = write_scenario(POWERED.replace("POWER", f"{target:.4f}"))
-    assert cli.main(["verify", str(path), *results]) == 0
+    assert cli.main(["verify", str(path), *results, "--isolation", "none"]) == 0
     out = capsys.readouterr().out
     found = re.search(r"power: (\d+) prompts \(\d+ positions\) detect ([0-9.]+)x \(target ([0-9.]+)x\)", out)
     assert found, out
@@ -151,11 +151,11 @@ def test_gate_power_adds_shipped_prompts_until_min_positions_is_reached(write_sc
     judged; with gate.power the shipped prompts are added until 14 are reached, and the record says so."""
     results = tmp_path / "results"
     path = write_scenario(SHORT.replace("POWER", ""))
-    assert cli.main(["verify", str(path), "--results", str(results)]) == 0
+    assert cli.main(["verify", str(path), "--results", str(results), "--isolation", "none"]) == 0
     out = capsys.readouterr().out
     assert "KL tier not judged: 4 teacher-forced positions, fewer than gate.min_positions=14" in out
     path = write_scenario(SHORT.replace("POWER", ", power: 1000"))  # a target any KL test reaches
-    assert cli.main(["verify", str(path), "--results", str(results)]) == 0
+    assert cli.main(["verify", str(path), "--results", str(results), "--isolation", "none"]) == 0
     out = capsys.readouterr().out
     assert "power: 4 prompts (16 positions) detect" in out and "not judged" not in out, out
     [record] = [r for _, r in store.iter_records(results / "scenario") if r.correctness.power is not None]

@@ -50,9 +50,8 @@ def variants(tiny_llama):
 
 def verify(write_scenario, tmp_path, copy: str):
     path = write_scenario(SCENARIO.replace("COPY", copy))
-    code = cli.main(
-        ["verify", str(path), "--results", str(tmp_path / "results"), "--reference-dir", str(tmp_path / "refs")]
-    )
+    results = ["--results", str(tmp_path / "results"), "--reference-dir", str(tmp_path / "refs")]
+    code = cli.main(["verify", str(path), *results, "--isolation", "none"])
     records = {r.point["adapter"]: r.correctness for _, r in store.iter_records(tmp_path / "results" / "scenario")}
     return code, records
 

@@ -111,7 +111,9 @@ def _gate_references(folder: Path) -> list[Path]:
 
 
 def _run(*args) -> int:
-    return main(["run", *map(str, args), "--no-progress", "--no-energy"])
+    return main(
+        ["run", "--isolation", "none", *map(str, args), "--no-progress", "--no-energy"]
+    )  # a test may ask for workers
 
 
 def _verdicts(results: Path) -> dict[str, tuple[str, str]]:
@@ -241,7 +243,8 @@ def test_a_half_built_conversion_folder_is_not_used(write_scenario, tmp_path, ca
     killed.mkdir()
     path = write_scenario(tiny(name="half"))
 
-    code = main(["run", str(path), "--results", str(tmp_path / "results"), "--cache-dir", str(cache), "--no-progress"])
+    argv = ["run", str(path), "--results", str(tmp_path / "results"), "--cache-dir", str(cache), "--no-progress"]
+    code = main([*argv, "--isolation", "none"])
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert f"note: removing {target}," in err and f"note: removing {killed}," in err

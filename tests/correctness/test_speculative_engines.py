@@ -24,7 +24,7 @@ sweep:
 @pytest.mark.parametrize(("adapter", "device"), [("llamacpp", "cpu"), ("openvino", "CPU")])
 def test_clean_speculative_points_pass_greedy_equality(write_scenario, tmp_path, tiny_llama, adapter, device):
     path = write_scenario(SCENARIO.replace("ADAPTER", adapter).replace("DEVICE", device))
-    code = cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"])
+    code = cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"])
     records = list(store.iter_records(tmp_path / "scenario"))
     assert len(records) == 2
     for _, record in records:

@@ -44,7 +44,7 @@ def test_clean_speculation_passes_greedy_equality_and_each_fault_fails_its_point
     write_scenario, tmp_path, capsys, faulty
 ):
     path = write_scenario(SCENARIO)
-    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 1
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 1
     records = {record.point_id: record for _, record in store.iter_records(tmp_path / "scenario")}
     clean_points = (
         "hf-cpu-fp32-spec-lookup2x4",
@@ -79,7 +79,7 @@ def test_clean_speculation_passes_greedy_equality_and_each_fault_fails_its_point
 def test_the_acceptance_figures_reach_the_export(write_scenario, tmp_path, tiny_llama):
     timing_only = SCENARIO[: SCENARIO.index("include:")].replace("gate: {tokens: 24, prompts: 2, length: short}\n", "")
     path = write_scenario(timing_only)
-    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress"]) == 0
+    assert cli.main(["run", str(path), "--results", str(tmp_path), "--no-progress", "--isolation", "none"]) == 0
     out = tmp_path / "export.jsonl"
     assert cli.main(["export", str(tmp_path / "scenario"), "--format", "jsonl", "-o", str(out)]) == 0
     rows = [row for row in map(json.loads, out.read_text().splitlines()) if row["kind"] == "speculative"]
