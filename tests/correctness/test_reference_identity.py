@@ -111,9 +111,8 @@ def _gate_references(folder: Path) -> list[Path]:
 
 
 def _run(*args) -> int:
-    return main(
-        ["run", "--isolation", "none", *map(str, args), "--no-progress", "--no-energy"]
-    )  # a test may ask for workers
+    """``harness run`` in this process, unless ``args`` ask for workers (the later ``--isolation`` wins)."""
+    return main(["run", "--isolation", "none", *map(str, args), "--no-progress", "--no-energy"])
 
 
 def _verdicts(results: Path) -> dict[str, tuple[str, str]]:
