@@ -47,12 +47,16 @@ def test_an_hf_checkpoint_is_converted_to_gguf_by_llama_cpp_and_matches_transfor
 @pytest.mark.parametrize(
     "source", ["tiny-llama", "tiny-qwen2", "tiny-gemma3-text", "tiny-mistral", "tiny-phi3", "tiny-mixtral"]
 )
-def test_converted_gguf_logits_match_transformers_at_every_position(source, cache_dir, tmp_path):
+def test_converted_gguf_logits_match_transformers_at_every_position(source, cache_dir):
+    """The F16 GGUF the adapter converts (from the cache: the architecture matrix runs these points too)
+    against transformers in fp32. F16 weights move these logits by up to 0.023; a wrong Q/K permutation or
+    a dropped bias moves them by order 1."""
     import llama_cpp
     import numpy as np
     import torch
     from transformers import AutoModelForCausalLM
 
+    from harness.adapters.llamacpp import gguf_files
     from harness.models import sources
 
     tiny = sources.resolve(schema.ModelSpec(source=source), cache_dir)
@@ -60,14 +64,17 @@ def test_converted_gguf_logits_match_transformers_at_every_position(source, cach
     hf = AutoModelForCausalLM.from_pretrained(str(tiny.hf_dir), dtype=torch.float32).eval()
     with torch.no_grad():
         reference = hf(torch.tensor([ids])).logits[0].numpy()
-    path = tmp_path / "tiny.gguf"
-    converter.convert(tiny.hf_dir, path, outtype="f32")
+    path = gguf_files.converted(tiny, cache_dir)
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, logits_all=True, verbose=False)
     llm.eval(ids)
     ours = np.array(llm.scores[: len(ids)])
     llm.close()
-    assert np.abs(ours - reference).max() < 0.05  # a wrong Q/K permutation gives errors of order 1
-    assert (ours.argmax(-1) == reference.argmax(-1)).all()
+    tolerance = 0.05
+    assert np.abs(ours - reference).max() < tolerance
+    # the same next token wherever the reference's top two are further apart than the two can move together
+    top2 = np.sort(reference, axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * tolerance
+    assert clear.sum() >= len(ids) // 2 and (ours.argmax(-1) == reference.argmax(-1))[clear].all()
 
 
 def test_levels_come_from_llama_cpps_quantizer(tiny_records):

@@ -46,28 +46,29 @@ def test_tokenizer_matches_gemma_sentencepiece(gemma):
 WHITESPACE_RUNS = [f"x{' ' * n}r" for n in range(1, 40)] + ["\n    return", "  # two", "\t\t", "\n" * 33, " " * 33]
 
 
-def test_whitespace_runs_agree_across_the_reference_llamacpp_and_openvino_tokenizers(gemma, tmp_path):
+def test_whitespace_runs_agree_across_the_reference_llamacpp_and_openvino_tokenizers(gemma, cache_dir):
     """Gemma's runs of spaces are user-defined pieces, matched whole before any merge (the GGUF's token types
     say so, and llama.cpp does it): the reference's tokenizer, llama.cpp's and the openvino_tokenizers IR that
-    the OpenVINO point's GenAI pipeline runs, converted from the reference's tokenizer.json, agree on them.
-    Converter v3's tokenizer.json matched them as normalized added tokens, which openvino_tokenizers loses
-    ("two", "▁", "▁spaces"); as raw-text added tokens it dropped a space from runs of 4, 7, 10."""
+    the OpenVINO point's GenAI pipeline runs (the cached IR's, converted from the reference's tokenizer.json),
+    agree on them. Converter v3's tokenizer.json matched them as normalized added tokens, which
+    openvino_tokenizers loses ("two", "▁", "▁spaces"); as raw-text added tokens it dropped a space from runs
+    of 4, 7, 10."""
     import llama_cpp
     import openvino as ov
-    from transformers import AutoTokenizer
+    import openvino_tokenizers  # noqa: F401 - registers the tokenizer IR's operations with OpenVINO
 
-    from harness.adapters.openvino.ir_export import TOKENIZER_FILES, convert_tokenizer
+    from harness.adapters.openvino import ir_export
 
-    reference = AutoTokenizer.from_pretrained(str(gemma.hf_dir))
-    convert_tokenizer(gemma.hf_dir, tmp_path, reference)
-    genai = ov.Core().compile_model(str(tmp_path / TOKENIZER_FILES[0]), "CPU")
+    reference = gemma.tokenizer()  # the one the gate's reference encodes its prompts with
+    ir = ir_export.artefact(gemma, "none", {}, cache_dir)
+    genai = ov.Core().compile_model(str(ir / ir_export.TOKENIZER_FILES[0]), "CPU")
     llm = llama_cpp.Llama(str(gemma.gguf_path), vocab_only=True, verbose=False)
     texts = WHITESPACE_RUNS + prompts.tokenizer_corpus()
     for text in texts:
-        ids = reference(text)["input_ids"]
+        ids = reference.encode(text).ids
         assert [int(i) for i in genai([text])["input_ids"][0]] == ids, (text, "openvino_tokenizers")
         assert llm.tokenize(text.encode(), add_bos=True, special=True) == ids, (text, "llama.cpp")
-    assert reference("two  spaces")["input_ids"] == [2, 13498, 138, 35220]  # "two", "▁▁", "spaces"
+    assert reference.encode("two  spaces").ids == [2, 13498, 138, 35220]  # "two", "▁▁", "spaces"
 
 
 @pytest.mark.parametrize("length", [32, 1024])

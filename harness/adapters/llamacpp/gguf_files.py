@@ -17,6 +17,18 @@ FTYPES = {
 }
 
 
+def converted(model, cache: Path) -> Path:
+    """``model``'s checkpoint as an F16 GGUF written by llama.cpp's converter, built once into ``cache``."""
+    from harness.adapters.llamacpp import converter
+    from harness.io import safe_name
+    from harness.models.cache_build import build_once
+
+    # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
+    target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
+    build_once(target, lambda out: converter.convert(model.hf_dir, out / "model.gguf"), "model.gguf")
+    return target / "model.gguf"
+
+
 class GgufFiles:
     """The GGUF a point loads; ``self._figures`` (the adapter's load figures) gets the quantizer's time."""
 
@@ -26,14 +38,7 @@ class GgufFiles:
             return given.path
         if model.gguf_path is not None:
             return Path(model.gguf_path)
-        from harness.adapters.llamacpp import converter
-        from harness.io import safe_name
-        from harness.models.cache_build import build_once
-
-        # keyed by the converter too: another llama.cpp version writes another GGUF from the same checkpoint
-        target = cache / "llamacpp" / f"{safe_name(model.name)}-{model.artefact_key}-f16-{converter.key()}"
-        build_once(target, lambda out: converter.convert(model.hf_dir, out / "model.gguf"), "model.gguf")
-        return target / "model.gguf"
+        return converted(model, cache)
 
     def _quantized(self, source: Path, quantization: str, threads: Optional[int], cache: Path) -> Path:
         import llama_cpp
