@@ -21,6 +21,11 @@ sweep:
 """
 
 
+# Points run in pytest's own process where the worker path is not what a test is about (a worker costs a
+# fresh interpreter per engine); test_one_test_per_point_... and the fresh-process test keep the default.
+IN_PROCESS = ("--harness-isolation", "none")
+
+
 def write(pytester, text, name="sweep.yaml"):
     path = pytester.path / "scenarios" / name
     path.parent.mkdir(exist_ok=True)
@@ -62,9 +67,9 @@ def test_one_test_per_point_with_readable_ids_and_outcomes(pytester, fake_adapte
 
 def test_markers_select_by_adapter_device_and_scenario(pytester, fake_adapters):
     write(pytester, FAKE_SWEEP)
-    result = pytester.runpytest("scenarios/", "-m", "fake and cpu and nightly", "--strict-markers")
+    result = pytester.runpytest("scenarios/", "-m", "fake and cpu and nightly", "--strict-markers", *IN_PROCESS)
     result.assert_outcomes(passed=1)
-    result = pytester.runpytest("scenarios/", "-k", "failing and npu")
+    result = pytester.runpytest("scenarios/", "-k", "failing and npu", *IN_PROCESS)
     result.assert_outcomes(skipped=1)
 
 
@@ -114,17 +119,19 @@ known_failures:
     reason: engine bug 1234
 """,
     )
-    result = pytester.runpytest("scenarios/", "-rx")
+    result = pytester.runpytest("scenarios/", "-rx", *IN_PROCESS)
     result.assert_outcomes(passed=1, xfailed=1, skipped=2)
     result.stdout.fnmatch_lines(["*known failure (engine bug 1234): RuntimeError: fake engine fault at step 3*"])
 
 
 def test_remote_code_needs_the_command_line_to_confirm(pytester, fake_adapters):
     write(pytester, FAKE_SWEEP.replace("model: tiny-llama", "model: {source: tiny-llama, trust_remote_code: true}"))
-    result = pytester.runpytest("scenarios/")
+    result = pytester.runpytest("scenarios/", *IN_PROCESS)
     result.stdout.fnmatch_lines(["*model.trust_remote_code: true runs code shipped with the model; confirm with*"])
     assert result.ret != 0
-    pytester.runpytest("scenarios/", "--harness-trust-remote-code").assert_outcomes(passed=1, failed=1, skipped=2)
+    pytester.runpytest("scenarios/", "--harness-trust-remote-code", *IN_PROCESS).assert_outcomes(
+        passed=1, failed=1, skipped=2
+    )
 
 
 BASELINE_SWEEP = """
@@ -154,7 +161,15 @@ def save_baseline(pytester, tpot_ms, point_ids):
 def test_harness_baseline_gates_the_session(pytester, fake_adapters):
     write(pytester, BASELINE_SWEEP)
     save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
-    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines", "-p", "no:cacheprovider")
+    gated = (
+        "--harness-baseline",
+        "nightly",
+        "--harness-baselines-dir",
+        "baselines",
+        "-p",
+        "no:cacheprovider",
+        *IN_PROCESS,
+    )
     result = pytester.runpytest("scenarios/", *gated)  # the fake takes ~2 ms/token; the baseline says 0.5
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -175,7 +190,15 @@ def test_the_old_gate_json_spelling_still_writes_the_regression_json_and_warns(p
     release: the same JSON file, and one warning line naming ``--harness-regression-json``."""
     write(pytester, BASELINE_SWEEP)
     save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
-    gated = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines", "-p", "no:cacheprovider")
+    gated = (
+        "--harness-baseline",
+        "nightly",
+        "--harness-baselines-dir",
+        "baselines",
+        "-p",
+        "no:cacheprovider",
+        *IN_PROCESS,
+    )
     relaxed = ("--harness-max-regression", "tpot=2000%,ttft=100000%")
     old = pytester.runpytest("scenarios/", *gated, *relaxed, "--harness-gate-json", "old.json")
     assert old.ret == pytest.ExitCode.OK
@@ -210,6 +233,7 @@ def test_harness_baseline_flags_lost_points_but_not_deselected_ones(pytester, fa
         "tpot=2000%,ttft=100000%",
         "-p",
         "no:cacheprovider",
+        *IN_PROCESS,
     )
     result = pytester.runpytest("scenarios/", "-k", "seq64", *gated)
     result.assert_outcomes(passed=1)
@@ -229,7 +253,7 @@ def test_harness_shard_splits_points_like_harness_run(pytester, fake_adapters):
     write(pytester, BASELINE_SWEEP.replace("adapter: [fake]", "adapter: [fake, fake-failing]"))
     ran = []
     for shard in ("1/2", "2/2"):
-        result = pytester.runpytest("scenarios/", "--harness-shard", shard, "-v", "-p", "no:cacheprovider")
+        result = pytester.runpytest("scenarios/", "--harness-shard", shard, "-v", "-p", "no:cacheprovider", *IN_PROCESS)
         ran.append({line.split("::")[1].split()[0] for line in result.stdout.lines if line.startswith("scenarios/")})
     # one engine per shard: its two points share whatever that engine converts
     assert sorted(ran, key=sorted) == [

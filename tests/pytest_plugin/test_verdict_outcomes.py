@@ -18,6 +18,9 @@ def engines(fake_adapters):
     yield from registered([RefusingAdapter])
 
 
+IN_PROCESS = ("--harness-isolation", "none")  # verdicts are read from records: no worker needed
+
+
 def write(pytester, text: str) -> None:
     path = pytester.path / "scenarios" / "sweep.yaml"
     path.parent.mkdir(exist_ok=True)
@@ -31,7 +34,7 @@ def known(strict: bool = False) -> str:
 
 def test_a_known_failure_that_passes_is_xpass(pytester, engines):
     write(pytester, known())
-    result = pytester.runpytest("scenarios/", "-rX", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "-rX", "-p", "no:cacheprovider", *IN_PROCESS)
     result.assert_outcomes(xpassed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -46,7 +49,7 @@ def test_a_known_failure_that_passes_is_xpass(pytester, engines):
 
 def test_a_strict_known_failure_that_passes_fails(pytester, engines):
     write(pytester, known(strict=True))
-    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider", *IN_PROCESS)
     result.assert_outcomes(failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]]*known failure now passes: bug 1234*"])
@@ -55,7 +58,7 @@ def test_a_strict_known_failure_that_passes_fails(pytester, engines):
 def test_pytests_xfail_strict_ini_applies_to_known_failures(pytester, engines):
     write(pytester, known())
     pytester.makeini("[pytest]\nxfail_strict = true\n")
-    pytester.runpytest("scenarios/", "-p", "no:cacheprovider").assert_outcomes(failed=1)
+    pytester.runpytest("scenarios/", "-p", "no:cacheprovider", *IN_PROCESS).assert_outcomes(failed=1)
 
 
 SKIPPING = tiny(
@@ -67,7 +70,7 @@ SKIPPING = tiny(
 
 def test_skips_are_counted_with_their_reasons_in_the_terminal_summary(pytester, engines):
     write(pytester, SKIPPING)
-    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider", *IN_PROCESS)
     result.assert_outcomes(passed=2, skipped=3)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -77,7 +80,7 @@ def test_skips_are_counted_with_their_reasons_in_the_terminal_summary(pytester, 
 
 def test_require_all_fails_the_session_on_a_skipped_point(pytester, engines):
     write(pytester, SKIPPING)
-    result = pytester.runpytest("scenarios/", "--harness-require-all", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "--harness-require-all", "-p", "no:cacheprovider", *IN_PROCESS)
     result.assert_outcomes(passed=2, failed=3)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -87,12 +90,12 @@ def test_require_all_fails_the_session_on_a_skipped_point(pytester, engines):
         ]
     )
     # what -k (or -m, --harness-shard) leaves out is not required
-    kept = pytester.runpytest("scenarios/", "--harness-require-all", "-k", "not npu and not refusing")
+    kept = pytester.runpytest("scenarios/", "--harness-require-all", "-k", "not npu and not refusing", *IN_PROCESS)
     kept.assert_outcomes(passed=2)
 
 
 def test_a_scenario_can_require_all_its_points(pytester, engines):
     write(pytester, tiny(name="sweep", require_all=True, sweep={"device": ["cpu", "npu"]}))
-    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider")
+    result = pytester.runpytest("scenarios/", "-p", "no:cacheprovider", *IN_PROCESS)
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
