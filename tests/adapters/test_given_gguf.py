@@ -4,6 +4,7 @@ checkpoint ``model.source`` names. A GGUF llama.cpp cannot load fails its point 
 
 from __future__ import annotations
 
+import shutil
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -33,14 +34,17 @@ sweep:
 
 
 @pytest.fixture(scope="session")
-def user_gguf(tiny_llama, tmp_path_factory) -> Path:
-    """tiny-llama made into a GGUF by the project's own converter, outside the harness's cache: the user's file."""
-    from harness.adapters.llamacpp import converter
+def user_gguf(tiny_llama, tmp_path_factory, cache_dir) -> Path:
+    """tiny-llama made into a GGUF by the project's own converter, copied outside the harness's cache: the
+    user's file, with the converter's conversion.json beside it, which must not be read."""
+    from harness.adapters.llamacpp import converter, gguf_files
 
     if converter.missing_reason():
         pytest.fail(converter.missing_reason())  # the set-up provides it
+    made = gguf_files.converted(tiny_llama, cache_dir)
     out = tmp_path_factory.mktemp("user") / "tiny-llama-f16.gguf"
-    converter.convert(tiny_llama.hf_dir, out)  # also writes conversion.json beside it, which must not be read
+    shutil.copyfile(made, out)
+    shutil.copyfile(made.parent / converter.RECORD, out.parent / converter.RECORD)
     return out
 
 
