@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
 # Create (or reuse) the virtual environment with the harness, its engine and accuracy extras and the test tools, and
 # print its path on the last line (scripts/quickstart.sh and scripts/test.sh read it; everything else goes to
-# stderr). The environment is cached under ~/.cache/harness/venvs, keyed by pyproject.toml, so a fresh clone
-# reuses it and a dependency change rebuilds it; pip's own cache keeps downloads and the llama.cpp wheel it
-# built, so a rebuild on the same machine skips the compile.
+# stderr). The environment is cached under ~/.cache/harness/venvs, keyed by pyproject.toml and the CPU's
+# instruction sets, so a fresh clone reuses it and a dependency change rebuilds it. pip compiles llama.cpp
+# for the CPU it builds on (-march=native): the same home on a CPU without that build's AVX-512 or AMX would
+# die on an illegal instruction, so another instruction set gets its own environment, and the wheel pip
+# built is cached per instruction set too (a rebuild on the same CPU skips the compile).
+# `bash scripts/setup.sh --where` prints the environment's path and creates nothing.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-key=$(sha256sum "$root/pyproject.toml" | cut -c1-16)
+# The instruction-set flags a compiler may use with -march=native (not the model name, clock or bug flags).
+cpuinfo=${HARNESS_CPUINFO:-/proc/cpuinfo}
+isa=$( { grep -m1 '^flags' "$cpuinfo" 2>/dev/null || true; } | cut -d: -f2 | tr ' ' '\n' \
+    | grep -E '^(sse.*|ssse3|avx.*|amx.*|fma.*|f16c|bmi.*|abm|popcnt|movbe|adx|aes|pclmulqdq|vpclmulqdq|vaes|gfni|sha_ni|cx16|xsave.*|clflushopt|clwb|prfchw)$' \
+    | sort | tr '\n' ' ' || true)
+isa_key=$(printf '%s' "$isa" | sha256sum | cut -c1-8)
+key=$( { cat "$root/pyproject.toml"; printf 'cpu instruction sets: %s\n' "$isa"; } | sha256sum | cut -c1-16)
 venv=${HARNESS_VENV:-$HOME/.cache/harness/venvs/$key}
+if [[ ${1:-} == --where ]]; then
+    echo "$venv"
+    exit 0
+fi
 say() { echo "[setup $(printf '%3d' "$SECONDS") s] $*" >&2; }
 if [[ ! -f "$venv/.ready" ]]; then
     say "creating $venv (first time: about 12 minutes on 2 cores, most of it compiling llama.cpp)"
@@ -17,7 +30,8 @@ if [[ ! -f "$venv/.ready" ]]; then
     say "1/3 installing the harness with transformers + CPU torch, OpenVINO GenAI + NNCF, Core ML tools, lm-eval and the test tools (downloads ~1 GB)"
     "$venv/bin/python" -m pip install -q -e "$root[hf,openvino,coreml,accuracy,test]" >&2
     say "2/3 installing llama-cpp-python: pip compiles llama.cpp from source, which takes several minutes (once: pip caches the wheel)"
-    "$venv/bin/python" -m pip install -q -e "$root[llamacpp]" >&2
+    # its own wheel cache per instruction set: pip keys a built wheel by the source alone
+    PIP_CACHE_DIR="$HOME/.cache/harness/pip-llama-cpp/$isa_key" "$venv/bin/python" -m pip install -q -e "$root[llamacpp]" >&2
     # optimum-intel pulls PyPI's torchvision, which cannot load beside the CPU torch build
     # ("operator torchvision::nms does not exist") and breaks transformers' imports; text models
     # need no torchvision.

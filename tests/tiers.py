@@ -260,6 +260,7 @@ TABLE: dict[str, Tier] = {
     "project/test_inline_runs.py": E,
     "project/test_nightly_template.py": A,
     "project/test_one_address.py": U,
+    "project/test_setup_environment_key.py": A,
     "project/test_tiers.py": U,
     "project/test_tooling.py": A,
     "pytest_plugin/test_nightly_selection.py": A,
