@@ -145,6 +145,9 @@ sweep:
 """
 
 
+AGAINST_NIGHTLY = ("--harness-baseline", "nightly", "--harness-baselines-dir", "baselines", "-p", "no:cacheprovider")
+
+
 def save_baseline(pytester, tpot_ms, point_ids):
     from harness.records import store
     from harness.records.engine import EngineInfo
@@ -161,15 +164,7 @@ def save_baseline(pytester, tpot_ms, point_ids):
 def test_harness_baseline_gates_the_session(pytester, fake_adapters):
     write(pytester, BASELINE_SWEEP)
     save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
-    gated = (
-        "--harness-baseline",
-        "nightly",
-        "--harness-baselines-dir",
-        "baselines",
-        "-p",
-        "no:cacheprovider",
-        *IN_PROCESS,
-    )
+    gated = (*AGAINST_NIGHTLY, *IN_PROCESS)
     result = pytester.runpytest("scenarios/", *gated)  # the fake takes ~2 ms/token; the baseline says 0.5
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -190,15 +185,7 @@ def test_the_old_gate_json_spelling_still_writes_the_regression_json_and_warns(p
     release: the same JSON file, and one warning line naming ``--harness-regression-json``."""
     write(pytester, BASELINE_SWEEP)
     save_baseline(pytester, tpot_ms=0.5, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128"])
-    gated = (
-        "--harness-baseline",
-        "nightly",
-        "--harness-baselines-dir",
-        "baselines",
-        "-p",
-        "no:cacheprovider",
-        *IN_PROCESS,
-    )
+    gated = (*AGAINST_NIGHTLY, *IN_PROCESS)
     relaxed = ("--harness-max-regression", "tpot=2000%,ttft=100000%")
     old = pytester.runpytest("scenarios/", *gated, *relaxed, "--harness-gate-json", "old.json")
     assert old.ret == pytest.ExitCode.OK
@@ -224,17 +211,7 @@ def test_harness_baseline_flags_lost_points_but_not_deselected_ones(pytester, fa
     save_baseline(
         pytester, tpot_ms=2.0, point_ids=["fake-cpu-bf16-seq64", "fake-cpu-bf16-seq128", "fake-cpu-bf16-seq256"]
     )
-    gated = (
-        "--harness-baseline",
-        "nightly",
-        "--harness-baselines-dir",
-        "baselines",
-        "--harness-max-regression",
-        "tpot=2000%,ttft=100000%",
-        "-p",
-        "no:cacheprovider",
-        *IN_PROCESS,
-    )
+    gated = (*AGAINST_NIGHTLY, "--harness-max-regression", "tpot=2000%,ttft=100000%", *IN_PROCESS)
     result = pytester.runpytest("scenarios/", "-k", "seq64", *gated)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["FAIL sweep::fake-cpu-bf16-seq256: missing: ran in the baseline, no record now"])
