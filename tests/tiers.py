@@ -90,6 +90,7 @@ TABLE: dict[str, Tier] = {
             "test_pytest_refuses_an_unusable_results_directory_before_any_point": "acceptance",
             "test_pytest_harness_baseline_refuses_a_baseline_with_nothing_to_compare": "acceptance",
             "test_pytest_refuses_two_scenario_files_with_one_name": "acceptance",
+            "test_pytest_harness_max_points_raises_the_limit": "acceptance",
         },
     ),
     "cli/test_impossible_values.py": Tier(

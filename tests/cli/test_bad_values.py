@@ -142,6 +142,20 @@ def test_run_and_verify_refuse_an_unusable_results_path_before_any_point(
     assert not ran
 
 
+@pytest.mark.parametrize("option", ["--reference-dir", "--cache-dir"])
+def test_run_refuses_an_unusable_reference_or_cache_dir_before_any_point(
+    option, write_scenario, blocker, tmp_path, capsys, fake_adapters, monkeypatch
+):
+    from harness.run import steps
+
+    monkeypatch.setattr(steps, "execute", lambda *a, **k: pytest.fail("a point ran"))
+    scenario = write_scenario(FAKE_SCENARIO)
+    target = blocker / "store"
+    argv = ["run", str(scenario), "--results", str(tmp_path / "results"), option, str(target), "--no-progress"]
+    line = refused_in_one_line([*argv, "--isolation", "none", "--no-energy"], capsys)
+    assert f"{option} {target}:" in line and f"{blocker} is a file" in line
+
+
 @pytest.mark.skipif(ROOT, reason="root writes into read-only directories; the file cases above cover it")
 def test_a_read_only_results_directory_is_refused(tmp_path):
     locked_dir = tmp_path / "ro"
@@ -442,6 +456,16 @@ def test_max_points_raises_the_limit(write_scenario, capsys):
     )
     assert "more than the limit of 2" in refused_in_one_line(["check", str(path), "--max-points", "2"], capsys)
     assert cli.main(["check", str(path), "--max-points", "3"]) == 0
+
+
+def test_pytest_harness_max_points_raises_the_limit(pytester, fake_adapters):
+    three = tiny(prompts=["x"], generation={"max_new_tokens": 2}, sweep={"adapter": ["fake"], "batch_size": [1, 2, 3]})
+    pytester.makefile(".yaml", **{"scenarios/three": three})
+    options = ("--harness-isolation", "none", "--harness-no-energy", "-p", "no:cacheprovider")
+    refused = pytester.runpytest("scenarios/", "--harness-max-points", "2", *options)
+    assert refused.ret != pytest.ExitCode.OK
+    refused.stdout.fnmatch_lines(["*more than the limit of 2*"])
+    pytester.runpytest("scenarios/", "--harness-max-points", "3", *options).assert_outcomes(passed=3)
 
 
 @pytest.mark.parametrize(
