@@ -50,6 +50,7 @@ U, E, A = Tier("unit"), Tier("engine"), Tier("acceptance")
 # Paths relative to tests/.
 TABLE: dict[str, Tier] = {
     "accuracy/test_failed_margin_fails_run_and_check.py": A,
+    "accuracy/test_lm_eval_hook_install.py": A,
     "accuracy/test_paired_verdicts.py": U,
     "accuracy/test_task_accuracy.py": E,
     "adapters/test_capabilities.py": Tier(

@@ -102,6 +102,20 @@ def test_open_migrates_to_the_shipped_head_and_the_models_match_it(db):
     engine.dispose()
 
 
+def test_commit_on_the_command_line_overrides_the_records_own(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    given = "0123456789abcdef0123456789abcdef01234567"
+    assert harness_history("add", write_night(tmp_path, 0, {"p": 50.0}), "--db", db, "--commit", given) == 0
+    assert harness_history("add", write_night(tmp_path, 1, {"p": 50.0}), "--db", db) == 0
+    engine = database.open_db(db)
+    assert [run.commit for run in queries.runs(engine)] == [given, commit(1)]
+    engine.dispose()
+    capsys.readouterr()
+    assert harness_history("list", "--db", db) == 0
+    listed = capsys.readouterr().out
+    assert given[:12] in listed and commit(1)[:12] in listed and commit(0)[:12] not in listed
+
+
 def test_adding_the_same_run_twice_stores_it_once(db, tmp_path, capsys):
     night = write_night(tmp_path, 0, {"p": 50.0, "q": 60.0})
     assert harness_history("add", night, "--db", db) == 0
