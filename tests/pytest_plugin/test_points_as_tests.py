@@ -180,6 +180,42 @@ def test_harness_baseline_gates_the_session(pytester, fake_adapters):
     relaxed.stdout.fnmatch_lines(["regression check vs nightly: PASS; 2 point(s) compared"])
 
 
+def test_harness_fdr_sets_the_false_discovery_rate_of_the_launch_test(pytester, fake_adapters):
+    """Five launches in the baseline, eight now: a regression at the default rate even if a loaded machine has
+    five of the eight excluded as disturbed, and one no launch count this small can show at ``--harness-fdr
+    0.001`` (Mann-Whitney's smallest one-sided p is 1/1287, its q over the two metrics 0.0016)."""
+    from harness.measure.launch_stats import combine, launch
+    from harness.records import store
+    from harness.records.engine import EngineInfo
+    from harness.regression import baseline
+    from tests.records import record
+
+    write(pytester, BASELINE_SWEEP.replace("max_seq_len: [64, 128]", "max_seq_len: [64]"))
+    parts = []
+    for i in range(5):  # the baseline's launches: 0.5 ms/token, the fake takes ~2
+        part = record("fake-cpu-bf16-seq64", scenario="sweep", adapter="fake", tpot_ms=0.5 * (1 + 0.01 * i), seed=i)
+        part.samples.launches = [launch(part.metrics, part.samples.rounds)]
+        parts.append(part)
+    merged = combine(parts)
+    merged.engine = EngineInfo(name="fake", version="0")
+    store.write(merged, pytester.path / "base-records")
+    baseline.save([pytester.path / "base-records"], "nightly", pytester.path / "baselines")
+    gated = (
+        *AGAINST_NIGHTLY,
+        *IN_PROCESS,
+        "--harness-launches",
+        "8",
+        "--harness-max-regression",
+        "tpot=5%,ttft=100000%",
+    )
+    flagged = pytester.runpytest("scenarios/", *gated)
+    assert flagged.ret == pytest.ExitCode.TESTS_FAILED
+    flagged.stdout.fnmatch_lines(["FAIL sweep::fake-cpu-bf16-seq64: regression: tpot_ms*launches, Mann-Whitney p=*"])
+    strict = pytester.runpytest("scenarios/", *gated, "--harness-fdr", "0.001")
+    assert strict.ret == pytest.ExitCode.OK, strict.stdout.str()
+    assert "too few launches to show it" in strict.stdout.str()
+
+
 def test_the_old_gate_json_spelling_still_writes_the_regression_json_and_warns(pytester, fake_adapters):
     """``--harness-gate-json`` (before the regression check stopped being called a gate) works for one more
     release: the same JSON file, and one warning line naming ``--harness-regression-json``."""
