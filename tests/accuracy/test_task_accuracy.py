@@ -243,6 +243,8 @@ def test_lm_eval_command_line_runs_a_shipped_task_against_the_hf_adapter(command
     ]
     if command == ["lm_eval"]:
         args += ["--include_path", str(evaluate.TASKS_DIR)]
+    else:  # lm-eval's own device and batch size are ignored: the point's axes decide (no CUDA here to run on)
+        args += ["--device", "cuda:0", "--batch_size", "4"]
     done = subprocess.run(args, capture_output=True, text=True, env=_offline_env(), timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "harness_choice" in done.stdout and "acc" in done.stdout
