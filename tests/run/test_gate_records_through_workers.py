@@ -14,6 +14,7 @@ from harness import cli
 from harness.records import store
 from tests import faults
 from tests.conftest import registered
+from tests.tiny_scenario import tiny
 
 
 class PrefillFault(faults.PrefillQueryOffset):
@@ -26,16 +27,13 @@ class BeamFault(faults.BeamCacheNotReordered):
 
 # A prefill-only fault (fails by its phase) and a beam-only fault (fails the beam check): between them the
 # record's phases, per-prompt KL, token classes, stopping check and beam check all have something to say.
-SCENARIO = """
-model: tiny-llama
-generation: {max_new_tokens: 4}
-measurement: {warmup_rounds: 0, min_rounds: 1, threads: 2}
-gate: {tokens: 16, prompts: 2, length: short}
-sweep:
-  adapter: [hf-parity-prefillfault]
-include:
-  - {adapter: hf-parity-beamfault, beam_width: 4}
-"""
+SCENARIO = tiny(
+    prompts=None,  # the default prompt set
+    measurement={"threads": 2},
+    gate={"tokens": 16, "prompts": 2, "length": "short"},
+    sweep={"adapter": ["hf-parity-prefillfault"]},
+    include=[{"adapter": "hf-parity-beamfault", "beam_width": 4}],
+)
 
 # What the run itself decides, not how long it took or where it ran.
 COMPARED = ("status", "reason", "point", "prompt_lengths", "outputs", "correctness", "accuracy", "unavailable")
