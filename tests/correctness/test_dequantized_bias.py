@@ -168,14 +168,18 @@ def test_harness_run_fails_an_int8_asym_zero_point_off_by_one(write_scenario, tm
 
 
 @needs_llama
-def test_the_default_models_k_quant_gguf_reads_back_without_bias(cache_dir):
+def test_the_default_models_k_quant_gguf_reads_back_without_bias(cache_dir, reference_dir):
     """K-quants (Q4_K and Q6_K sub-blocks) on Gemma 3 270M's own Q4_K_M GGUF, whose checkpoint is converted
-    from it: the two differ by bf16 rounding alone, which the storage-noise floor keeps from reading as a lean."""
+    from it: the two differ by bf16 rounding alone, which the storage-noise floor keeps from reading as a lean.
+    Taken as a run takes it (``dequantized.check`` on the llama.cpp point's twin, stored in the session's
+    reference store), so the README command's llama.cpp point reads this audit instead of computing it again."""
+    from contextlib import nullcontext
+
+    from harness.adapters.llamacpp import twin
     from harness.models import sources
     from harness.scenario.schema import ModelSpec
 
     gemma = sources.resolve(ModelSpec(source="gemma3-270m"), cache_dir)
-    reference, stored = read(gemma.gguf_path, gemma.hf_dir)
-    assert {"Q4_K", "Q6_K"} <= {tensor.stored_type for tensor in stored.values()}
-    found = dequantized.audit(reference, stored)
+    found = dequantized.check(reference_dir, gemma, twin.twin(gemma.gguf_path, 64, None, nullcontext))
+    assert {"Q4_K", "Q6_K"} <= set(found.floors), found.floors
     assert found.verdict == "pass" and found.bias.verdict == "pass" and found.bias.ratio < 1, found.bias

@@ -24,7 +24,7 @@ sys.exit(main())' "$@"
 """
 
 # Per-token sleep of each commit: the third commit makes every token five times slower.
-SPEEDS = ("0.02", "0.02", "0.1", "0.1")
+SPEEDS = ("0.01", "0.01", "0.05", "0.05")
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -73,7 +73,7 @@ def test_bisect_names_the_commit_that_slowed_the_engine_with_its_interval(tmp_pa
     ]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"first bad commit: {commits[2]} commit 2: step 0.1 s" in done.stdout
+    assert f"first bad commit: {commits[2]} commit 2: step 0.05 s" in done.stdout
     different = [line for line in done.stdout.splitlines() if line.strip().startswith("DIFFERENT bench::")]
     assert different and all("(worse)" in line and "[95% CI +" in line for line in different), done.stdout
     assert _git(repo, "rev-parse", "HEAD") == commits[-1]  # git bisect reset: the repository is back on main

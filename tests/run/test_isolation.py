@@ -27,7 +27,7 @@ FAULTY_SWEEP = tiny(
 def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(write_scenario, tmp_path, fake_adapters):
     loaded = planning.load(write_scenario(FAULTY_SWEEP))
     runner = Runner(
-        RunSettings(results_dir=tmp_path, isolation="worker", limits=Limits(timeout_s=15, memory_limit_mb=1024))
+        RunSettings(results_dir=tmp_path, isolation="worker", limits=Limits(timeout_s=6, memory_limit_mb=1024))
     )
     records = {r.point["adapter"]: r for r in runner.run([loaded], progress=False)}
 
@@ -36,7 +36,7 @@ def test_a_sweep_of_misbehaving_engines_completes_with_every_failure_recorded(wr
     assert segfault.status == "failed" and "killed by SIGSEGV (signal 11)" in segfault.reason
     assert segfault.failure.exit_code == -signal.SIGSEGV
     hang = records["fake-hang"]
-    assert hang.status == "timeout" and hang.reason == "no result within 15 s; the process was killed"
+    assert hang.status == "timeout" and hang.reason == "no result within 6 s; the process was killed"
     assert records["fake-failing"].reason == "RuntimeError: fake engine fault at step 3"
     hungry = records["fake-hungry"]
     assert hungry.status == "failed" and ("MemoryError" in hungry.reason or "memory limit" in hungry.reason)

@@ -26,7 +26,7 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
     loaded = planning.load(write_scenario(tiny(sweep={"adapter": ["fake-picky"], "batch_size": list(range(1, 31))})))
     runner = Runner(
         RunSettings(
-            results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=10, memory_limit_mb=1024)
+            results_dir=tmp_path, isolation="worker", energy=False, limits=Limits(timeout_s=5, memory_limit_mb=1024)
         )
     )
     records = {r.point["batch_size"]: r for r in runner.run([loaded], progress=False)}
@@ -39,7 +39,7 @@ def test_thirty_points_with_a_crash_a_hang_and_a_memory_blowup(write_scenario, t
     crash, hang, hungry = records[7], records[13], records[21]
     assert crash.status == "failed" and "killed by SIGSEGV" in crash.reason
     assert crash.failure.signal == "SIGSEGV" and crash.failure.exit_code == -signal.SIGSEGV
-    assert hang.status == "timeout" and hang.reason == "no result within 10 s; the process was killed"
+    assert hang.status == "timeout" and hang.reason == "no result within 5 s; the process was killed"
     assert hungry.status == "failed" and ("MemoryError" in hungry.reason or "memory limit" in hungry.reason)
     # One worker for the group, replaced after each of the three failures: not a process per point.
     assert runner.launcher.started == 4
