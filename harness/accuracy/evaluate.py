@@ -10,6 +10,7 @@ This module runs lm-eval; ``outcomes.py`` reads its output back, ``reference_sco
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -41,9 +42,16 @@ SHIPPED = frozenset(path.stem for path in TASKS_DIR.glob("*.yaml"))
 
 def task_manager(tasks=()):
     """Shipped tasks, plus lm-eval's own index only when a task needs it (indexing all of them takes seconds)."""
+    return _task_manager(include_defaults=not set(tasks) <= SHIPPED)
+
+
+@functools.lru_cache(maxsize=2)
+def _task_manager(include_defaults: bool):
+    # Built once per process: lm-eval's whole index takes about 5 s on 2 cores, and a run reads it twice (the
+    # unknown-task check before any point, then the point's evaluation). The manager only reads its index.
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_path=str(TASKS_DIR), include_defaults=not set(tasks) <= SHIPPED)
+    return TaskManager(include_path=str(TASKS_DIR), include_defaults=include_defaults)
 
 
 class Evaluation(NamedTuple):

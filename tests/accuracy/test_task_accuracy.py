@@ -276,6 +276,16 @@ def test_an_unknown_task_name_says_what_exists(tiny_lm):
         evaluate.evaluate(tiny_lm, ["harness_clozee"], 5, 0)
 
 
+def test_lm_evals_task_index_is_built_once_per_process():
+    """A run reads lm-eval's whole task index twice (the unknown-task check before any point, then the point's
+    evaluation) and it takes seconds to build: one manager serves both. Shipped tasks alone need no index."""
+    full = evaluate.task_manager(["harness_clozee"])
+    assert evaluate.task_manager(["hellaswag", "harness_cloze"]) is full and "hellaswag" in full.all_tasks
+    shipped = evaluate.task_manager(["harness_cloze"])
+    assert shipped is not full and evaluate.task_manager() is shipped
+    assert set(shipped.all_tasks) == {"harness_choice", "harness_cloze"}
+
+
 def test_an_empty_continuation_scores_zero(tiny_lm):
     assert tiny_lm.loglikelihood([_Request("The river", "")]) == [(0.0, True)]
 
