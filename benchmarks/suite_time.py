@@ -3,6 +3,7 @@
     python benchmarks/suite_time.py [--tiers unit engine acceptance full] [--json FILE] [-- PYTEST ARGS]
     python benchmarks/suite_time.py --tiers unit full --paths tests/measure   # the script on one folder
     python benchmarks/suite_time.py --tiers full --emulate-avx2   # an estimate for an AVX2-only CPU
+    python benchmarks/suite_time.py --tiers full --per-test   # where the time goes, test by test
 
 Runs ``pytest tests -m TIER`` for each tier asked (``full``: the whole suite, what CI runs; default
 ``unit full``), one after another, each in a fresh process, and prints per run: wall time, the CPU time
@@ -12,6 +13,11 @@ JUnit XML, from which the tests' own durations are summed per tier (``tests/tier
 one full run gives each tier's share without running it again. The machine: CPU model (``lscpu``), the
 instruction sets the precision paths depend on, and the core count. ``--json`` (default
 ``reports/suite_time.json``) keeps the figures; docs/testing.md quotes the last quiet measurement.
+
+``--per-test`` also writes each test's wall time, the CPU time of pytest's own process and of the processes
+the test started, and the rest (waiting: a time limit, a sleep, a poll) to ``<json>-<tier>-tests.jsonl``
+(``benchmarks/per_test_cost.py``), and prints the costliest tests and files: where to look first to make the
+suite faster.
 
 ``--emulate-avx2`` estimates the suite on an AVX2-only CPU from a machine with AVX-512: every process pytest
 starts gets torch's kernels capped at AVX2 (``ATEN_CPU_CAPABILITY``) with oneDNN switched off
@@ -42,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import per_test_cost  # noqa: E402
 from harness.records.environment import cpu_flags  # noqa: E402
 from tests.tiers import TABLE  # noqa: E402  (the one table of each test's tier)
 
@@ -66,6 +73,7 @@ class TierRun:
     load_before: float  # 1-minute load average
     load_after: float
     per_tier_s: dict[str, float] = field(default_factory=dict)  # the tests' own durations summed by tier
+    per_test: dict = field(default_factory=dict)  # with --per-test: per_test_cost.summary of the run
 
 
 def machine() -> dict:
@@ -140,9 +148,15 @@ def emulation_check(env: dict[str, str]) -> str:
     return seen.stdout.strip() or seen.stderr.strip()[-300:]
 
 
-def run_tier(tier: str, paths: list[str], extra: list[str], junit: Path, env: dict[str, str]) -> TierRun:
+def run_tier(
+    tier: str, paths: list[str], extra: list[str], junit: Path, env: dict[str, str], per_test: Path | None = None
+) -> TierRun:
     command = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
     command += [] if tier == "full" else ["-m", tier]
+    if per_test is not None:
+        per_test.unlink(missing_ok=True)
+        command += ["-p", "benchmarks.per_test_cost"]
+        env = {**env, per_test_cost.ENV: str(per_test)}
     load_before = os.getloadavg()[0]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -160,11 +174,23 @@ def run_tier(tier: str, paths: list[str], extra: list[str], junit: Path, env: di
         load_before=round(load_before, 2),
         load_after=round(os.getloadavg()[0], 2),
         per_tier_s=per_tier if tier == "full" else {},
+        per_test=per_test_cost.summary(per_test_cost.read(per_test)) if per_test and per_test.exists() else {},
     )
 
 
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def print_per_test(found: dict, where: Path) -> None:
+    print(
+        f"{'':<10}   {found['tests']} tests: {found['wall_s']:.0f} s wall, {found['own_cpu_s']:.0f} s CPU in pytest, "
+        f"{found['children_cpu_s']:.0f} s in its children, {found['waiting_s']:.0f} s waiting ({where})"
+    )
+    for title, key, count in (("slowest tests", "slowest_tests", 10), ("most waiting", "most_waiting_tests", 5)):
+        print(f"{'':<10}   {title}:")
+        for cost in found[key][:count]:
+            print(f"{'':<12} " + per_test_cost.Cost(**{k: v for k, v in cost.items() if k != "waiting_s"}).row())
 
 
 def main() -> int:
@@ -173,6 +199,7 @@ def main() -> int:
     parser.add_argument("--paths", nargs="+", default=["tests"], help="what pytest collects (a check of the script)")
     parser.add_argument("--json", type=Path, default=ROOT / "reports" / "suite_time.json")
     parser.add_argument("--emulate-avx2", action="store_true", help="estimate an AVX2-only CPU (see the docstring)")
+    parser.add_argument("--per-test", action="store_true", help="each test's wall, CPU and waiting (the docstring)")
     parser.add_argument(
         "--cache", type=Path, default=Path.home() / ".cache" / "harness", help="where the AVX2 build goes"
     )
@@ -187,7 +214,10 @@ def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
         for tier in args.tiers:
-            run = run_tier(tier, args.paths, args.pytest_args, Path(scratch) / f"{tier}.xml", env)
+            per_test = args.json.with_name(f"{args.json.stem}-{tier}-tests.jsonl") if args.per_test else None
+            if per_test:
+                per_test.parent.mkdir(parents=True, exist_ok=True)
+            run = run_tier(tier, args.paths, args.pytest_args, Path(scratch) / f"{tier}.xml", env, per_test)
             runs.append(run)
             counted = ", ".join(f"{n} {what}" for what, n in run.counts.items() if n)
             print(
@@ -196,6 +226,8 @@ def main() -> int:
             )
             for name, seconds in run.per_tier_s.items():
                 print(f"{'':<10}   {name}: {minutes(seconds)} of test time")
+            if run.per_test:
+                print_per_test(run.per_test, per_test)
     measured = {
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": about,

@@ -263,6 +263,7 @@ TABLE: dict[str, Tier] = {
     "project/test_nightly_template.py": A,
     "project/test_one_address.py": U,
     "project/test_setup_environment_key.py": A,
+    "project/test_suite_time.py": A,
     "project/test_tiers.py": U,
     "project/test_tooling.py": A,
     "pytest_plugin/test_nightly_selection.py": A,
